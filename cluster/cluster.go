@@ -1,0 +1,216 @@
+// Package cluster owns server lifecycles: Local starts the real binaries on
+// 127.0.0.1 (the default), External uses servers the user runs. Either way
+// every node sits behind an in-process toxiproxy proxy that clients always
+// connect through, so chaos can drop replies, add latency or cut links.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// ErrUnsupported: the node cannot do this (e.g. pausing an external server).
+var ErrUnsupported = errors.New("not supported by this node")
+
+// Node is one server. Clients reach it at Addr (the proxy).
+type Node struct {
+	Name    string
+	Backend impls.Backend
+	direct  string
+	proxy   *toxiproxy.Proxy
+	proc    *process // nil for external servers
+	health  func(ctx context.Context) error
+}
+
+// Addr is the address clients use: the toxiproxy proxy in front of the node.
+func (n *Node) Addr() string { return n.proxy.Listen }
+
+// DirectAddr is the server's own address, bypassing the proxy.
+func (n *Node) DirectAddr() string { return n.direct }
+
+// Proxy is the fault-injecting proxy in front of the node.
+func (n *Node) Proxy() *toxiproxy.Proxy { return n.proxy }
+
+// Pid is the server's process id, or 0 when locklab does not run it.
+func (n *Node) Pid() int {
+	if n.proc == nil {
+		return 0
+	}
+	n.proc.mu.Lock()
+	defer n.proc.mu.Unlock()
+	if n.proc.cmd == nil || n.proc.cmd.Process == nil {
+		return 0
+	}
+	return n.proc.cmd.Process.Pid
+}
+
+// Pause stops the server process (SIGSTOP): it keeps its sockets but answers nothing.
+func (n *Node) Pause() error {
+	if n.proc == nil {
+		return fmt.Errorf("pause %s: %w", n.Name, ErrUnsupported)
+	}
+	return n.proc.signal(syscall.SIGSTOP)
+}
+
+// Resume continues a paused server (SIGCONT).
+func (n *Node) Resume() error {
+	if n.proc == nil {
+		return fmt.Errorf("resume %s: %w", n.Name, ErrUnsupported)
+	}
+	return n.proc.signal(syscall.SIGCONT)
+}
+
+// Kill ends the server at once (SIGKILL), as a crash would.
+func (n *Node) Kill() error {
+	if n.proc == nil {
+		return fmt.Errorf("kill %s: %w", n.Name, ErrUnsupported)
+	}
+	n.proc.stop(0)
+	return nil
+}
+
+// Restart starts a killed server again on the same port and data dir and
+// waits until it is healthy. A running server is killed first.
+func (n *Node) Restart(ctx context.Context) error {
+	if n.proc == nil {
+		return fmt.Errorf("restart %s: %w", n.Name, ErrUnsupported)
+	}
+	n.proc.stop(0)
+	if err := n.proc.start(); err != nil {
+		return err
+	}
+	return waitHealthy(ctx, n)
+}
+
+// Cluster is a set of nodes with their proxies.
+type Cluster struct {
+	nodes    []*Node
+	mysqlDSN func(addr string) string
+	proxies  *toxiproxy.ApiServer
+	spawn    *spawner
+	dir      string // temp dir removed at Close; "" for external
+	closeMu  sync.Mutex
+	closed   bool
+	Versions map[impls.Backend]string
+}
+
+func newCluster() *Cluster {
+	return &Cluster{
+		proxies:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		Versions: map[impls.Backend]string{},
+	}
+}
+
+// Nodes returns every node, in start order.
+func (c *Cluster) Nodes() []*Node { return c.nodes }
+
+// NodesOf returns the nodes of one backend.
+func (c *Cluster) NodesOf(b impls.Backend) []*Node {
+	var out []*Node
+	for _, n := range c.nodes {
+		if n.Backend == b {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Endpoints are the proxy addresses that lock clients use.
+func (c *Cluster) Endpoints() impls.Endpoints {
+	var e impls.Endpoints
+	for _, n := range c.nodes {
+		switch n.Backend {
+		case impls.Redis:
+			e.Redis = append(e.Redis, n.Addr())
+		case impls.ZooKeeper:
+			e.ZooKeeper = append(e.ZooKeeper, n.Addr())
+		case impls.MySQL:
+			e.MySQL = c.mysqlDSN(n.Addr())
+		}
+	}
+	return e
+}
+
+// addProxy puts a toxiproxy proxy on a free loopback port in front of upstream.
+func (c *Cluster) addProxy(name, upstream string) (*toxiproxy.Proxy, error) {
+	p := toxiproxy.NewProxy(c.proxies, name, "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("proxy for %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// Close stops every server it started (SIGTERM, then SIGKILL), stops the
+// proxies and removes the temp dir. It is safe to call more than once.
+func (c *Cluster) Close() error {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		if n.proxy != nil {
+			n.proxy.Stop()
+		}
+		if n.proc != nil {
+			wg.Add(1)
+			go func(p *process) { defer wg.Done(); p.stop(5 * time.Second) }(n.proc)
+		}
+	}
+	wg.Wait()
+	if c.spawn != nil {
+		c.spawn.close()
+	}
+	if c.dir != "" {
+		if err := os.RemoveAll(c.dir); err != nil {
+			return fmt.Errorf("remove %s: %w", c.dir, err)
+		}
+	}
+	return nil
+}
+
+// waitHealthy polls the node's health check until it passes, the process
+// exits, or ctx ends.
+func waitHealthy(ctx context.Context, n *Node) error {
+	var exited <-chan struct{}
+	if n.proc != nil {
+		_, exited = n.proc.running()
+	}
+	var last error
+	for {
+		hctx, cancel := context.WithTimeout(ctx, time.Second)
+		last = n.health(hctx)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return n.startError(fmt.Errorf("not healthy in time: %w", last))
+		case <-exited:
+			return n.startError(errors.New("exited during start-up"))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) startError(err error) error {
+	if n.proc != nil {
+		if tail := n.proc.logTail(3); tail != "" {
+			return fmt.Errorf("%s: %w (log: %s)", n.Name, err, tail)
+		}
+	}
+	return fmt.Errorf("%s: %w", n.Name, err)
+}

@@ -1,0 +1,194 @@
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// TestLocalFullCluster starts the whole embedded default against the real
+// binaries: 5 Redis, 1 MariaDB, 3 ZooKeeper, each behind a proxy.
+func TestLocalFullCluster(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	c, err := StartLocal(ctx, ForBackends(impls.Redis, impls.MySQL, impls.ZooKeeper))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("9 nodes healthy after %v", time.Since(start))
+	dir := c.dir
+	if got := len(c.Nodes()); got != 9 {
+		t.Fatalf("nodes = %d, want 9", got)
+	}
+	e := c.Endpoints()
+	if len(e.Redis) != 5 || len(e.ZooKeeper) != 3 || e.MySQL == "" {
+		t.Fatalf("endpoints = %+v", e)
+	}
+	for _, n := range c.Nodes() {
+		if n.Addr() == n.DirectAddr() || !strings.HasPrefix(n.Addr(), "127.0.0.1:") {
+			t.Fatalf("%s: proxy %s direct %s", n.Name, n.Addr(), n.DirectAddr())
+		}
+	}
+	// Through the proxy, each backend answers.
+	if out, err := redisCommand(ctx, e.Redis[4], "PING"); err != nil || out != "PONG" {
+		t.Fatalf("redis via proxy: %q %v", out, err)
+	}
+	if out, err := zkFourLetter(ctx, e.ZooKeeper[2], "ruok"); err != nil || out != "imok" {
+		t.Fatalf("zk via proxy: %q %v", out, err)
+	}
+	db, err := sql.Open("mysql", e.MySQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("mysql via proxy: %v", err)
+	}
+	db.Close()
+	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper} {
+		if c.Versions[b] == "" {
+			t.Errorf("no version for %s", b)
+		}
+	}
+	pids := []int{}
+	for _, n := range c.Nodes() {
+		pids = append(pids, n.Pid())
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("pid %d still running after Close", pid)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("temp dir %s not removed: %v", dir, err)
+	}
+}
+
+func TestNodePauseKillRestart(t *testing.T) {
+	ctx := context.Background()
+	c, err := StartLocal(ctx, LocalConfig{RedisNodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := c.NodesOf(impls.Redis)[0]
+	if _, err := redisCommand(ctx, n.Addr(), "SET k v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = redisCommand(pctx, n.Addr(), "PING")
+	cancel()
+	if err == nil {
+		t.Fatal("paused server answered PING")
+	}
+	if err := n.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := redisCommand(ctx, n.Addr(), "PING"); err != nil || out != "PONG" {
+		t.Fatalf("after resume: %q %v", out, err)
+	}
+	oldPid := n.Pid()
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redisCommand(ctx, n.DirectAddr(), "PING"); err == nil {
+		t.Fatal("killed server answered")
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n.Pid() == oldPid {
+		t.Fatal("restart kept the old pid")
+	}
+	// Same port, same proxy; no persistence configured, so the key is gone.
+	if out, err := redisCommand(ctx, n.Addr(), "PING"); err != nil || out != "PONG" {
+		t.Fatalf("after restart: %q %v", out, err)
+	}
+}
+
+func TestMissingBinaryNamesPackage(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := StartLocal(context.Background(), LocalConfig{RedisNodes: 1})
+	if err == nil || !strings.Contains(err.Error(), "apt-get install redis-server") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseExternalConfig(t *testing.T) {
+	tests := []struct {
+		name, yaml, wantErr string
+	}{
+		{"ok", "redis: [127.0.0.1:6379]\nmysql: root@tcp(127.0.0.1:3306)/locklab\nzookeeper: [localhost:2181]\n", ""},
+		{"malformed", "redis: [127.0.0.1:6379\n", "malformed YAML"},
+		{"typo", "rediss: [127.0.0.1:6379]\n", "field rediss not found"},
+		{"remote", "redis: [10.0.0.1:6379]\n", "not on loopback"},
+		{"bad dsn", "mysql: 'nope'\n", "mysql DSN"},
+		{"empty", "{}\n", "no servers listed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg ExternalConfig
+			err := ParseExternalConfig([]byte(tt.yaml), &cfg)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestConnectExternalUnreachable(t *testing.T) {
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ConnectExternal(context.Background(), ExternalConfig{Redis: []string{addr(ports[0])}})
+	if err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestConnectExternalMySQLDSNGoesThroughProxy(t *testing.T) {
+	ctx := context.Background()
+	local, err := StartLocal(ctx, LocalConfig{MySQL: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	dsn := "root@tcp(" + local.NodesOf(impls.MySQL)[0].DirectAddr() + ")/locklab"
+	ext, err := ConnectExternal(ctx, ExternalConfig{MySQL: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	m, err := mysql.ParseDSN(ext.Endpoints().MySQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Addr != ext.NodesOf(impls.MySQL)[0].Addr() {
+		t.Fatalf("DSN addr %s, want the proxy %s", m.Addr, ext.NodesOf(impls.MySQL)[0].Addr())
+	}
+	db, _ := sql.Open("mysql", ext.Endpoints().MySQL)
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,139 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gopkg.in/yaml.v3"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// ExternalConfig lists servers the user runs (e.g. with compose.yaml).
+type ExternalConfig struct {
+	Redis     []string `yaml:"redis"`     // host:port of independent masters
+	MySQL     string   `yaml:"mysql"`     // go-sql-driver DSN, e.g. root:pw@tcp(127.0.0.1:3306)/locklab
+	ZooKeeper []string `yaml:"zookeeper"` // host:port of ensemble members
+}
+
+// LoadExternalConfig reads and validates a YAML file of server addresses.
+func LoadExternalConfig(path string) (ExternalConfig, error) {
+	var cfg ExternalConfig
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("cluster config: %w", err)
+	}
+	if err := ParseExternalConfig(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("cluster config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseExternalConfig decodes and validates YAML; unknown fields are errors,
+// so a typo does not silently drop a backend.
+func ParseExternalConfig(b []byte, cfg *ExternalConfig) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("malformed YAML: %w", err)
+	}
+	for _, a := range append(append([]string{}, cfg.Redis...), cfg.ZooKeeper...) {
+		if err := checkLoopback(a); err != nil {
+			return err
+		}
+	}
+	if cfg.MySQL != "" {
+		m, err := mysql.ParseDSN(cfg.MySQL)
+		if err != nil {
+			return fmt.Errorf("mysql DSN: %w", err)
+		}
+		if m.Net != "tcp" {
+			return fmt.Errorf("mysql DSN: network %q, want tcp", m.Net)
+		}
+		if err := checkLoopback(m.Addr); err != nil {
+			return err
+		}
+	}
+	if len(cfg.Redis) == 0 && cfg.MySQL == "" && len(cfg.ZooKeeper) == 0 {
+		return fmt.Errorf("no servers listed (keys: redis, mysql, zookeeper)")
+	}
+	return nil
+}
+
+// checkLoopback keeps the lab's traffic on this machine: locklab injects
+// faults and floods servers, which is no thing to do to a shared host.
+func checkLoopback(a string) error {
+	host, _, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("address %q: %w", a, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("address %q is not on loopback (127.0.0.0/8, ::1, localhost)", a)
+	}
+	return nil
+}
+
+// ConnectExternal checks that every listed server accepts connections and
+// puts a proxy in front of each.
+func ConnectExternal(ctx context.Context, cfg ExternalConfig) (_ *Cluster, err error) {
+	c := newCluster()
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	add := func(name string, b impls.Backend, a string) error {
+		n := &Node{Name: name, Backend: b, direct: a, health: func(ctx context.Context) error {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", a)
+			if err != nil {
+				return err
+			}
+			return conn.Close()
+		}}
+		hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if err := waitHealthy(hctx, n); err != nil {
+			return fmt.Errorf("%s at %s unreachable: %w", name, a, err)
+		}
+		p, err := c.addProxy(name, a)
+		if err != nil {
+			return err
+		}
+		n.proxy = p
+		c.nodes = append(c.nodes, n)
+		return nil
+	}
+	for i, a := range cfg.Redis {
+		if err := add(fmt.Sprintf("redis-%d", i), impls.Redis, a); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.MySQL != "" {
+		m, _ := mysql.ParseDSN(cfg.MySQL)
+		if err := add("mysql-0", impls.MySQL, m.Addr); err != nil {
+			return nil, err
+		}
+		c.mysqlDSN = func(proxyAddr string) string {
+			m2 := m.Clone()
+			m2.Addr = proxyAddr
+			m2.InterpolateParams = true
+			return m2.FormatDSN()
+		}
+	}
+	for i, a := range cfg.ZooKeeper {
+		if err := add(fmt.Sprintf("zk-%d", i+1), impls.ZooKeeper, a); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,231 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// LocalConfig says which servers to start. A backend a run does not use is
+// not started.
+type LocalConfig struct {
+	RedisNodes     int           // independent redis-server masters (Redlock wants 5)
+	MySQL          bool          // one MariaDB server
+	ZooKeeperNodes int           // ensemble size (3 for a quorum that survives one loss)
+	StartTimeout   time.Duration // bound on waiting for all nodes to be healthy; default 60s
+	TempRoot       string        // where the temp dir goes; default os.TempDir()
+}
+
+// ForBackends returns the LocalConfig that serves the given backends.
+func ForBackends(bs ...impls.Backend) LocalConfig {
+	var c LocalConfig
+	for _, b := range bs {
+		switch b {
+		case impls.Redis:
+			c.RedisNodes = 5
+		case impls.MySQL:
+			c.MySQL = true
+		case impls.ZooKeeper:
+			c.ZooKeeperNodes = 3
+		}
+	}
+	return c
+}
+
+// binaries each backend needs, with the Debian package that provides them.
+var binaries = map[impls.Backend][][2]string{
+	impls.Redis:     {{"redis-server", "redis-server"}},
+	impls.MySQL:     {{"mariadbd", "mariadb-server"}, {"mariadb-install-db", "mariadb-server"}},
+	impls.ZooKeeper: {{"java", "zookeeper"}, {zkJar, "zookeeper"}},
+}
+
+const zkJar = "/usr/share/java/zookeeper.jar"
+
+func checkBinaries(b impls.Backend) error {
+	for _, bin := range binaries[b] {
+		var err error
+		if filepath.IsAbs(bin[0]) {
+			_, err = os.Stat(bin[0])
+		} else {
+			_, err = exec.LookPath(bin[0])
+		}
+		if err != nil {
+			return fmt.Errorf("%s not found: install the Debian package %s (apt-get install %s)", bin[0], bin[1], bin[1])
+		}
+	}
+	return nil
+}
+
+// StartLocal starts the configured servers on 127.0.0.1 with free ports in a
+// fresh temp dir, puts a proxy in front of each, and waits until all are
+// healthy. On error nothing is left running.
+func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0}
+	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper} {
+		if need[b] {
+			if err := checkBinaries(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	root := cfg.TempRoot
+	if root == "" {
+		root = os.TempDir()
+	}
+	removeStaleDirs(root)
+	dir, err := os.MkdirTemp(root, "locklab-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	c := newCluster()
+	c.dir = dir
+	c.spawn = newSpawner()
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+
+	// Every node starts in parallel; the slowest (the JVM) sets the pace.
+	type starter func(context.Context) ([]*Node, error)
+	var starters []starter
+	for i := 0; i < cfg.RedisNodes; i++ {
+		i := i
+		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
+			n, err := c.startRedis(ctx, i)
+			return []*Node{n}, err
+		})
+	}
+	if cfg.MySQL {
+		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
+			n, err := c.startMariaDB(ctx)
+			return []*Node{n}, err
+		})
+	}
+	if cfg.ZooKeeperNodes > 0 {
+		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
+			return c.startZooKeeper(ctx, cfg.ZooKeeperNodes)
+		})
+	}
+	results := make([][]*Node, len(starters))
+	errs := make([]error, len(starters))
+	var wg sync.WaitGroup
+	for i, s := range starters {
+		wg.Add(1)
+		go func(i int, s starter) {
+			defer wg.Done()
+			results[i], errs[i] = s(ctx)
+		}(i, s)
+	}
+	wg.Wait()
+	// Keep every node that was created, so Close stops it even on error.
+	for _, ns := range results {
+		for _, n := range ns {
+			if n != nil {
+				c.nodes = append(c.nodes, n)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("servers not healthy within %v: %w", cfg.StartTimeout, err)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// startNode runs one server with fresh free ports, retrying with other ports
+// when the chosen one was taken in the meantime ("port in use").
+func (c *Cluster) startNode(ctx context.Context, name string, backend impls.Backend, build func(ports []int) (*process, string, func(context.Context) error, error), nports int) (*Node, error) {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		ports, err := freePorts(nports)
+		if err != nil {
+			return nil, err
+		}
+		proc, direct, health, err := build(ports)
+		if err != nil {
+			return nil, err
+		}
+		n := &Node{Name: name, Backend: backend, direct: direct, proc: proc, health: health}
+		if err := proc.start(); err != nil {
+			return nil, err
+		}
+		err = waitHealthy(ctx, n)
+		if err == nil {
+			n.proxy, err = c.addProxy(name, direct)
+			if err != nil {
+				proc.stop(0)
+				return nil, err
+			}
+			return n, nil
+		}
+		proc.stop(0)
+		lastErr = err
+		if !strings.Contains(strings.ToLower(proc.logTail(20)), "in use") {
+			return nil, err
+		}
+	}
+	return nil, lastErr
+}
+
+// freePorts asks the kernel for n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// removeStaleDirs deletes temp dirs left by a locklab that was killed before
+// it could clean up (its servers died with it through Pdeathsig).
+func removeStaleDirs(root string) {
+	dirs, _ := filepath.Glob(filepath.Join(root, "locklab-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "owner.pid"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
+}

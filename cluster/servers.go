@@ -1,0 +1,307 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/locklab/locklab/impls"
+)
+
+func addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+func (c *Cluster) setVersion(b impls.Backend, v string) {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	c.Versions[b] = v
+}
+
+// ---- Redis ----
+
+func (c *Cluster) startRedis(ctx context.Context, i int) (*Node, error) {
+	name := fmt.Sprintf("redis-%d", i)
+	dir := filepath.Join(c.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return c.startNode(ctx, name, impls.Redis, func(ports []int) (*process, string, func(context.Context) error, error) {
+		p := &process{
+			name: name, dir: dir, logPath: filepath.Join(dir, "redis.log"), spawn: c.spawn,
+			argv: []string{"redis-server", "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1",
+				"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"},
+		}
+		a := addr(ports[0])
+		return p, a, func(ctx context.Context) error {
+			info, err := redisCommand(ctx, a, "INFO server")
+			if err != nil {
+				return err
+			}
+			for _, l := range strings.Split(info, "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+					c.setVersion(impls.Redis, "redis "+v)
+				}
+			}
+			return nil
+		}, nil
+	}, 1)
+}
+
+// redisCommand sends one inline command and returns the raw reply; enough for
+// a health check without a client library.
+func redisCommand(ctx context.Context, a, cmd string) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", a)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	switch head[0] {
+	case '+':
+		return strings.TrimSpace(head[1:]), nil
+	case '$':
+		n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("bad reply %q", head)
+		}
+		buf := make([]byte, n+2)
+		if _, err := ioReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	default:
+		return "", fmt.Errorf("redis answered %q", strings.TrimSpace(head))
+	}
+}
+
+func ioReadFull(r *bufio.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// ---- MariaDB ----
+
+// MySQLDatabase is the schema lock tables live in.
+const MySQLDatabase = "locklab"
+
+func mysqlDSN(a string) string {
+	cfg := mysql.NewConfig()
+	cfg.User = "root"
+	cfg.Net = "tcp"
+	cfg.Addr = a
+	cfg.DBName = MySQLDatabase
+	// One round trip per statement instead of prepare/execute/close.
+	cfg.InterpolateParams = true
+	return cfg.FormatDSN()
+}
+
+func (c *Cluster) startMariaDB(ctx context.Context) (*Node, error) {
+	const name = "mysql-0"
+	dir := filepath.Join(c.dir, name)
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	install := exec.CommandContext(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+data,
+		"--auth-root-authentication-method=normal", "--skip-test-db", "--user=root")
+	if out, err := install.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%s: mariadb-install-db: %w: %s", name, err, lastLine(string(out)))
+	}
+	c.mysqlDSN = mysqlDSN
+	return c.startNode(ctx, name, impls.MySQL, func(ports []int) (*process, string, func(context.Context) error, error) {
+		p := &process{
+			name: name, dir: dir, logPath: filepath.Join(dir, "mariadbd.log"), spawn: c.spawn,
+			argv: []string{"mariadbd", "--no-defaults", "--datadir=" + data, "--socket=" + filepath.Join(dir, "sock"),
+				"--port=" + strconv.Itoa(ports[0]), "--bind-address=127.0.0.1", "--user=root", "--skip-log-bin",
+				"--skip-name-resolve", "--performance-schema=OFF", "--max-connections=2000",
+				"--innodb-buffer-pool-size=128M"},
+		}
+		a := addr(ports[0])
+		return p, a, func(ctx context.Context) error {
+			cfg := mysql.NewConfig()
+			cfg.User, cfg.Net, cfg.Addr = "root", "tcp", a
+			conn, err := mysql.NewConnector(cfg)
+			if err != nil {
+				return err
+			}
+			db := sql.OpenDB(conn)
+			defer db.Close()
+			if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+MySQLDatabase); err != nil {
+				return err
+			}
+			var v string
+			if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+				return err
+			}
+			c.setVersion(impls.MySQL, "mariadb "+v)
+			return nil
+		}, nil
+	}, 1)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// ---- ZooKeeper ----
+
+func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error) {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		nodes, err := c.tryZooKeeper(ctx, size)
+		if err == nil {
+			return nodes, nil
+		}
+		lastErr = err
+		if !strings.Contains(strings.ToLower(err.Error()), "in use") {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func (c *Cluster) tryZooKeeper(ctx context.Context, size int) ([]*Node, error) {
+	ports, err := freePorts(3 * size) // client, peer, election per node
+	if err != nil {
+		return nil, err
+	}
+	var servers strings.Builder
+	for i := 0; i < size; i++ {
+		fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d\n", i+1, ports[3*i+1], ports[3*i+2])
+	}
+	nodes := make([]*Node, size)
+	for i := 0; i < size; i++ {
+		name := fmt.Sprintf("zk-%d", i+1)
+		dir := filepath.Join(c.dir, name)
+		data := filepath.Join(dir, "data")
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(i+1)+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		cfg := fmt.Sprintf("tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\n"+
+			"clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n"+
+			"maxClientCnxns=0\n%s", data, ports[3*i], servers.String())
+		if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+			return nil, err
+		}
+		a := addr(ports[3*i])
+		nodes[i] = &Node{
+			Name: name, Backend: impls.ZooKeeper, direct: a,
+			proc: &process{
+				name: name, dir: dir, logPath: filepath.Join(dir, "zookeeper.log"), spawn: c.spawn,
+				argv: []string{"java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",
+					"-Dzookeeper.log.dir=" + dir, "-Dzookeeper.root.logger=INFO,CONSOLE",
+					"-cp", "/etc/zookeeper/conf:/usr/share/java/*",
+					"org.apache.zookeeper.server.quorum.QuorumPeerMain", "zoo.cfg"},
+			},
+			health: func(ctx context.Context) error {
+				out, err := zkFourLetter(ctx, a, "srvr")
+				if err != nil {
+					return err
+				}
+				if !strings.Contains(out, "Mode: leader") && !strings.Contains(out, "Mode: follower") {
+					return fmt.Errorf("not serving yet")
+				}
+				for _, l := range strings.Split(out, "\n") {
+					if v, ok := strings.CutPrefix(l, "Zookeeper version: "); ok {
+						c.setVersion(impls.ZooKeeper, "zookeeper "+strings.SplitN(v, "-", 2)[0])
+					}
+				}
+				return nil
+			},
+		}
+	}
+	cleanup := func() {
+		for _, n := range nodes {
+			n.proc.stop(0)
+		}
+	}
+	for _, n := range nodes {
+		if err := n.proc.start(); err != nil {
+			cleanup()
+			return nil, err
+		}
+	}
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func(i int, n *Node) { defer wg.Done(); errs[i] = waitHealthy(ctx, n) }(i, n)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+	}
+	for _, n := range nodes {
+		p, err := c.addProxy(n.Name, n.direct)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		n.proxy = p
+	}
+	return nodes, nil
+}
+
+// ZKFourLetter sends a ZooKeeper four-letter command ("srvr", "ruok") and
+// returns the answer.
+func zkFourLetter(ctx context.Context, a, cmd string) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", a)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := conn.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	if sb.Len() == 0 {
+		return "", fmt.Errorf("no answer to %s", cmd)
+	}
+	return sb.String(), nil
+}

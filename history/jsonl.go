@@ -1,0 +1,195 @@
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Writer streams events as JSONL to a file. It assigns each event its index,
+// buffers writes and flushes at least every FlushInterval, so a crash loses at
+// most that much and a Ctrl-C (which ends in Close) loses nothing.
+type Writer struct {
+	mu    sync.Mutex
+	f     *os.File
+	bw    *bufio.Writer
+	next  int64
+	buf   []byte
+	err   error
+	stop  chan struct{}
+	done  chan struct{}
+	close sync.Once
+}
+
+// FlushInterval bounds how long a recorded event may sit in memory.
+const FlushInterval = 200 * time.Millisecond
+
+// Create opens path for writing (truncating it) and starts the flusher.
+func Create(path string) (*Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create history: %w", err)
+	}
+	w := &Writer{f: f, bw: bufio.NewWriterSize(f, 256<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.flushLoop()
+	return w, nil
+}
+
+func (w *Writer) flushLoop() {
+	defer close(w.done)
+	t := time.NewTicker(FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.mu.Lock()
+			if w.err == nil {
+				w.err = w.bw.Flush()
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// Record appends ev, setting its Index. It returns the event as recorded.
+func (w *Writer) Record(ev Event) Event {
+	w.mu.Lock()
+	ev.Index = w.next
+	w.next++
+	if w.err == nil {
+		w.buf = AppendJSON(w.buf[:0], &ev)
+		w.buf = append(w.buf, '\n')
+		_, w.err = w.bw.Write(w.buf)
+	}
+	w.mu.Unlock()
+	return ev
+}
+
+// Err reports the first write error, if any.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close flushes, syncs and closes the file.
+func (w *Writer) Close() error {
+	var err error
+	w.close.Do(func() {
+		close(w.stop)
+		<-w.done
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.err == nil {
+			w.err = w.bw.Flush()
+		}
+		if w.err == nil {
+			w.err = w.f.Sync()
+		}
+		cerr := w.f.Close()
+		err = errors.Join(w.err, cerr)
+	})
+	return err
+}
+
+// AppendJSON appends ev as one JSON object, without reflection: recording
+// must cost the workload almost nothing.
+func AppendJSON(b []byte, ev *Event) []byte {
+	b = append(b, `{"i":`...)
+	b = strconv.AppendInt(b, ev.Index, 10)
+	b = append(b, `,"proc":`...)
+	b = strconv.AppendInt(b, int64(ev.Proc), 10)
+	b = append(b, `,"type":`...)
+	b = appendString(b, string(ev.Type))
+	b = append(b, `,"f":`...)
+	b = appendString(b, ev.F)
+	if ev.Key != "" {
+		b = append(b, `,"key":`...)
+		b = appendString(b, ev.Key)
+	}
+	if len(ev.Value) > 0 {
+		b = append(b, `,"value":`...)
+		b = append(b, ev.Value...)
+	}
+	if ev.Token != nil {
+		b = append(b, `,"token":`...)
+		b = strconv.AppendUint(b, *ev.Token, 10)
+	}
+	if ev.ValidUntil != 0 {
+		b = append(b, `,"valid_until":`...)
+		b = strconv.AppendInt(b, ev.ValidUntil, 10)
+	}
+	b = append(b, `,"t":`...)
+	b = strconv.AppendInt(b, ev.T, 10)
+	if ev.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendString(b, ev.Error)
+	}
+	return append(b, '}')
+}
+
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			q, _ := json.Marshal(s) // rare: escape properly
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// ReadJSONL calls fn for every event in r. A malformed line stops the read
+// with an error naming its line number.
+func ReadJSONL(r io.Reader, fn func(Event) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		raw := sc.Bytes()
+		if len(raw) == 0 {
+			continue
+		}
+		var ev Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		if err := ev.Validate(); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("line %d: %w", line+1, err)
+	}
+	return nil
+}
+
+// ReadFile reads every event of a JSONL history file.
+func ReadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	var evs []Event
+	err = ReadJSONL(f, func(ev Event) error { evs = append(evs, ev); return nil })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return evs, nil
+}

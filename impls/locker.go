@@ -1,0 +1,65 @@
+// Package impls defines the lock interface every approach implements, the
+// errors that tell outcomes apart, capabilities, and the registry that maps
+// approach names to constructors.
+package impls
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Locker is one client's handle on a lock service. Each client of a workload
+// gets its own Locker (its own connections), as a separate process would.
+type Locker interface {
+	// Acquire waits until the lock on key is granted or ctx ends, unless
+	// opt.Try is set, in which case it makes exactly one attempt.
+	Acquire(ctx context.Context, key string, opt AcquireOptions) (Lease, error)
+	// Close drops the client's connections without releasing its leases,
+	// which is what a crashed holder does.
+	Close() error
+}
+
+// AcquireOptions tune one Acquire call.
+type AcquireOptions struct {
+	TTL time.Duration // lease length for approaches with expiry; 0 = the approach's default
+	Try bool          // one attempt, no waiting
+}
+
+// Lease is a granted lock.
+type Lease interface {
+	Key() string
+	// Token is the fencing token, where the approach yields one.
+	Token() (uint64, bool)
+	// ValidUntil is the expiry on the client's own (skewable) clock; zero = none.
+	ValidUntil() time.Time
+	// Release gives the lock up. ErrNotHeld means it was no longer ours.
+	Release(ctx context.Context) error
+}
+
+// Outcome errors. Implementations wrap them with %w; callers test with errors.Is.
+var (
+	// ErrNotAcquired: someone else holds the lock (definite: nothing changed).
+	ErrNotAcquired = errors.New("not acquired")
+	// ErrNotHeld: release or extend of a lease that is no longer ours.
+	ErrNotHeld = errors.New("not held")
+	// ErrUnavailable: the backend could not be reached; nothing changed.
+	ErrUnavailable = errors.New("backend unavailable")
+	// ErrIndeterminate: the request may or may not have taken effect (a
+	// timeout or a lost reply). Histories record it as an info event.
+	ErrIndeterminate = errors.New("indeterminate")
+	// ErrInvalidKey: the backend cannot store this key; no call was made.
+	ErrInvalidKey = errors.New("invalid key")
+)
+
+// Capabilities are the promises an approach makes. Tests prove declared ones.
+type Capabilities struct {
+	TTL           bool `json:"ttl"`            // leases expire on their own
+	Reentrant     bool `json:"reentrant"`      // the holder may acquire again
+	Fair          bool `json:"fair"`           // FIFO grant order
+	Blocking      bool `json:"blocking"`       // waiters are notified, not polling
+	Fencing       bool `json:"fencing"`        // leases carry increasing tokens
+	FaultTolerant bool `json:"fault_tolerant"` // survives loss of a minority of nodes
+	Renewal       bool `json:"renewal"`        // leases can be extended
+	LossSignal    bool `json:"loss_signal"`    // the holder is told when the lock is gone
+}

@@ -33,8 +33,14 @@ type Lease interface {
 	Token() (uint64, bool)
 	// ValidUntil is the expiry on the client's own (skewable) clock; zero = none.
 	ValidUntil() time.Time
+	// Extend moves the expiry to ttl from now. ErrNotHeld if the lease is
+	// gone; ErrUnsupported where the approach has no renewal.
+	Extend(ctx context.Context, ttl time.Duration) error
 	// Release gives the lock up. ErrNotHeld means it was no longer ours.
 	Release(ctx context.Context) error
+	// Lost is closed when the client learns the lock is gone (session
+	// expiry, failed renewal). Nil where the approach cannot tell.
+	Lost() <-chan struct{}
 }
 
 // Outcome errors. Implementations wrap them with %w; callers test with errors.Is.
@@ -50,6 +56,8 @@ var (
 	ErrIndeterminate = errors.New("indeterminate")
 	// ErrInvalidKey: the backend cannot store this key; no call was made.
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrUnsupported: the approach does not offer this operation.
+	ErrUnsupported = errors.New("not supported by this approach")
 )
 
 // Capabilities are the promises an approach makes. Tests prove declared ones.

@@ -1,0 +1,142 @@
+package checker
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/history"
+)
+
+// ev builds a hand-written event: proc, type, f, key, t.
+func ev(proc int, typ history.Type, f, key string, t int64) history.Event {
+	return history.Event{Proc: proc, Type: typ, F: f, Key: key, T: t}
+}
+
+const (
+	A = history.Acquire
+	R = history.Release
+)
+
+func run(evs []history.Event) []DoubleGrant {
+	m := NewMutex()
+	for i, e := range evs {
+		e.Index = int64(i)
+		m.Add(e)
+	}
+	return m.DoubleGrants()
+}
+
+func TestDoubleGrants(t *testing.T) {
+	inv, ok, fail, info := history.Invoke, history.OK, history.Fail, history.Info
+	tests := []struct {
+		name string
+		evs  []history.Event
+		want int
+	}{
+		{"sequential holders", []history.Event{
+			ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10), ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 25),
+			ev(2, inv, A, "k", 5), ev(2, ok, A, "k", 30), ev(2, inv, R, "k", 40), ev(2, ok, R, "k", 45),
+		}, 0},
+		{"overlap", []history.Event{
+			ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10),
+			ev(2, inv, A, "k", 5), ev(2, ok, A, "k", 15),
+			ev(1, inv, R, "k", 20), ev(2, inv, R, "k", 30),
+		}, 1},
+		{"grant exactly at release invoke is no overlap", []history.Event{
+			ev(1, ok, A, "k", 10), ev(1, inv, R, "k", 20), ev(2, ok, A, "k", 20), ev(2, inv, R, "k", 30),
+		}, 0},
+		{"different keys never conflict", []history.Event{
+			ev(1, ok, A, "k1", 10), ev(2, ok, A, "k2", 11), ev(1, inv, R, "k1", 20), ev(2, inv, R, "k2", 21),
+		}, 0},
+		{"holder that never released blocks everyone after", []history.Event{
+			ev(1, ok, A, "k", 10), ev(2, ok, A, "k", 50), ev(2, inv, R, "k", 60),
+		}, 1},
+		{"failed and indeterminate acquires grant nothing", []history.Event{
+			ev(1, ok, A, "k", 10), ev(2, fail, A, "k", 12), ev(3, info, A, "k", 13), ev(1, inv, R, "k", 20),
+		}, 0},
+		{"one long holder overlapped by two", []history.Event{
+			ev(1, ok, A, "k", 0), ev(2, ok, A, "k", 10), ev(2, inv, R, "k", 20),
+			ev(3, ok, A, "k", 30), ev(3, inv, R, "k", 40), ev(1, inv, R, "k", 100),
+		}, 2},
+		{"re-entry by the holder is one tenure", []history.Event{
+			ev(1, ok, A, "k", 0), ev(1, ok, A, "k", 5), ev(1, inv, R, "k", 20), ev(2, ok, A, "k", 30),
+		}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := run(tt.evs); len(got) != tt.want {
+				t.Fatalf("double grants = %d (%+v), want %d", len(got), got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	got := run([]history.Event{
+		ev(1, history.OK, A, "k1", 1_100_000_000), ev(3, history.OK, A, "k1", 1_204_000_000),
+		ev(1, history.Invoke, R, "k1", 1_530_000_000),
+	})
+	if len(got) != 1 {
+		t.Fatalf("got %d", len(got))
+	}
+	s := got[0].Describe(0)
+	want := "client 3 acquired k1 at 1.204 s while client 1 held it since 1.100 s and released at 1.530 s"
+	if !strings.HasPrefix(s, want) {
+		t.Fatalf("Describe = %q", s)
+	}
+}
+
+// genMutex simulates a correct mutex with random timing: clients take turns,
+// each grant strictly after the previous release invoke.
+func genMutex(rng *rand.Rand, clients, n int) []history.Event {
+	var evs []history.Event
+	t := int64(0)
+	for i := 0; i < n; i++ {
+		p := rng.Intn(clients)
+		t += 1 + rng.Int63n(100)
+		evs = append(evs, ev(p, history.Invoke, A, "k", t-rng.Int63n(50)))
+		evs = append(evs, ev(p, history.OK, A, "k", t))
+		t += 1 + rng.Int63n(100)
+		evs = append(evs, ev(p, history.Invoke, R, "k", t))
+		evs = append(evs, ev(p, history.OK, R, "k", t+rng.Int63n(20)))
+	}
+	return evs
+}
+
+func TestPropertyCorrectMutexPassesInjectedOverlapFails(t *testing.T) {
+	for seed := int64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		evs := genMutex(rng, 5, 50)
+		if got := run(evs); len(got) != 0 {
+			t.Fatalf("seed %d: correct mutex flagged: %+v", seed, got[0])
+		}
+		// Inject one overlap: move one grant to just before the previous
+		// holder's release invoke.
+		j := 1 + rng.Intn(49)
+		prevRelease := evs[4*(j-1)+2].T
+		evs[4*j+1].T = prevRelease - 1
+		evs[4*j+1].Proc, evs[4*j+2].Proc = 99, 99
+		if got := run(evs); len(got) != 1 {
+			t.Fatalf("seed %d: injected overlap found %d times", seed, len(got))
+		}
+	}
+}
+
+func BenchmarkMutexMillionEvents(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	evs := genMutex(rng, 32, 250_000)
+	for i := range evs {
+		evs[i].Index = int64(i)
+		evs[i].Key = "k" + string(rune('a'+i%8))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m := NewMutex()
+		for _, e := range evs {
+			m.Add(e)
+		}
+		_ = m.DoubleGrants()
+	}
+}

@@ -1,0 +1,350 @@
+// Package conformance is the one suite every lock approach passes against
+// its real server. Each test states a promise (or, for a capability the
+// approach does not declare, leaves it alone) and can fail.
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
+)
+
+// Fault is what the suite needs of a chaos fault.
+type Fault interface {
+	Inject(ctx context.Context) error
+	Heal(ctx context.Context) error
+}
+
+// Harness connects the suite to one approach on a running cluster.
+type Harness struct {
+	Approach  impls.Approach
+	Endpoints impls.Endpoints
+	// DropReplies makes the approach's server apply requests while their
+	// replies never arrive.
+	DropReplies Fault
+	// Contenders is the number of clients in the mutual exclusion test (16).
+	Contenders int
+}
+
+// Run runs every test that applies to h.Approach.
+func Run(t *testing.T, h Harness) {
+	if h.Contenders == 0 {
+		h.Contenders = 16
+	}
+	s := &suite{h: h, prefix: "conf-" + randomHex(4) + "-"}
+	t.Run("MutualExclusion", s.mutualExclusion)
+	t.Run("NonOwnerReleaseRefused", s.nonOwnerReleaseRefused)
+	t.Run("TryDoesNotWait", s.tryDoesNotWait)
+	t.Run("CancelReturnsPromptly", s.cancelReturnsPromptly)
+	t.Run("TimeoutIsIndeterminate", s.timeoutIsIndeterminate)
+	if h.Approach.Caps.TTL {
+		t.Run("CrashedHolderFreedAfterTTL", s.crashedHolderFreedAfterTTL)
+	}
+	if h.Approach.Caps.Renewal {
+		t.Run("ExtendKeepsTheLock", s.extendKeepsTheLock)
+	} else {
+		t.Run("ExtendUnsupported", s.extendUnsupported)
+	}
+	t.Run("InvalidKeyRejected", s.invalidKeyRejected)
+}
+
+type suite struct {
+	h      Harness
+	prefix string
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// key returns a key unique to this test run, so reruns against a server
+// with leftovers (a MySQL table, say) do not collide.
+func (s *suite) key(t *testing.T) string { return s.prefix + t.Name()[len(t.Name())/2:] }
+
+func (s *suite) locker(t *testing.T, id int) impls.Locker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := s.h.Approach.New(ctx, impls.Env{Endpoints: s.h.Endpoints, Clock: &clock.Skewable{}, ClientID: id})
+	if err != nil {
+		t.Fatalf("new %s client: %v", s.h.Approach.Name, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func acquire(t *testing.T, l impls.Locker, key string, opt impls.AcquireOptions) impls.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := l.Acquire(ctx, key, opt)
+	if err != nil {
+		t.Fatalf("acquire %s: %v", key, err)
+	}
+	return lease
+}
+
+func release(t *testing.T, lease impls.Lease) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("release %s: %v", lease.Key(), err)
+	}
+}
+
+func tryAcquire(l impls.Locker, key string) (impls.Lease, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return l.Acquire(ctx, key, impls.AcquireOptions{Try: true})
+}
+
+// mutualExclusion: contenders hammer one key; at no time do two hold it,
+// judged twice: by a shared counter inside the critical section and by the
+// checker over the recorded history.
+func (s *suite) mutualExclusion(t *testing.T) {
+	const cycles = 15
+	key := s.key(t)
+	mono := clock.NewMonotonic()
+	var (
+		inside, maxInside atomic.Int32
+		mu                sync.Mutex
+		check             = checker.NewMutex()
+		index             int64
+	)
+	record := func(proc int, typ history.Type, f string) {
+		mu.Lock()
+		check.Add(history.Event{Index: index, Proc: proc, Type: typ, F: f, Key: key, T: mono.Nanos()})
+		index++
+		mu.Unlock()
+	}
+	lockers := make([]impls.Locker, s.h.Contenders)
+	for i := range lockers {
+		lockers[i] = s.locker(t, i)
+	}
+	errs := make(chan error, s.h.Contenders)
+	var wg sync.WaitGroup
+	for i, l := range lockers {
+		wg.Add(1)
+		go func(proc int, l impls.Locker) {
+			defer wg.Done()
+			for c := 0; c < cycles; c++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				record(proc, history.Invoke, history.Acquire)
+				lease, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 30 * time.Second})
+				cancel()
+				if err != nil {
+					record(proc, history.Fail, history.Acquire)
+					errs <- err
+					return
+				}
+				record(proc, history.OK, history.Acquire)
+				n := inside.Add(1)
+				for {
+					m := maxInside.Load()
+					if n <= m || maxInside.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				time.Sleep(200 * time.Microsecond)
+				inside.Add(-1)
+				record(proc, history.Invoke, history.Release)
+				rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err = lease.Release(rctx)
+				rcancel()
+				if err != nil {
+					errs <- err
+					return
+				}
+				record(proc, history.OK, history.Release)
+			}
+		}(i, l)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("contender: %v", err)
+	}
+	if m := maxInside.Load(); m > 1 {
+		t.Errorf("%d clients were inside the critical section at once", m)
+	}
+	for _, d := range check.DoubleGrants() {
+		t.Errorf("double grant: %s", d.Describe(check.Origin()))
+	}
+}
+
+// nonOwnerReleaseRefused: a client whose tenure has ended cannot release
+// the next holder's lock.
+func (s *suite) nonOwnerReleaseRefused(t *testing.T) {
+	key := s.key(t)
+	a, b, c := s.locker(t, 1), s.locker(t, 2), s.locker(t, 3)
+	stale := acquire(t, a, key, impls.AcquireOptions{})
+	release(t, stale)
+	held := acquire(t, b, key, impls.AcquireOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stale.Release(ctx); !errors.Is(err, impls.ErrNotHeld) {
+		t.Fatalf("release by a former holder: err = %v, want ErrNotHeld", err)
+	}
+	if _, err := tryAcquire(c, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("after the refused release the lock must still be held: err = %v", err)
+	}
+	release(t, held)
+	if err := held.Release(ctx); !errors.Is(err, impls.ErrNotHeld) {
+		t.Fatalf("second release: err = %v, want ErrNotHeld", err)
+	}
+}
+
+func (s *suite) tryDoesNotWait(t *testing.T) {
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	held := acquire(t, a, key, impls.AcquireOptions{})
+	start := time.Now()
+	_, err := tryAcquire(b, key)
+	if !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("try on a held key: err = %v, want ErrNotAcquired", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("try took %v", d)
+	}
+	release(t, held)
+	release(t, acquire(t, b, key, impls.AcquireOptions{Try: true}))
+}
+
+// cancelReturnsPromptly: a waiter whose context ends gives up at once.
+func (s *suite) cancelReturnsPromptly(t *testing.T) {
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	held := acquire(t, a, key, impls.AcquireOptions{})
+	defer release(t, held)
+	const wait = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	start := time.Now()
+	_, err := b.Acquire(ctx, key, impls.AcquireOptions{})
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("acquired a held lock")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want it to wrap context.DeadlineExceeded", err)
+	}
+	if !errors.Is(err, impls.ErrNotAcquired) && !errors.Is(err, impls.ErrIndeterminate) {
+		t.Errorf("err = %v, want ErrNotAcquired or ErrIndeterminate", err)
+	}
+	if took > wait+250*time.Millisecond {
+		t.Errorf("returned %v after a %v deadline", took, wait)
+	}
+}
+
+// timeoutIsIndeterminate: when the server applies the acquire but the reply
+// is lost, the client must say "indeterminate", not "failed": the lock may
+// be (and here is) held.
+func (s *suite) timeoutIsIndeterminate(t *testing.T) {
+	if s.h.DropReplies == nil {
+		t.Fatal("harness has no DropReplies fault")
+	}
+	key := s.key(t)
+	a := s.locker(t, 1)
+	bg := context.Background()
+	if err := s.h.DropReplies.Inject(bg); err != nil {
+		t.Fatal(err)
+	}
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			if err := s.h.DropReplies.Heal(bg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer heal()
+	ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
+	defer cancel()
+	_, err := a.Acquire(ctx, key, impls.AcquireOptions{TTL: 30 * time.Second})
+	if !errors.Is(err, impls.ErrIndeterminate) {
+		t.Fatalf("acquire with replies dropped: err = %v, want ErrIndeterminate", err)
+	}
+	heal()
+	b := s.locker(t, 2)
+	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("the indeterminate acquire took effect on the server, so the key must be held: err = %v", err)
+	}
+}
+
+// crashedHolderFreedAfterTTL: a holder that vanishes without releasing
+// blocks others for about one TTL, no less, not much more.
+func (s *suite) crashedHolderFreedAfterTTL(t *testing.T) {
+	const ttl = time.Second
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	start := time.Now()
+	lease := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
+	if vu := lease.ValidUntil(); vu.IsZero() || vu.After(time.Now().Add(ttl)) {
+		t.Errorf("ValidUntil = %v, want within one TTL from now", vu)
+	}
+	a.Close() // crash: no release
+	lease2 := acquire(t, b, key, impls.AcquireOptions{TTL: ttl})
+	took := time.Since(start)
+	if took < ttl-100*time.Millisecond || took > ttl+time.Second {
+		t.Errorf("lock of a crashed holder freed after %v, want about %v", took, ttl)
+	}
+	release(t, lease2)
+}
+
+func (s *suite) extendKeepsTheLock(t *testing.T) {
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	lease := acquire(t, a, key, impls.AcquireOptions{TTL: 500 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := lease.Extend(ctx, 3*time.Second); err != nil {
+		t.Fatalf("extend: %v", err)
+	}
+	if vu := time.Until(lease.ValidUntil()); vu < 2*time.Second {
+		t.Errorf("ValidUntil only %v ahead after extending to 3s", vu)
+	}
+	time.Sleep(time.Second) // past the original TTL
+	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("extended lock was free after its first TTL: err = %v", err)
+	}
+	release(t, lease)
+	if err := lease.Extend(ctx, time.Second); !errors.Is(err, impls.ErrNotHeld) {
+		t.Fatalf("extend after release: err = %v, want ErrNotHeld", err)
+	}
+}
+
+func (s *suite) extendUnsupported(t *testing.T) {
+	key := s.key(t)
+	lease := acquire(t, s.locker(t, 1), key, impls.AcquireOptions{})
+	defer release(t, lease)
+	if err := lease.Extend(context.Background(), time.Second); !errors.Is(err, impls.ErrUnsupported) {
+		t.Fatalf("extend on an approach without renewal: err = %v, want ErrUnsupported", err)
+	}
+}
+
+func (s *suite) invalidKeyRejected(t *testing.T) {
+	l := s.locker(t, 1)
+	long := make([]byte, 4096)
+	for i := range long {
+		long[i] = 'x'
+	}
+	for _, key := range []string{"", string(long)} {
+		if _, err := tryAcquire(l, key); !errors.Is(err, impls.ErrInvalidKey) {
+			t.Errorf("key of %d bytes: err = %v, want ErrInvalidKey", len(key), err)
+		}
+	}
+}

@@ -1,0 +1,43 @@
+package impls
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff paces the retries of polling approaches: exponential with full
+// jitter between Min and Max, so contending clients spread out.
+type Backoff struct {
+	Min, Max time.Duration
+	n        int
+}
+
+// DefaultBackoff suits a loopback server: first retry within 1 ms.
+func DefaultBackoff() Backoff { return Backoff{Min: 500 * time.Microsecond, Max: 8 * time.Millisecond} }
+
+// Wait sleeps for the next interval or until ctx ends. It returns an error
+// wrapping both ErrNotAcquired and the context's error when ctx ends first.
+func (b *Backoff) Wait(ctx context.Context) error {
+	d := b.Min << b.n
+	if d > b.Max || d <= 0 {
+		d = b.Max
+	} else {
+		b.n++
+	}
+	d = d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return NotAcquiredBy(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// NotAcquiredBy is the error for a wait that ctx ended: nothing was granted.
+func NotAcquiredBy(ctx context.Context) error {
+	return fmt.Errorf("%w: gave up waiting: %w", ErrNotAcquired, context.Cause(ctx))
+}

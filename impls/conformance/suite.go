@@ -55,6 +55,9 @@ func Run(t *testing.T, h Harness) {
 	} else {
 		t.Run("ExtendUnsupported", s.extendUnsupported)
 	}
+	if h.Approach.Caps.Fencing {
+		t.Run("FencingTokensIncrease", s.fencingTokensIncrease)
+	}
 	t.Run("InvalidKeyRejected", s.invalidKeyRejected)
 }
 
@@ -333,6 +336,25 @@ func (s *suite) extendUnsupported(t *testing.T) {
 	defer release(t, lease)
 	if err := lease.Extend(context.Background(), time.Second); !errors.Is(err, impls.ErrUnsupported) {
 		t.Fatalf("extend on an approach without renewal: err = %v, want ErrUnsupported", err)
+	}
+}
+
+// fencingTokensIncrease: each successive holder's token is larger.
+func (s *suite) fencingTokensIncrease(t *testing.T) {
+	key := s.key(t)
+	ls := []impls.Locker{s.locker(t, 1), s.locker(t, 2), s.locker(t, 3)}
+	var last uint64
+	for i := 0; i < 9; i++ {
+		lease := acquire(t, ls[i%3], key, impls.AcquireOptions{})
+		tok, ok := lease.Token()
+		if !ok {
+			t.Fatal("approach declares fencing but the lease has no token")
+		}
+		if i > 0 && tok <= last {
+			t.Fatalf("holder %d got token %d after token %d", i, tok, last)
+		}
+		last = tok
+		release(t, lease)
 	}
 }
 

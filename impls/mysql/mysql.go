@@ -1,0 +1,89 @@
+// Package mysql holds the MySQL/MariaDB lock approaches, one file each.
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"unicode/utf8"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// Register adds every MySQL approach to r.
+func Register(r *impls.Registry) {
+	r.Register(InsertDeleteApproach)
+}
+
+// maxKeyLen is the lock_key column width (VARCHAR(255) utf8mb4).
+const maxKeyLen = 255
+
+func checkKey(key string) error {
+	if key == "" || utf8.RuneCountInString(key) > maxKeyLen || !utf8.ValidString(key) {
+		return fmt.Errorf("%w: mysql lock key must be 1..%d valid UTF-8 characters", impls.ErrInvalidKey, maxKeyLen)
+	}
+	return nil
+}
+
+// open gives one lock client its own single connection, as a separate
+// process would have, and checks that the server answers.
+func open(ctx context.Context, dsn string) (*sql.DB, error) {
+	cfg, err := driver.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("mysql DSN: %w", err)
+	}
+	conn, err := driver.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysql DSN: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql %s: %w: %w", cfg.Addr, impls.ErrUnavailable, err)
+	}
+	return db, nil
+}
+
+// Server errors that mean "someone else holds or is taking the lock".
+const (
+	errDuplicateKey = 1062 // ER_DUP_ENTRY
+	errLockWait     = 1205 // ER_LOCK_WAIT_TIMEOUT: the statement was rolled back
+	errDeadlock     = 1213 // ER_LOCK_DEADLOCK: InnoDB chose this statement as the victim
+)
+
+// isContention reports an error after which the statement certainly did not
+// take effect because of another client: concurrent INSERT and DELETE on one
+// unique key take next-key locks that InnoDB often resolves as a deadlock.
+func isContention(err error) bool {
+	var me *driver.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case errDuplicateKey, errLockWait, errDeadlock:
+		return true
+	}
+	return false
+}
+
+// classify maps a failed statement to the lab's outcomes: an error reply
+// from the server or a failed dial changed nothing; a timeout or a broken
+// connection after the statement went out is indeterminate.
+func classify(op string, err error) error {
+	var me *driver.MySQLError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &me):
+		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
+	default:
+		return fmt.Errorf("%s: %w: %w", op, impls.ErrIndeterminate, err)
+	}
+}

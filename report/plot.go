@@ -1,0 +1,155 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Series is one line of a latency plot.
+type Series struct {
+	Label string
+	Hist  *hdrhistogram.Histogram // nanoseconds
+}
+
+// percentileTicks labels the 1/(1-p) axis with the percentiles people read:
+// 0%, 50%, 90%, 99%, 99.9%, ...
+type percentileTicks struct{}
+
+func (percentileTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := []plot.Tick{{Value: 1, Label: "0%"}, {Value: 2, Label: "50%"}}
+	label := []string{"90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%", "99.99999%"}
+	for i, x := 0, 10.0; x <= max*1.0001 && i < len(label); i, x = i+1, x*10 {
+		ticks = append(ticks, plot.Tick{Value: x, Label: label[i]})
+	}
+	return ticks
+}
+
+// latencyTicks labels a log-scaled microsecond axis in µs, ms and s.
+type latencyTicks struct{}
+
+func (latencyTicks) Ticks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	for decade := math.Pow(10, math.Floor(math.Log10(min))); decade <= max*10; decade *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			v := decade * m
+			if v < min/1.0001 || v > max*1.0001 {
+				continue
+			}
+			ticks = append(ticks, plot.Tick{Value: v, Label: FormatMicros(v)})
+		}
+	}
+	if len(ticks) < 2 { // a narrow range: label its ends
+		ticks = []plot.Tick{{Value: min, Label: FormatMicros(min)}, {Value: max, Label: FormatMicros(max)}}
+	}
+	return ticks
+}
+
+// PercentilePoints samples a histogram along x = 1/(1-p), from the median
+// down to the minimum and up to the point where the count runs out.
+func PercentilePoints(h *hdrhistogram.Histogram) plotter.XYs {
+	n := float64(h.TotalCount())
+	if n == 0 {
+		return nil
+	}
+	var pts plotter.XYs
+	for x := 1.0; x < n; x *= 1.05 {
+		v := float64(h.ValueAtQuantile(100*(1-1/x))) / 1e3
+		pts = append(pts, plotter.XY{X: x, Y: math.Max(v, 1)})
+	}
+	// The line ends at the maximum, drawn where the samples run out.
+	return append(pts, plotter.XY{X: math.Max(n, 1.0001), Y: math.Max(float64(h.Max())/1e3, 1)})
+}
+
+// PlotPercentiles draws the latency percentile distribution: one line per
+// series, x log-scaled as 1/(1-p), y log-scaled latency.
+func PlotPercentiles(path, title string, series []Series) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "percentile"
+	p.Y.Label.Text = "latency"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = percentileTicks{}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = latencyTicks{}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	drawn := 0
+	for i, s := range series {
+		pts := PercentilePoints(s.Hist)
+		if len(pts) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", s.Label, err)
+		}
+		line.Color = plotutil.Color(i)
+		line.Width = vg.Points(1.5)
+		line.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
+		p.Add(line)
+		p.Legend.Add(s.Label, line)
+		drawn++
+	}
+	if drawn == 0 {
+		return fmt.Errorf("plot %s: no data", path)
+	}
+	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
+}
+
+// PlotThroughput draws acquires/s against client count, one line per backend.
+func PlotThroughput(path string, runs []Run) error {
+	byBackend := map[string]plotter.XYs{}
+	var names []string
+	for _, r := range runs {
+		if _, ok := byBackend[r.Backend]; !ok {
+			names = append(names, r.Backend)
+		}
+		byBackend[r.Backend] = append(byBackend[r.Backend], plotter.XY{X: float64(r.Clients), Y: r.AcquiresPerSec})
+	}
+	p := plot.New()
+	p.Title.Text = "Throughput: lock cycles per second"
+	p.X.Label.Text = "clients"
+	p.Y.Label.Text = "acquires/s"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = clientTicks(runs)
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	for i, name := range names {
+		pts := byBackend[name]
+		sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
+		lp, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", name, err)
+		}
+		lp.Color, sc.Color = plotutil.Color(i), plotutil.Color(i)
+		sc.Shape = draw.CircleGlyph{}
+		p.Add(lp, sc)
+		p.Legend.Add(name, lp, sc)
+	}
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+}
+
+type clientTicks []Run
+
+func (c clientTicks) Ticks(min, max float64) []plot.Tick {
+	seen := map[int]bool{}
+	var ticks []plot.Tick
+	for _, r := range c {
+		if !seen[r.Clients] {
+			seen[r.Clients] = true
+			ticks = append(ticks, plot.Tick{Value: float64(r.Clients), Label: fmt.Sprint(r.Clients)})
+		}
+	}
+	return ticks
+}
+

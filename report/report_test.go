@@ -1,0 +1,115 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+func hist(values ...int64) *hdrhistogram.Histogram {
+	h := hdrhistogram.New(1_000, 300_000_000_000, 3)
+	for _, v := range values {
+		h.RecordValue(v)
+	}
+	return h
+}
+
+func TestSummarise(t *testing.T) {
+	var vs []int64
+	for i := int64(1); i <= 1000; i++ {
+		vs = append(vs, i*1000) // 1 µs .. 1000 µs
+	}
+	s := Summarise(hist(vs...))
+	near := func(got, want float64) bool { return got > want*0.99 && got < want*1.01 }
+	if s.Count != 1000 || !near(s.P50, 500) || !near(s.P99, 990) || !near(s.Max, 1000) {
+		t.Fatalf("summary %+v", s)
+	}
+	if (Summarise(hist()) != Latency{}) {
+		t.Fatal("empty histogram must summarise to zero")
+	}
+}
+
+func TestPercentilePointsMonotone(t *testing.T) {
+	h := hist(1000, 2000, 3000, 50_000, 900_000)
+	pts := PercentilePoints(h)
+	if len(pts) < 2 {
+		t.Fatalf("%d points", len(pts))
+	}
+	for i := 1; i < len(pts); i++ {
+		if pts[i].X <= pts[i-1].X || pts[i].Y < pts[i-1].Y {
+			t.Fatalf("not monotone at %d: %v then %v", i, pts[i-1], pts[i])
+		}
+	}
+	if last := pts[len(pts)-1]; last.X != 5 || last.Y < 899 {
+		t.Fatalf("last point %v, want x=count, y=max", last)
+	}
+}
+
+func TestPercentileTicks(t *testing.T) {
+	ticks := percentileTicks{}.Ticks(1, 1500)
+	var labels []string
+	for _, tk := range ticks {
+		labels = append(labels, tk.Label)
+	}
+	if got := strings.Join(labels, " "); got != "0% 50% 90% 99% 99.9%" {
+		t.Fatalf("labels %q", got)
+	}
+}
+
+func TestFormatMicros(t *testing.T) {
+	for _, tt := range []struct {
+		in   float64
+		want string
+	}{{0, "-"}, {55, "55µs"}, {1500, "1.5ms"}, {2_340_000, "2.34s"}} {
+		if got := FormatMicros(tt.in); got != tt.want {
+			t.Errorf("FormatMicros(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestArtifactsAreWritten(t *testing.T) {
+	dir := t.TempDir()
+	h := hist(50_000, 60_000, 70_000, 2_000_000)
+	if err := WriteHgrm(filepath.Join(dir, "a.hgrm"), h); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "a.hgrm"))
+	if !bytes.Contains(b, []byte("Value")) || !bytes.Contains(b, []byte("#[Max")) {
+		t.Fatalf("hgrm:\n%s", b)
+	}
+	png1 := filepath.Join(dir, "p.png")
+	if err := PlotPercentiles(png1, "t", []Series{{"a", h}, {"b", hist(1000, 5000)}}); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(png1)
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil || img.Bounds().Dx() < 500 {
+		t.Fatalf("png: %v", err)
+	}
+	runs := []Run{{Backend: "x", Clients: 1, AcquiresPerSec: 10}, {Backend: "x", Clients: 8, AcquiresPerSec: 50}}
+	if err := PlotThroughput(filepath.Join(dir, "t.png"), runs); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(filepath.Join(dir, "r.json"), Results{RunID: "r1", Runs: runs}); err != nil {
+		t.Fatal(err)
+	}
+	var back Results
+	b, _ = os.ReadFile(filepath.Join(dir, "r.json"))
+	if err := json.Unmarshal(b, &back); err != nil || back.RunID != "r1" || len(back.Runs) != 2 {
+		t.Fatalf("results.json round trip: %v %+v", err, back)
+	}
+	var buf bytes.Buffer
+	if err := PrintTable(&buf, runs); err != nil || !strings.Contains(buf.String(), "double grants") {
+		t.Fatalf("table: %v\n%s", err, buf.String())
+	}
+	if err := PlotPercentiles(filepath.Join(dir, "e.png"), "t", []Series{{"a", hist()}}); err == nil {
+		t.Fatal("plot with no data must fail")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot"
@@ -122,8 +123,15 @@ func PlotThroughput(path string, runs []Run) error {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = clientTicks(runs)
 	p.Y.Min = 0
+	p.Y.Tick.Marker = plainTicks{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
+	p.Legend.Left = true
+	maxY := 0.0
+	for _, r := range runs {
+		maxY = math.Max(maxY, r.AcquiresPerSec)
+	}
+	p.Y.Max = maxY * 1.35 // room for the legend above the lines
 	for i, name := range names {
 		pts := byBackend[name]
 		sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
@@ -153,3 +161,15 @@ func (c clientTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
+// plainTicks are gonum's default ticks labelled without trailing zeros.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+		}
+	}
+	return ticks
+}

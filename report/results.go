@@ -17,10 +17,10 @@ type Results struct {
 	RunID      string            `json:"run_id"`
 	StartedAt  time.Time         `json:"started_at"`
 	FinishedAt time.Time         `json:"finished_at,omitempty"`
-	Complete   bool              `json:"complete"`         // false: interrupted or failed part-way
-	Note       string            `json:"note,omitempty"`   // why it is incomplete
-	Config     any               `json:"config"`           // the bench settings as given
-	Versions   map[string]string `json:"versions"`         // locklab, go, each server
+	Complete   bool              `json:"complete"`       // false: interrupted or failed part-way
+	Note       string            `json:"note,omitempty"` // why it is incomplete
+	Config     any               `json:"config"`         // the bench settings as given
+	Versions   map[string]string `json:"versions"`       // locklab, go, each server
 	Host       Host              `json:"host"`
 	Runs       []Run             `json:"runs"`
 	Verdict    Verdict           `json:"verdict"`

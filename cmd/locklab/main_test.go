@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/report"
+)
+
+var binary string
+
+// TestMain builds the real binary: these tests run locklab as a user would.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "locklab-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "locklab")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// locklab returns a command whose servers live under tmp, so the test can
+// find every process it started by its command line.
+func locklab(tmp string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	return cmd
+}
+
+// serversUnder lists running processes working in or naming dir (redis
+// rewrites its command line, so the working directory is what finds it).
+func serversUnder(dir string) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cwd, _ := os.Readlink(filepath.Join(p, "cwd"))
+		b, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		if strings.HasPrefix(cwd, dir) || bytes.Contains(b, []byte(dir)) {
+			if st, err := os.ReadFile(filepath.Join(p, "stat")); err == nil && bytes.Contains(st, []byte(") Z ")) {
+				continue // a zombie is dead already
+			}
+			found = append(found, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
+}
+
+func waitNoServers(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := serversUnder(dir)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("servers left running: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func readResults(t *testing.T, resultsDir string) (string, report.Results) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(resultsDir, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("want one run dir in %s, got %v", resultsDir, dirs)
+	}
+	var res report.Results
+	b, err := os.ReadFile(filepath.Join(dirs[0], "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	return dirs[0], res
+}
+
+func TestBenchEndToEnd(t *testing.T) {
+	tmp := t.TempDir()
+	results := filepath.Join(tmp, "results")
+	cmd := locklab(tmp, "bench", "--backends", "redis-setnx-px-lua,mysql-insert-delete",
+		"--clients", "1,4", "--duration", "1s", "--results", results)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	for _, want := range []string{"acquires/s", "p99.9", "double grants", "redis-setnx-px-lua", "mysql-insert-delete"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	dir, res := readResults(t, results)
+	if !res.Complete || len(res.Runs) != 4 || !res.Verdict.Safe {
+		t.Fatalf("results: complete=%v runs=%d verdict=%+v", res.Complete, len(res.Runs), res.Verdict)
+	}
+	for _, r := range res.Runs {
+		if r.Acquired == 0 || r.Acquire.P50 <= 0 || r.DoubleGrants != 0 {
+			t.Errorf("run %s c%d: %+v", r.Backend, r.Clients, r)
+		}
+	}
+	if res.Versions["redis"] == "" || res.Versions["mysql"] == "" {
+		t.Errorf("server versions missing: %v", res.Versions)
+	}
+	for _, f := range []string{"history.jsonl", "summary.md", "latency-acquire-c1.png", "latency-acquire-c4.png",
+		"throughput.png", "acquire-redis-setnx-px-lua-c4.hgrm", "release-mysql-insert-delete-c1.hgrm"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("artifact %s: %v", f, err)
+		}
+	}
+	// The history alone reproduces the verdict.
+	chk, err := exec.Command(binary, "check", filepath.Join(dir, "history.jsonl")).CombinedOutput()
+	if err != nil || !bytes.Contains(chk, []byte("no double grants")) {
+		t.Fatalf("check: %v\n%s", err, chk)
+	}
+	waitNoServers(t, tmp)
+}
+
+func TestBenchSIGINTLeavesValidResultsAndNoServers(t *testing.T) {
+	tmp := t.TempDir()
+	results := filepath.Join(tmp, "results")
+	cmd := locklab(tmp, "bench", "--backends", "redis-setnx-px-lua,mysql-insert-delete",
+		"--clients", "2", "--duration", "30s", "--results", results)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once the first run is recording.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		hs, _ := filepath.Glob(filepath.Join(results, "*", "history.jsonl"))
+		if len(hs) == 1 {
+			if st, err := os.Stat(hs[0]); err == nil && st.Size() > 10_000 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("bench never started recording:\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("bench did not stop within 20s of SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Errorf("exit code %d, want %d\n%s", code, exitInterrupted, out.String())
+	}
+	dir, res := readResults(t, results)
+	if res.Complete || !strings.Contains(res.Note, "interrupted") {
+		t.Errorf("results must be marked incomplete: complete=%v note=%q", res.Complete, res.Note)
+	}
+	if len(res.Runs) != 1 || res.Runs[0].Complete || res.Runs[0].Acquired == 0 {
+		t.Errorf("want the interrupted run recorded as incomplete: %+v", res.Runs)
+	}
+	// Every history line is whole.
+	f, _ := os.Open(filepath.Join(dir, "history.jsonl"))
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		if !json.Valid(sc.Bytes()) {
+			t.Fatalf("history line %d is not valid JSON: %q", lines, sc.Text())
+		}
+	}
+	waitNoServers(t, tmp)
+	if left, _ := filepath.Glob(filepath.Join(tmp, "locklab-*")); len(left) != 0 {
+		t.Errorf("temp dirs left: %v", left)
+	}
+}
+
+func TestSIGKILLOfLocklabKillsItsServers(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := locklab(tmp, "cluster", "up", "--backends", "redis,mysql")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	ready := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "Ctrl-C stops them") {
+			ready = true
+			break
+		}
+	}
+	if !ready {
+		cmd.Process.Kill()
+		t.Fatal("cluster up never became ready")
+	}
+	if n := len(serversUnder(tmp)); n != 6 {
+		t.Fatalf("want 6 servers running, found %d", n)
+	}
+	cmd.Process.Kill() // a crash: no chance to clean up
+	cmd.Wait()
+	waitNoServers(t, tmp)
+	// The next start removes the dead run's temp dir.
+	if stale, _ := filepath.Glob(filepath.Join(tmp, "locklab-*")); len(stale) != 1 {
+		t.Fatalf("want the crashed run's temp dir, got %v", stale)
+	}
+	out, err := locklab(tmp, "bench", "--backends", "redis-setnx-px-lua", "--clients", "1", "--duration", "200ms",
+		"--results", filepath.Join(tmp, "r")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	if stale, _ := filepath.Glob(filepath.Join(tmp, "locklab-*")); len(stale) != 0 {
+		t.Fatalf("stale temp dirs not removed: %v", stale)
+	}
+}
+
+func TestBadInputExitCodes(t *testing.T) {
+	tmp := t.TempDir()
+	badYAML := filepath.Join(tmp, "bad.yaml")
+	os.WriteFile(badYAML, []byte("redis: [127.0.0.1:1\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"unknown backend", []string{"bench", "--backends", "nope"}, exitUsage, `unknown backend "nope" (known: `},
+		{"bad clients", []string{"bench", "--clients", "0"}, exitUsage, "not a positive integer"},
+		{"bad hold", []string{"bench", "--hold", "gauss:1ms"}, exitUsage, "unknown kind"},
+		{"bad duration", []string{"bench", "--duration", "soon"}, exitUsage, "invalid value"},
+		{"external without config", []string{"bench", "--cluster", "external"}, exitUsage, "needs --config"},
+		{"malformed config", []string{"bench", "--cluster", "external", "--config", badYAML,
+			"--results", filepath.Join(tmp, "r")}, exitUsage, "malformed YAML"},
+		{"unreachable server", []string{"bench", "--cluster", "external", "--config", writeFile(t, tmp, "down.yaml", "redis: [127.0.0.1:1]\n"),
+			"--backends", "redis-setnx-px-lua", "--results", filepath.Join(tmp, "r2")}, exitInfra, "unreachable"},
+		{"unknown command", []string{"frob"}, exitUsage, `unknown command "frob"`},
+		{"check missing file", []string{"check", filepath.Join(tmp, "none.jsonl")}, exitUsage, "no such file"},
+		{"check corrupt file", []string{"check", writeFile(t, tmp, "bad.jsonl", "{\"proc\":1,\"type\":\"ok\",\"f\":\"acquire\",\"t\":1}\n{oops\n")}, exitUsage, "line 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			cmd := locklab(tmp, tt.args...)
+			cmd.Stderr = &stderr
+			cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != tt.code {
+				t.Errorf("exit code %d, want %d (stderr %q)", code, tt.code, stderr.String())
+			}
+			msg := strings.TrimSpace(stderr.String())
+			if !strings.Contains(msg, tt.msg) || strings.Count(msg, "\n") > 1 {
+				t.Errorf("stderr %q, want one line with %q", msg, tt.msg)
+			}
+			if strings.Contains(msg, "panic") {
+				t.Errorf("panicked: %s", msg)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckFindsDoubleGrant(t *testing.T) {
+	h := writeFile(t, t.TempDir(), "h.jsonl", strings.Join([]string{
+		`{"proc":1,"type":"ok","f":"acquire","key":"k1","t":1100000000}`,
+		`{"proc":3,"type":"ok","f":"acquire","key":"k1","t":1204000000}`,
+		`{"proc":1,"type":"invoke","f":"release","key":"k1","t":1530000000}`,
+		`{"proc":3,"type":"invoke","f":"release","key":"k1","t":1600000000}`,
+	}, "\n"))
+	cmd := exec.Command(binary, "check", h)
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != exitUnsafe || !bytes.Contains(out, []byte("client 3 acquired k1 at 0.104 s while client 1 held it since 0.000 s")) {
+		t.Fatalf("exit %d:\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+}

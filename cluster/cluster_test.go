@@ -192,3 +192,14 @@ func TestConnectExternalMySQLDSNGoesThroughProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExampleConfigParses keeps the shipped example in step with the parser.
+func TestExampleConfigParses(t *testing.T) {
+	cfg, err := LoadExternalConfig("../examples/compose-cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Redis) != 5 || len(cfg.ZooKeeper) != 3 || cfg.MySQL == "" {
+		t.Fatalf("example config: %+v", cfg)
+	}
+}

@@ -143,6 +143,7 @@ func TestBenchSIGINTLeavesValidResultsAndNoServers(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer cmd.Process.Kill() // also when the test fails part-way
 	// Interrupt once the first run is recording.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -201,6 +202,7 @@ func TestSIGKILLOfLocklabKillsItsServers(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer cmd.Process.Kill() // also when the test fails part-way
 	sc := bufio.NewScanner(stdout)
 	ready := false
 	for sc.Scan() {

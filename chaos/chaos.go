@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 )
@@ -44,4 +45,70 @@ func (d DropReplies) Heal(ctx context.Context) error {
 		return fmt.Errorf("heal %s: %w", d.Name(), err)
 	}
 	return nil
+}
+
+// SlowReplies delays every reply from the server by Latency: requests still
+// arrive at once, so the server's state moves on while the client waits.
+type SlowReplies struct {
+	Proxy   *toxiproxy.Proxy
+	Latency time.Duration
+}
+
+const slowRepliesToxic = "locklab-slow-replies"
+
+func (s SlowReplies) Name() string {
+	return fmt.Sprintf("slow-replies(%s, %v)", s.Proxy.Name, s.Latency)
+}
+
+// Inject adds a latency toxic on the downstream stream.
+func (s SlowReplies) Inject(ctx context.Context) error {
+	spec := fmt.Sprintf(`{"name":%q,"type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":%d}}`,
+		slowRepliesToxic, s.Latency.Milliseconds())
+	if _, err := s.Proxy.Toxics.AddToxicJson(strings.NewReader(spec)); err != nil {
+		return fmt.Errorf("%s: %w", s.Name(), err)
+	}
+	return nil
+}
+
+// Heal removes the toxic.
+func (s SlowReplies) Heal(ctx context.Context) error {
+	if err := s.Proxy.Toxics.RemoveToxic(ctx, slowRepliesToxic); err != nil {
+		return fmt.Errorf("heal %s: %w", s.Name(), err)
+	}
+	return nil
+}
+
+// All applies several faults as one: injected in order, healed in reverse.
+type All []Fault
+
+func (a All) Name() string {
+	names := make([]string, len(a))
+	for i, f := range a {
+		names[i] = f.Name()
+	}
+	return strings.Join(names, "+")
+}
+
+// Inject injects every fault; on error it heals those already injected.
+func (a All) Inject(ctx context.Context) error {
+	for i, f := range a {
+		if err := f.Inject(ctx); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				_ = a[j].Heal(ctx)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Heal heals every fault, returning the first error.
+func (a All) Heal(ctx context.Context) error {
+	var first error
+	for i := len(a) - 1; i >= 0; i-- {
+		if err := a[i].Heal(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -33,15 +33,35 @@ type Env struct {
 	ClientID  int
 }
 
+// Weaknesses are the known flaws an approach has on purpose; the
+// conformance suite proves each one shows on the real server.
+type Weaknesses struct {
+	// RacyAcquire: check-then-set; two clients can both be granted the lock
+	// under plain contention, no fault needed.
+	RacyAcquire bool `json:"racy_acquire,omitempty"`
+	// ReleaseNotOwnerChecked: release deletes whoever holds the lock now.
+	ReleaseNotOwnerChecked bool `json:"release_not_owner_checked,omitempty"`
+	// ReleaseCheckNotAtomic: release compares, then deletes, in two steps;
+	// the lock can change hands in between.
+	ReleaseCheckNotAtomic bool `json:"release_check_not_atomic,omitempty"`
+	// NoExpiry: a crashed holder's lock is never freed.
+	NoExpiry bool `json:"no_expiry,omitempty"`
+	// ReapsLiveHolder: a monitor frees locks older than the TTL, including
+	// those of holders that are alive and still working.
+	ReapsLiveHolder bool `json:"reaps_live_holder,omitempty"`
+}
+
 // Approach describes one way of building a lock.
 type Approach struct {
-	Name    string
-	Backend Backend
-	Caps    Capabilities
-	Safe    bool   // expected to keep mutual exclusion without faults
-	Summary string // one line: how it works
-	Fails   string // one line: how it breaks
-	New     func(ctx context.Context, env Env) (Locker, error)
+	Name     string
+	Backend  Backend
+	Caps     Capabilities
+	Weak     Weaknesses
+	Safe     bool   // expected to keep mutual exclusion without faults
+	Survives string // the faults it is expected to survive
+	Summary  string // one line: how it works
+	Fails    string // one line: how it breaks
+	New      func(ctx context.Context, env Env) (Locker, error)
 }
 
 // Registry maps approach names to their descriptions.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/cluster"
@@ -25,7 +26,7 @@ func Main(m *testing.M, cfg cluster.LocalConfig, started func(*cluster.Cluster))
 }
 
 // RunRegistered runs the suite for every approach that register adds,
-// against c, dropping replies of the backend's first node.
+// against c; the faults hit every node of the approach's backend.
 func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Registry)) {
 	r := impls.NewRegistry()
 	register(r)
@@ -35,10 +36,17 @@ func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Regist
 			if len(nodes) == 0 {
 				t.Fatalf("no %s nodes in the cluster", a.Backend)
 			}
+			var drop, slow chaos.All
+			for _, n := range nodes {
+				drop = append(drop, chaos.DropReplies{Proxy: n.Proxy()})
+				slow = append(slow, chaos.SlowReplies{Proxy: n.Proxy(), Latency: 400 * time.Millisecond})
+			}
 			Run(t, Harness{
-				Approach:    a,
-				Endpoints:   c.Endpoints(),
-				DropReplies: chaos.DropReplies{Proxy: nodes[0].Proxy()},
+				Approach:        a,
+				Endpoints:       c.Endpoints(),
+				DirectEndpoints: c.DirectEndpoints(),
+				DropReplies:     drop,
+				SlowReplies:     slow,
 			})
 		})
 	}

@@ -29,33 +29,58 @@ type Fault interface {
 type Harness struct {
 	Approach  impls.Approach
 	Endpoints impls.Endpoints
-	// DropReplies makes the approach's server apply requests while their
+	// DirectEndpoints reach the servers without the proxies, for clients
+	// that must not feel a fault injected for another.
+	DirectEndpoints impls.Endpoints
+	// DropReplies makes the approach's servers apply requests while their
 	// replies never arrive.
 	DropReplies Fault
+	// SlowReplies delays replies (by 400 ms) while requests still arrive.
+	SlowReplies Fault
 	// Contenders is the number of clients in the mutual exclusion test (16).
 	Contenders int
 }
 
-// Run runs every test that applies to h.Approach.
+// Run runs every test that applies to h.Approach: its declared
+// capabilities must hold, and each declared weakness must show.
 func Run(t *testing.T, h Harness) {
 	if h.Contenders == 0 {
 		h.Contenders = 16
 	}
 	s := &suite{h: h, prefix: "conf-" + randomHex(4) + "-"}
-	t.Run("MutualExclusion", s.mutualExclusion)
-	t.Run("NonOwnerReleaseRefused", s.nonOwnerReleaseRefused)
+	a, w := h.Approach, h.Approach.Weak
+	switch {
+	case w.RacyAcquire:
+		t.Run("RacyAcquireShowsDoubleGrant", s.racyAcquireShowsDoubleGrant)
+	case a.Safe:
+		t.Run("MutualExclusion", s.mutualExclusion)
+	}
+	if w.ReleaseNotOwnerChecked {
+		t.Run("StaleReleaseDeletesOthersLock", s.staleReleaseDeletesOthersLock)
+	} else {
+		t.Run("NonOwnerReleaseRefused", s.nonOwnerReleaseRefused)
+	}
 	t.Run("TryDoesNotWait", s.tryDoesNotWait)
 	t.Run("CancelReturnsPromptly", s.cancelReturnsPromptly)
 	t.Run("TimeoutIsIndeterminate", s.timeoutIsIndeterminate)
-	if h.Approach.Caps.TTL {
+	if a.Caps.TTL {
 		t.Run("CrashedHolderFreedAfterTTL", s.crashedHolderFreedAfterTTL)
+		if !w.ReleaseNotOwnerChecked && !w.ReleaseCheckNotAtomic {
+			t.Run("ExpiredHolderReleaseRefused", s.expiredHolderReleaseRefused)
+		}
 	}
-	if h.Approach.Caps.Renewal {
+	if w.NoExpiry {
+		t.Run("CrashedHolderBlocksForever", s.crashedHolderBlocksForever)
+	}
+	if w.ReleaseCheckNotAtomic {
+		t.Run("SlowReleaseDeletesNextHoldersLock", s.slowReleaseDeletesNextHoldersLock)
+	}
+	if a.Caps.Renewal {
 		t.Run("ExtendKeepsTheLock", s.extendKeepsTheLock)
 	} else {
 		t.Run("ExtendUnsupported", s.extendUnsupported)
 	}
-	if h.Approach.Caps.Fencing {
+	if a.Caps.Fencing {
 		t.Run("FencingTokensIncrease", s.fencingTokensIncrease)
 	}
 	t.Run("InvalidKeyRejected", s.invalidKeyRejected)
@@ -78,9 +103,20 @@ func (s *suite) key(t *testing.T) string { return s.prefix + t.Name()[len(t.Name
 
 func (s *suite) locker(t *testing.T, id int) impls.Locker {
 	t.Helper()
+	return s.lockerAt(t, id, s.h.Endpoints)
+}
+
+// directLocker is a client that bypasses the proxies.
+func (s *suite) directLocker(t *testing.T, id int) impls.Locker {
+	t.Helper()
+	return s.lockerAt(t, id, s.h.DirectEndpoints)
+}
+
+func (s *suite) lockerAt(t *testing.T, id int, ep impls.Endpoints) impls.Locker {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l, err := s.h.Approach.New(ctx, impls.Env{Endpoints: s.h.Endpoints, Clock: &clock.Skewable{}, ClientID: id})
+	l, err := s.h.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: &clock.Skewable{}, ClientID: id})
 	if err != nil {
 		t.Fatalf("new %s client: %v", s.h.Approach.Name, err)
 	}
@@ -114,11 +150,10 @@ func tryAcquire(l impls.Locker, key string) (impls.Lease, error) {
 	return l.Acquire(ctx, key, impls.AcquireOptions{Try: true})
 }
 
-// mutualExclusion: contenders hammer one key; at no time do two hold it,
-// judged twice: by a shared counter inside the critical section and by the
-// checker over the recorded history.
-func (s *suite) mutualExclusion(t *testing.T) {
-	const cycles = 15
+// contend has the contenders hammer one key for up to cycles each (or
+// until stop returns true) and returns the most clients seen inside the
+// critical section at once and the checker's double grants.
+func (s *suite) contend(t *testing.T, cycles int, stop func() bool) (int32, []checker.DoubleGrant, *checker.Mutex) {
 	key := s.key(t)
 	mono := clock.NewMonotonic()
 	var (
@@ -143,7 +178,7 @@ func (s *suite) mutualExclusion(t *testing.T) {
 		wg.Add(1)
 		go func(proc int, l impls.Locker) {
 			defer wg.Done()
-			for c := 0; c < cycles; c++ {
+			for c := 0; c < cycles && !stop(); c++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				record(proc, history.Invoke, history.Acquire)
 				lease, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 30 * time.Second})
@@ -167,7 +202,7 @@ func (s *suite) mutualExclusion(t *testing.T) {
 				rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 				err = lease.Release(rctx)
 				rcancel()
-				if err != nil {
+				if err != nil && !errors.Is(err, impls.ErrNotHeld) {
 					errs <- err
 					return
 				}
@@ -180,12 +215,34 @@ func (s *suite) mutualExclusion(t *testing.T) {
 	for err := range errs {
 		t.Errorf("contender: %v", err)
 	}
-	if m := maxInside.Load(); m > 1 {
-		t.Errorf("%d clients were inside the critical section at once", m)
+	return maxInside.Load(), check.DoubleGrants(), check
+}
+
+// mutualExclusion: contenders hammer one key; at no time do two hold it,
+// judged twice: by a shared counter inside the critical section and by the
+// checker over the recorded history.
+func (s *suite) mutualExclusion(t *testing.T) {
+	maxInside, grants, check := s.contend(t, 15, func() bool { return false })
+	if maxInside > 1 {
+		t.Errorf("%d clients were inside the critical section at once", maxInside)
 	}
-	for _, d := range check.DoubleGrants() {
+	for _, d := range grants {
 		t.Errorf("double grant: %s", d.Describe(check.Origin()))
 	}
+}
+
+// racyAcquireShowsDoubleGrant: a negative control. Check-then-set must let
+// two clients in under plain contention, and the checker must see it,
+// within a bounded number of attempts.
+func (s *suite) racyAcquireShowsDoubleGrant(t *testing.T) {
+	var seen atomic.Bool
+	deadline := time.Now().Add(20 * time.Second)
+	maxInside, grants, check := s.contend(t, 500, func() bool { return seen.Load() || time.Now().After(deadline) })
+	_ = maxInside
+	if len(grants) == 0 {
+		t.Fatal("no double grant in 16 x 500 contended cycles: the lab failed to catch the race")
+	}
+	t.Logf("caught %d double grants, e.g. %s", len(grants), grants[0].Describe(check.Origin()))
 }
 
 // nonOwnerReleaseRefused: a client whose tenure has ended cannot release
@@ -282,6 +339,9 @@ func (s *suite) timeoutIsIndeterminate(t *testing.T) {
 		t.Fatalf("acquire with replies dropped: err = %v, want ErrIndeterminate", err)
 	}
 	heal()
+	if s.h.Approach.Weak.RacyAcquire {
+		return // its first request only reads: nothing took effect to check
+	}
 	b := s.locker(t, 2)
 	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
 		t.Fatalf("the indeterminate acquire took effect on the server, so the key must be held: err = %v", err)
@@ -306,6 +366,93 @@ func (s *suite) crashedHolderFreedAfterTTL(t *testing.T) {
 		t.Errorf("lock of a crashed holder freed after %v, want about %v", took, ttl)
 	}
 	release(t, lease2)
+}
+
+// staleReleaseDeletesOthersLock: a negative control. Release without an
+// owner check deletes the next holder's lock.
+func (s *suite) staleReleaseDeletesOthersLock(t *testing.T) {
+	key := s.key(t)
+	a, b, c := s.locker(t, 1), s.locker(t, 2), s.locker(t, 3)
+	stale := acquire(t, a, key, impls.AcquireOptions{})
+	release(t, stale)
+	acquire(t, b, key, impls.AcquireOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stale.Release(ctx); err != nil {
+		t.Fatalf("a release without owner check should go through: %v", err)
+	}
+	lease, err := tryAcquire(c, key)
+	if err != nil {
+		t.Fatalf("the stale release should have freed the other client's lock: %v", err)
+	}
+	release(t, lease)
+}
+
+// expiredHolderReleaseRefused: a holder that outlived its TTL cannot free
+// the lock of the client that took over.
+func (s *suite) expiredHolderReleaseRefused(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	key := s.key(t)
+	a, b, c := s.locker(t, 1), s.locker(t, 2), s.locker(t, 3)
+	old := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
+	time.Sleep(ttl + 200*time.Millisecond)
+	held := acquire(t, b, key, impls.AcquireOptions{TTL: 30 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := old.Release(ctx); !errors.Is(err, impls.ErrNotHeld) {
+		t.Fatalf("release after expiry: err = %v, want ErrNotHeld", err)
+	}
+	if _, err := tryAcquire(c, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("the new holder's lock must survive the old holder's release: err = %v", err)
+	}
+	release(t, held)
+}
+
+// crashedHolderBlocksForever: a negative control. Without expiry a holder
+// that vanishes keeps the lock.
+func (s *suite) crashedHolderBlocksForever(t *testing.T) {
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	acquire(t, a, key, impls.AcquireOptions{TTL: 300 * time.Millisecond})
+	a.Close() // crash: no release
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("a crashed holder's lock should stay held forever: err = %v", err)
+	}
+}
+
+// slowReleaseDeletesNextHoldersLock: a negative control. The holder's
+// release reads the lock (its own), the reply is slow, the lease expires,
+// another client takes the lock, and the holder's delete then removes it.
+func (s *suite) slowReleaseDeletesNextHoldersLock(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	key := s.key(t)
+	a := s.locker(t, 1)                                // through the proxies
+	b, c := s.directLocker(t, 2), s.directLocker(t, 3) // unaffected by the slow replies
+	old := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
+	time.Sleep(ttl - 150*time.Millisecond)
+	bg := context.Background()
+	if err := s.h.SlowReplies.Inject(bg); err != nil {
+		t.Fatal(err)
+	}
+	defer s.h.SlowReplies.Heal(bg)
+	released := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+		defer cancel()
+		released <- old.Release(ctx)
+	}()
+	held := acquire(t, b, key, impls.AcquireOptions{TTL: 30 * time.Second}) // waits for the expiry
+	if err := <-released; err != nil {
+		t.Fatalf("the old holder's release: %v", err)
+	}
+	s.h.SlowReplies.Heal(bg)
+	lease, err := tryAcquire(c, key)
+	if err != nil {
+		t.Fatalf("the old holder's release should have deleted the new holder's lock: %v", err)
+	}
+	release(t, lease)
+	_ = held
 }
 
 func (s *suite) extendKeepsTheLock(t *testing.T) {

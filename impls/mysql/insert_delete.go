@@ -15,12 +15,14 @@ import (
 // acquire (a duplicate-key error means someone holds it), DELETE of our own
 // row is release. Nothing expires: a holder that crashes holds forever.
 var InsertDeleteApproach = impls.Approach{
-	Name:    "mysql-insert-delete",
-	Backend: impls.MySQL,
-	Caps:    impls.Capabilities{Fencing: true},
-	Safe:    true,
-	Summary: "INSERT a row with a unique lock key; owner-checked DELETE releases",
-	Fails:   "no expiry: a crashed holder's row blocks the key until someone deletes it by hand",
+	Name:     "mysql-insert-delete",
+	Backend:  impls.MySQL,
+	Caps:     impls.Capabilities{Fencing: true},
+	Weak:     impls.Weaknesses{NoExpiry: true},
+	Safe:     true,
+	Survives: "client crashes only with a human to delete the row; a MariaDB restart keeps the rows (InnoDB is durable)",
+	Summary:  "INSERT a row with a unique lock key; owner-checked DELETE releases",
+	Fails:    "no expiry: a crashed holder's row blocks the key until someone deletes it by hand",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
 		if env.Endpoints.MySQL == "" {
 			return nil, fmt.Errorf("mysql-insert-delete: no mysql endpoint")

@@ -17,12 +17,13 @@ import (
 // while no holder outlives its TTL (a pause longer than the TTL lets a second
 // client in; there is no fencing token to stop the first).
 var SetNXPXLuaApproach = impls.Approach{
-	Name:    "redis-setnx-px-lua",
-	Backend: impls.Redis,
-	Caps:    impls.Capabilities{TTL: true, Renewal: true},
-	Safe:    true,
-	Summary: "SET NX PX with a random token; Lua compare-and-delete release",
-	Fails:   "a holder paused past its TTL keeps writing while another holds the lock (no fencing)",
+	Name:     "redis-setnx-px-lua",
+	Backend:  impls.Redis,
+	Caps:     impls.Capabilities{TTL: true, Renewal: true},
+	Safe:     true,
+	Survives: "client crashes (the TTL frees the lock); not a restart without persistence, failover or a clock jump",
+	Summary:  "SET NX PX with a random token; Lua compare-and-delete release",
+	Fails:    "a holder paused past its TTL keeps writing while another holds the lock (no fencing)",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
 		if len(env.Endpoints.Redis) == 0 {
 			return nil, fmt.Errorf("redis-setnx-px-lua: no redis endpoint")

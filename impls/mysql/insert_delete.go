@@ -67,7 +67,7 @@ func (l *InsertDelete) Acquire(ctx context.Context, key string, opt impls.Acquir
 		case err == nil:
 			id, err := res.LastInsertId()
 			if err != nil {
-				return nil, classify("INSERT", err)
+				return nil, classify(ctx, "INSERT", err)
 			}
 			return &insertDeleteLease{l: l, key: key, owner: owner, token: uint64(id)}, nil
 		case isContention(err):
@@ -78,7 +78,7 @@ func (l *InsertDelete) Acquire(ctx context.Context, key string, opt impls.Acquir
 				return nil, err
 			}
 		default:
-			return nil, classify("INSERT", err)
+			return nil, classify(ctx, "INSERT", err)
 		}
 	}
 }
@@ -112,11 +112,11 @@ func (s *insertDeleteLease) Extend(context.Context, time.Duration) error {
 func (s *insertDeleteLease) Release(ctx context.Context) error {
 	res, err := s.l.db.ExecContext(ctx, "DELETE FROM locklab_insert_delete WHERE lock_key = ? AND owner = ?", s.key, s.owner)
 	if err != nil {
-		return classify("DELETE", err)
+		return classify(ctx, "DELETE", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return classify("DELETE", err)
+		return classify(ctx, "DELETE", err)
 	}
 	if n == 0 {
 		return fmt.Errorf("release %s: %w", s.key, impls.ErrNotHeld)

@@ -75,7 +75,7 @@ func isContention(err error) bool {
 // classify maps a failed statement to the lab's outcomes: an error reply
 // from the server or a failed dial changed nothing; a timeout or a broken
 // connection after the statement went out is indeterminate.
-func classify(op string, err error) error {
+func classify(ctx context.Context, op string, err error) error {
 	var me *driver.MySQLError
 	var opErr *net.OpError
 	switch {
@@ -83,6 +83,10 @@ func classify(op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
+	case ctx.Err() != nil:
+		// The deadline struck mid-command; the driver may report it as a
+		// socket timeout, so say both.
+		return fmt.Errorf("%s: %w: %w (%w)", op, impls.ErrIndeterminate, err, context.Cause(ctx))
 	default:
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrIndeterminate, err)
 	}

@@ -12,11 +12,16 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/impls"
 )
 
 // Register adds every Redis approach to r.
 func Register(r *impls.Registry) {
+	r.Register(GetSetApproach)
+	r.Register(SetNXApproach)
+	r.Register(SetNXPXDelApproach)
+	r.Register(SetNXPXGetDelApproach)
 	r.Register(SetNXPXLuaApproach)
 }
 
@@ -58,13 +63,17 @@ func newClient(ctx context.Context, addr string) (*goredis.Client, error) {
 // classify maps a failed command to the lab's outcomes. A command that could
 // not even connect changed nothing (unavailable); anything else after the
 // request may have been written (timeouts, resets) is indeterminate.
-func classify(op string, err error) error {
+func classify(ctx context.Context, op string, err error) error {
 	var opErr *net.OpError
 	switch {
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
 	case isRedisError(err):
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
+	case ctx.Err() != nil:
+		// The deadline struck mid-command; the driver may report it as a
+		// socket timeout, so say both.
+		return fmt.Errorf("%s: %w: %w (%w)", op, impls.ErrIndeterminate, err, context.Cause(ctx))
 	default:
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrIndeterminate, err)
 	}
@@ -82,4 +91,138 @@ func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// pollAcquire repeats one attempt with back-off until it grants the lock,
+// fails for good, or ctx ends. attempt reports granted=true, or false when
+// the key is held by someone else.
+func pollAcquire(ctx context.Context, key string, opt impls.AcquireOptions, attempt func(context.Context) (bool, error)) error {
+	backoff := impls.DefaultBackoff()
+	for {
+		granted, err := attempt(ctx)
+		if err != nil {
+			return err
+		}
+		if granted {
+			return nil
+		}
+		if opt.Try {
+			return fmt.Errorf("%w: %s is held", impls.ErrNotAcquired, key)
+		}
+		if err := backoff.Wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func ttlOf(opt impls.AcquireOptions) time.Duration {
+	if opt.TTL <= 0 {
+		return DefaultTTL
+	}
+	return opt.TTL
+}
+
+// lease is a granted lock whose release and extend are the approach's own.
+type lease struct {
+	key, token string
+	validUntil time.Time
+	fence      uint64
+	fenced     bool
+	release    func(ctx context.Context, l *lease) error
+	extend     func(ctx context.Context, l *lease, ttl time.Duration) error
+}
+
+func (l *lease) Key() string                       { return l.key }
+func (l *lease) Token() (uint64, bool)             { return l.fence, l.fenced }
+func (l *lease) ValidUntil() time.Time             { return l.validUntil }
+func (l *lease) Lost() <-chan struct{}             { return nil }
+func (l *lease) Release(ctx context.Context) error { return l.release(ctx, l) }
+func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if l.extend == nil {
+		return fmt.Errorf("extend %s: %w", l.key, impls.ErrUnsupported)
+	}
+	return l.extend(ctx, l, ttl)
+}
+
+// delIfOwner is the atomic compare-and-delete release (Lua).
+func delIfOwner(c goredis.Scripter) func(context.Context, *lease) error {
+	return func(ctx context.Context, l *lease) error {
+		n, err := compareAndDelete.Run(ctx, c, []string{l.key}, l.token).Int()
+		if err != nil {
+			return classify(ctx, "release", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+		}
+		return nil
+	}
+}
+
+// plainDel releases by DEL, whoever holds the key now.
+func plainDel(c goredis.Cmdable) func(context.Context, *lease) error {
+	return func(ctx context.Context, l *lease) error {
+		n, err := c.Del(ctx, l.key).Result()
+		if err != nil {
+			return classify(ctx, "DEL", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+		}
+		return nil
+	}
+}
+
+// single is the common shape of the one-node approaches: one client, one
+// acquire attempt function, one way to release.
+type single struct {
+	client *goredis.Client
+	clock  clock.Clock
+	try    func(ctx context.Context, s *single, key, token string, ttl time.Duration) (bool, error)
+	newRel func(*goredis.Client) func(context.Context, *lease) error
+	newExt func(*goredis.Client, clock.Clock) func(context.Context, *lease, time.Duration) error
+	hasTTL bool
+}
+
+func (s *single) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	ttl := ttlOf(opt)
+	token := newToken()
+	var sent time.Time
+	err := pollAcquire(ctx, key, opt, func(ctx context.Context) (bool, error) {
+		// Validity counts from before the request: the server's TTL starts
+		// later, so the client never believes in a longer lease than the
+		// server keeps (absent clock faults).
+		sent = s.clock.Now()
+		return s.try(ctx, s, key, token, ttl)
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := &lease{key: key, token: token, release: s.newRel(s.client)}
+	if s.hasTTL {
+		l.validUntil = sent.Add(ttl)
+	}
+	if s.newExt != nil {
+		l.extend = s.newExt(s.client, s.clock)
+	}
+	return l, nil
+}
+
+// Close drops the connection and leaves every lease as it is, as a crash would.
+func (s *single) Close() error { return s.client.Close() }
+
+// newSingle builds the constructor of a one-node approach.
+func newSingle(name string, mk func(c *goredis.Client, clk clock.Clock) *single) func(context.Context, impls.Env) (impls.Locker, error) {
+	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		if len(env.Endpoints.Redis) == 0 {
+			return nil, fmt.Errorf("%s: no redis endpoint", name)
+		}
+		c, err := newClient(ctx, env.Endpoints.Redis[0])
+		if err != nil {
+			return nil, err
+		}
+		return mk(c, env.Clock), nil
+	}
 }

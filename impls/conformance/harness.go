@@ -37,7 +37,9 @@ func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Regist
 				t.Fatalf("no %s nodes in the cluster", a.Backend)
 			}
 			var drop, slow chaos.All
+			var crashable []Node
 			for _, n := range nodes {
+				crashable = append(crashable, n)
 				drop = append(drop, chaos.DropReplies{Proxy: n.Proxy()})
 				slow = append(slow, chaos.SlowReplies{Proxy: n.Proxy(), Latency: 400 * time.Millisecond})
 			}
@@ -47,6 +49,7 @@ func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Regist
 				DirectEndpoints: c.DirectEndpoints(),
 				DropReplies:     drop,
 				SlowReplies:     slow,
+				Nodes:           crashable,
 			})
 		})
 	}

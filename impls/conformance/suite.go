@@ -37,8 +37,16 @@ type Harness struct {
 	DropReplies Fault
 	// SlowReplies delays replies (by 400 ms) while requests still arrive.
 	SlowReplies Fault
+	// Nodes are the servers of the approach's backend, for crash tests.
+	Nodes []Node
 	// Contenders is the number of clients in the mutual exclusion test (16).
 	Contenders int
+}
+
+// Node is what the suite needs of a server: kill it and bring it back.
+type Node interface {
+	Kill() error
+	Restart(ctx context.Context) error
 }
 
 // Run runs every test that applies to h.Approach: its declared
@@ -83,7 +91,12 @@ func Run(t *testing.T, h Harness) {
 	if a.Caps.Fencing {
 		t.Run("FencingTokensIncrease", s.fencingTokensIncrease)
 	}
+	if a.Caps.FaultTolerant {
+		t.Run("SurvivesMinorityLoss", s.survivesMinorityLoss)
+	}
 	t.Run("InvalidKeyRejected", s.invalidKeyRejected)
+	// Last: it restarts every server of the backend.
+	t.Run("BackendDownIsUnavailable", s.backendDownIsUnavailable)
 }
 
 type suite struct {
@@ -337,8 +350,11 @@ func (s *suite) timeoutIsIndeterminate(t *testing.T) {
 		t.Fatalf("acquire with replies dropped: err = %v, want ErrIndeterminate", err)
 	}
 	heal()
-	if s.h.Approach.Weak.RacyAcquire {
-		return // its first request only reads: nothing took effect to check
+	if s.h.Approach.Weak.RacyAcquire || s.h.Approach.Caps.FaultTolerant {
+		// Check-then-set only read before the fault; a quorum approach
+		// unlocked every node after the failed round, and those unlocks
+		// reached the servers too. Either way nothing is left to check.
+		return
 	}
 	b := s.locker(t, 2)
 	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
@@ -500,6 +516,62 @@ func (s *suite) fencingTokensIncrease(t *testing.T) {
 		}
 		last = tok
 		release(t, lease)
+	}
+}
+
+// restartAll brings every node back, failing the test if one does not come.
+func (s *suite) restartAll(t *testing.T, nodes []Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if err := n.Restart(ctx); err != nil {
+			t.Fatalf("restart: %v", err)
+		}
+	}
+}
+
+// survivesMinorityLoss: with a minority of nodes dead the lock still works.
+func (s *suite) survivesMinorityLoss(t *testing.T) {
+	minority := s.h.Nodes[:(len(s.h.Nodes)-1)/2]
+	for _, n := range minority {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer s.restartAll(t, minority)
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	lease := acquire(t, a, key, impls.AcquireOptions{TTL: 10 * time.Second})
+	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("with %d of %d nodes dead, a held lock must stay exclusive: err = %v", len(minority), len(s.h.Nodes), err)
+	}
+	release(t, lease)
+	release(t, acquire(t, b, key, impls.AcquireOptions{TTL: 10 * time.Second}))
+}
+
+// backendDownIsUnavailable: with every server dead, Acquire answers
+// "unavailable" within its deadline instead of hanging. The client
+// connects directly: through a proxy a dead server looks like a connection
+// that accepts and then closes, which no client can tell from a lost reply.
+func (s *suite) backendDownIsUnavailable(t *testing.T) {
+	l := s.directLocker(t, 1)
+	for _, n := range s.h.Nodes {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer s.restartAll(t, s.h.Nodes)
+	const wait = 3 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	start := time.Now()
+	_, err := l.Acquire(ctx, s.key(t), impls.AcquireOptions{})
+	if took := time.Since(start); took > wait+time.Second {
+		t.Errorf("acquire against dead servers took %v", took)
+	}
+	if !errors.Is(err, impls.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
 }
 

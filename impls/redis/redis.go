@@ -23,6 +23,7 @@ func Register(r *impls.Registry) {
 	r.Register(SetNXPXDelApproach)
 	r.Register(SetNXPXGetDelApproach)
 	r.Register(SetNXPXLuaApproach)
+	r.Register(RedlockApproach)
 }
 
 // DefaultTTL is the lease length when AcquireOptions.TTL is zero.
@@ -42,7 +43,17 @@ func checkKey(key string) error {
 // a single connection, no retries (a retried SET NX whose first attempt
 // succeeded would report "not set"), and context deadlines on the socket.
 func newClient(ctx context.Context, addr string) (*goredis.Client, error) {
-	c := goredis.NewClient(&goredis.Options{
+	c := newClientNoPing(addr)
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("redis %s: %w: %w", addr, impls.ErrUnavailable, err)
+	}
+	return c, nil
+}
+
+// newClientNoPing configures the client without touching the server.
+func newClientNoPing(addr string) *goredis.Client {
+	return goredis.NewClient(&goredis.Options{
 		Addr:                  addr,
 		Protocol:              2, // no HELLO round trip on connect
 		DisableIdentity:       true,
@@ -53,11 +64,6 @@ func newClient(ctx context.Context, addr string) (*goredis.Client, error) {
 		WriteTimeout:          3 * time.Second,
 		ContextTimeoutEnabled: true,
 	})
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("redis %s: %w: %w", addr, impls.ErrUnavailable, err)
-	}
-	return c, nil
 }
 
 // classify maps a failed command to the lab's outcomes. A command that could

@@ -1,0 +1,241 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/impls"
+)
+
+// RedlockApproach: the Redlock algorithm over N independent masters (5 in
+// the embedded cluster). SET NX PX goes to every node in parallel with a
+// per-node timeout much smaller than the TTL; the lock is held when a
+// majority said yes and time is left: validity = TTL - elapsed - drift,
+// drift = TTL*0.01 + 2 ms. A failed attempt unlocks every node, including
+// those that seemed to fail, and retries after a random delay.
+var RedlockApproach = impls.Approach{
+	Name:     "redis-redlock",
+	Backend:  impls.Redis,
+	Caps:     impls.Capabilities{TTL: true, FaultTolerant: true, Renewal: true},
+	Safe:     true,
+	Survives: "loss of a minority of nodes and client crashes; not a holder that outlives its validity, not a clock jump or a restart without persistence on a node of the majority",
+	Summary:  "SET NX PX on N independent masters in parallel; majority and time left = held",
+	Fails:    "a restarted node without persistence, or a node whose clock jumps, lets a second majority form while the first holder is still valid",
+	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		if len(env.Endpoints.Redis) < 3 {
+			return nil, fmt.Errorf("redis-redlock: need at least 3 independent redis nodes, have %d", len(env.Endpoints.Redis))
+		}
+		// A fault-tolerant client starts with a minority of nodes down:
+		// it needs a quorum to answer, and reconnects to the rest later.
+		r := &Redlock{clock: env.Clock}
+		for _, a := range env.Endpoints.Redis {
+			r.nodes = append(r.nodes, newClientNoPing(a))
+		}
+		res := r.onAll(ctx, 2*time.Second, func(ctx context.Context, c *goredis.Client) (bool, error) {
+			return true, c.Ping(ctx).Err()
+		})
+		up := 0
+		for _, x := range res {
+			if x.err == nil {
+				up++
+			}
+		}
+		if up < r.quorum() {
+			r.Close()
+			return nil, fmt.Errorf("redis-redlock: %w: only %d of %d nodes answer: %w", impls.ErrUnavailable, up, len(r.nodes), firstError(res))
+		}
+		return r, nil
+	},
+}
+
+// Redlock is one client of the approach.
+type Redlock struct {
+	nodes []*goredis.Client
+	clock clock.Clock
+}
+
+func (r *Redlock) quorum() int { return len(r.nodes)/2 + 1 }
+
+// nodeTimeout bounds one node's answer: small next to the TTL, so a dead
+// node does not eat the validity.
+func nodeTimeout(ttl time.Duration) time.Duration {
+	return min(max(ttl/100, 10*time.Millisecond), 50*time.Millisecond)
+}
+
+func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+// nodeResult is one node's answer to one request.
+type nodeResult struct {
+	ok  bool
+	err error
+}
+
+// onAll runs f on every node in parallel, each under its own timeout.
+func (r *Redlock) onAll(ctx context.Context, timeout time.Duration, f func(context.Context, *goredis.Client) (bool, error)) []nodeResult {
+	res := make([]nodeResult, len(r.nodes))
+	var wg sync.WaitGroup
+	for i, c := range r.nodes {
+		wg.Add(1)
+		go func(i int, c *goredis.Client) {
+			defer wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			ok, err := f(nctx, c)
+			if err != nil {
+				err = classify(nctx, fmt.Sprintf("node %d", i), err)
+			}
+			res[i] = nodeResult{ok, err}
+		}(i, c)
+	}
+	wg.Wait()
+	return res
+}
+
+// Acquire tries rounds until a majority grants the lock with validity left.
+func (r *Redlock) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	ttl := ttlOf(opt)
+	token := newToken()
+	// maybeSet marks nodes that may hold our token: they said yes, or their
+	// answer was lost, and no later unlock confirmed otherwise.
+	maybeSet := make([]bool, len(r.nodes))
+	for {
+		start := r.clock.Now()
+		res := r.onAll(ctx, nodeTimeout(ttl), func(ctx context.Context, c *goredis.Client) (bool, error) {
+			return c.SetNX(ctx, key, token, ttl).Result()
+		})
+		granted, unavailable := 0, 0
+		for i, x := range res {
+			switch {
+			case x.ok:
+				granted++
+				maybeSet[i] = true
+			case errors.Is(x.err, impls.ErrIndeterminate):
+				maybeSet[i] = true
+			case errors.Is(x.err, impls.ErrUnavailable):
+				unavailable++
+			}
+		}
+		validity := ttl - r.clock.Now().Sub(start) - drift(ttl)
+		if granted >= r.quorum() && validity > 0 {
+			return &lease{key: key, token: token, validUntil: start.Add(ttl - drift(ttl)),
+				release: r.release, extend: r.extend}, nil
+		}
+		r.unlockAll(key, token, maybeSet)
+		maybe := 0
+		for _, m := range maybeSet {
+			if m {
+				maybe++
+			}
+		}
+		switch {
+		case unavailable > len(r.nodes)-r.quorum():
+			return nil, fmt.Errorf("redlock %s: %w: %d of %d nodes unreachable: %w", key, impls.ErrUnavailable,
+				unavailable, len(r.nodes), firstError(res))
+		case ctx.Err() != nil && maybe >= r.quorum():
+			return nil, fmt.Errorf("redlock %s: %w: %d nodes may hold our token: %w", key, impls.ErrIndeterminate, maybe, context.Cause(ctx))
+		case ctx.Err() != nil:
+			return nil, impls.NotAcquiredBy(ctx)
+		case opt.Try:
+			return nil, fmt.Errorf("%w: %s: %d of %d nodes granted", impls.ErrNotAcquired, key, granted, len(r.nodes))
+		}
+		// A random delay, so clients that split the votes do not split
+		// them again in lock step.
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(5 * time.Millisecond))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if maybe >= r.quorum() {
+				return nil, fmt.Errorf("redlock %s: %w: %d nodes may hold our token: %w", key, impls.ErrIndeterminate, maybe, context.Cause(ctx))
+			}
+			return nil, impls.NotAcquiredBy(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// unlockAll deletes our token wherever it may be, clearing maybeSet for
+// the nodes that answered. It runs under its own deadline: the caller's
+// context may be what ended the attempt.
+func (r *Redlock) unlockAll(key, token string, maybeSet []bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	res := r.onAll(ctx, 100*time.Millisecond, func(ctx context.Context, c *goredis.Client) (bool, error) {
+		n, err := compareAndDelete.Run(ctx, c, []string{key}, token).Int()
+		return n == 1, err
+	})
+	for i, x := range res {
+		if x.err == nil {
+			maybeSet[i] = false
+		}
+	}
+}
+
+func (r *Redlock) release(ctx context.Context, l *lease) error {
+	res := r.onAll(ctx, time.Second, func(ctx context.Context, c *goredis.Client) (bool, error) {
+		n, err := compareAndDelete.Run(ctx, c, []string{l.key}, l.token).Int()
+		return n == 1, err
+	})
+	deleted, unknown := 0, 0
+	for _, x := range res {
+		if x.ok {
+			deleted++
+		} else if errors.Is(x.err, impls.ErrIndeterminate) {
+			unknown++
+		}
+	}
+	switch {
+	case deleted > 0:
+		return nil
+	case unknown > 0:
+		return fmt.Errorf("release %s: %w: %w", l.key, impls.ErrIndeterminate, firstError(res))
+	default:
+		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+	}
+}
+
+func (r *Redlock) extend(ctx context.Context, l *lease, ttl time.Duration) error {
+	start := r.clock.Now()
+	res := r.onAll(ctx, nodeTimeout(ttl), func(ctx context.Context, c *goredis.Client) (bool, error) {
+		n, err := compareAndPExpire.Run(ctx, c, []string{l.key}, l.token, ttl.Milliseconds()).Int()
+		return n == 1, err
+	})
+	extended := 0
+	for _, x := range res {
+		if x.ok {
+			extended++
+		}
+	}
+	if extended < r.quorum() || ttl-r.clock.Now().Sub(start)-drift(ttl) <= 0 {
+		return fmt.Errorf("extend %s: %w: %d of %d nodes", l.key, impls.ErrNotHeld, extended, len(r.nodes))
+	}
+	l.validUntil = start.Add(ttl - drift(ttl))
+	return nil
+}
+
+// Close drops every connection; leases expire on their own.
+func (r *Redlock) Close() error {
+	var errs []error
+	for _, c := range r.nodes {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func firstError(res []nodeResult) error {
+	for _, x := range res {
+		if x.err != nil {
+			return x.err
+		}
+	}
+	return errors.New("no error")
+}

@@ -70,4 +70,7 @@ type Capabilities struct {
 	FaultTolerant bool `json:"fault_tolerant"` // survives loss of a minority of nodes
 	Renewal       bool `json:"renewal"`        // leases can be extended
 	LossSignal    bool `json:"loss_signal"`    // the holder is told when the lock is gone
+	// FreedOnDisconnect: the server frees the lock as soon as the holder's
+	// connection dies (a transaction row lock, an advisory lock).
+	FreedOnDisconnect bool `json:"freed_on_disconnect"`
 }

@@ -41,3 +41,25 @@ func (b *Backoff) Wait(ctx context.Context) error {
 func NotAcquiredBy(ctx context.Context) error {
 	return fmt.Errorf("%w: gave up waiting: %w", ErrNotAcquired, context.Cause(ctx))
 }
+
+// Poll repeats one attempt with back-off until it grants the lock, fails
+// for good, or ctx ends. attempt reports true when granted, false when the
+// key is held by someone else. With opt.Try it makes one attempt.
+func Poll(ctx context.Context, key string, opt AcquireOptions, attempt func(context.Context) (bool, error)) error {
+	backoff := DefaultBackoff()
+	for {
+		granted, err := attempt(ctx)
+		if err != nil {
+			return err
+		}
+		if granted {
+			return nil
+		}
+		if opt.Try {
+			return fmt.Errorf("%w: %s is held", ErrNotAcquired, key)
+		}
+		if err := backoff.Wait(ctx); err != nil {
+			return err
+		}
+	}
+}

@@ -77,8 +77,19 @@ func Run(t *testing.T, h Harness) {
 			t.Run("ExpiredHolderReleaseRefused", s.expiredHolderReleaseRefused)
 		}
 	}
+	if a.Caps.FreedOnDisconnect {
+		t.Run("CrashedHolderFreedOnDisconnect", s.crashedHolderFreedOnDisconnect)
+	}
 	if w.NoExpiry {
 		t.Run("CrashedHolderBlocksForever", s.crashedHolderBlocksForever)
+	}
+	if w.ReapsLiveHolder {
+		t.Run("LiveHolderReaped", s.liveHolderReaped)
+	}
+	if a.Caps.Reentrant {
+		t.Run("ReentrantAcquire", s.reentrantAcquire)
+	} else {
+		t.Run("ReentryRefused", s.reentryRefused)
 	}
 	if w.ReleaseCheckNotAtomic {
 		t.Run("SlowReleaseDeletesNextHoldersLock", s.slowReleaseDeletesNextHoldersLock)
@@ -320,9 +331,11 @@ func (s *suite) cancelReturnsPromptly(t *testing.T) {
 	}
 }
 
-// timeoutIsIndeterminate: when the server applies the acquire but the reply
-// is lost, the client must say "indeterminate", not "failed": the lock may
-// be (and here is) held.
+// timeoutIsIndeterminate: when the replies are lost the client must not
+// claim the acquire failed unless it can prove nothing took effect. It says
+// "indeterminate" (and for a single-write acquire the lock is then indeed
+// held), or "not acquired" when its transaction provably rolled back, in
+// which case the lock must be free once the network heals.
 func (s *suite) timeoutIsIndeterminate(t *testing.T) {
 	if s.h.DropReplies == nil {
 		t.Fatal("harness has no DropReplies fault")
@@ -346,19 +359,31 @@ func (s *suite) timeoutIsIndeterminate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
 	defer cancel()
 	_, err := a.Acquire(ctx, key, impls.AcquireOptions{TTL: 30 * time.Second})
-	if !errors.Is(err, impls.ErrIndeterminate) {
-		t.Fatalf("acquire with replies dropped: err = %v, want ErrIndeterminate", err)
-	}
 	heal()
-	if s.h.Approach.Weak.RacyAcquire || s.h.Approach.Caps.FaultTolerant {
-		// Check-then-set only read before the fault; a quorum approach
-		// unlocked every node after the failed round, and those unlocks
-		// reached the servers too. Either way nothing is left to check.
-		return
-	}
 	b := s.locker(t, 2)
-	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
-		t.Fatalf("the indeterminate acquire took effect on the server, so the key must be held: err = %v", err)
+	switch {
+	case errors.Is(err, impls.ErrNotAcquired):
+		// The claim "nothing took effect" must hold: the lock comes free
+		// (a server may take a moment to notice the dropped connection).
+		wctx, wcancel := context.WithTimeout(bg, 3*time.Second)
+		defer wcancel()
+		lease, err := b.Acquire(wctx, key, impls.AcquireOptions{TTL: 30 * time.Second})
+		if err != nil {
+			t.Fatalf("the acquire was reported as not acquired, yet the lock stayed held: %v", err)
+		}
+		release(t, lease)
+	case errors.Is(err, impls.ErrIndeterminate):
+		if ap := s.h.Approach; ap.Weak.RacyAcquire || ap.Caps.FaultTolerant {
+			// Check-then-set only read before the fault; a quorum
+			// approach unlocked every node after the failed round, and
+			// those unlocks reached the servers too.
+			return
+		}
+		if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
+			t.Fatalf("the indeterminate acquire took effect on the server, so the key must be held: err = %v", err)
+		}
+	default:
+		t.Fatalf("acquire with replies dropped: err = %v, want ErrIndeterminate (or a provable ErrNotAcquired)", err)
 	}
 }
 
@@ -467,6 +492,67 @@ func (s *suite) slowReleaseDeletesNextHoldersLock(t *testing.T) {
 	}
 	release(t, lease)
 	_ = held
+}
+
+// crashedHolderFreedOnDisconnect: the server frees a lock as soon as the
+// holder's connection goes.
+func (s *suite) crashedHolderFreedOnDisconnect(t *testing.T) {
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	acquire(t, a, key, impls.AcquireOptions{})
+	start := time.Now()
+	a.Close()
+	release(t, acquire(t, b, key, impls.AcquireOptions{}))
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("lock freed %v after the holder's connection closed", took)
+	}
+}
+
+// liveHolderReaped: a negative control. The monitor frees a lock older than
+// its TTL even though its holder is alive and still working.
+func (s *suite) liveHolderReaped(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	old := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
+	// a works on, never releasing; b must get in within a few TTLs.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*ttl)
+	defer cancel()
+	lease, err := b.Acquire(ctx, key, impls.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("the live holder's lock was never reaped: %v", err)
+	}
+	if err := old.Release(context.Background()); !errors.Is(err, impls.ErrNotHeld) {
+		t.Errorf("the reaped holder's release: err = %v, want ErrNotHeld", err)
+	}
+	release(t, lease)
+}
+
+// reentrantAcquire: the holder may acquire again; the lock is free only
+// after as many releases.
+func (s *suite) reentrantAcquire(t *testing.T) {
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	first := acquire(t, a, key, impls.AcquireOptions{})
+	second := acquire(t, a, key, impls.AcquireOptions{Try: true})
+	release(t, second)
+	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("after one of two releases the lock must still be held: err = %v", err)
+	}
+	release(t, first)
+	release(t, acquire(t, b, key, impls.AcquireOptions{Try: true}))
+}
+
+// reentryRefused: without reentrancy the holder's second acquire is
+// refused like anyone else's.
+func (s *suite) reentryRefused(t *testing.T) {
+	key := s.key(t)
+	a := s.locker(t, 1)
+	held := acquire(t, a, key, impls.AcquireOptions{})
+	if _, err := tryAcquire(a, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("re-entry by the holder: err = %v, want ErrNotAcquired", err)
+	}
+	release(t, held)
 }
 
 func (s *suite) extendKeepsTheLock(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -20,38 +21,39 @@ var InsertDeleteApproach = impls.Approach{
 	Caps:     impls.Capabilities{Fencing: true},
 	Weak:     impls.Weaknesses{NoExpiry: true},
 	Safe:     true,
-	Survives: "client crashes only with a human to delete the row; a MariaDB restart keeps the rows (InnoDB is durable)",
+	Survives: "a MariaDB restart (InnoDB keeps the rows); a client crash only with a human to delete the row",
 	Summary:  "INSERT a row with a unique lock key; owner-checked DELETE releases",
 	Fails:    "no expiry: a crashed holder's row blocks the key until someone deletes it by hand",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		if env.Endpoints.MySQL == "" {
-			return nil, fmt.Errorf("mysql-insert-delete: no mysql endpoint")
-		}
-		db, err := open(ctx, env.Endpoints.MySQL)
+		db, err := openWithSchema(ctx, "mysql-insert-delete", env, 1, insertDeleteSchema("locklab_insert_delete"))
 		if err != nil {
 			return nil, err
 		}
-		if _, err := db.ExecContext(ctx, insertDeleteSchema); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("mysql-insert-delete: create table: %w", err)
-		}
-		return &InsertDelete{db: db}, nil
+		return &InsertDelete{db: db, clock: env.Clock, table: "locklab_insert_delete"}, nil
 	},
 }
 
-// The auto-increment id of the row is the fencing token: every INSERT takes
-// a new, higher id, so each successive holder's token is larger.
-const insertDeleteSchema = `CREATE TABLE IF NOT EXISTS locklab_insert_delete (
+// insertDeleteSchema: the auto-increment id of the row is the fencing
+// token: every INSERT takes a new, higher id.
+func insertDeleteSchema(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
   lock_key VARCHAR(255) NOT NULL,
   owner CHAR(32) NOT NULL,
   acquired_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-  UNIQUE KEY lock_key (lock_key)
+  expires_at TIMESTAMP(6) NULL,
+  UNIQUE KEY lock_key (lock_key),
+  KEY expires_at (expires_at)
 ) ENGINE=InnoDB`
+}
 
-// InsertDelete is one client of the approach.
+// InsertDelete is one client of the approach (and of the reaper variant).
 type InsertDelete struct {
-	db *sql.DB
+	db    *sql.DB
+	clock clock.Clock
+	table string
+	ttl   bool // set expires_at for the reaper
+	stop  func()
 }
 
 // Acquire retries the INSERT with back-off until it succeeds or ctx ends.
@@ -60,31 +62,52 @@ func (l *InsertDelete) Acquire(ctx context.Context, key string, opt impls.Acquir
 		return nil, err
 	}
 	owner := newOwner()
-	backoff := impls.DefaultBackoff()
-	for {
-		res, err := l.db.ExecContext(ctx, "INSERT INTO locklab_insert_delete (lock_key, owner) VALUES (?, ?)", key, owner)
+	ttl := opt.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	var id int64
+	var sent time.Time
+	err := impls.Poll(ctx, key, opt, func(ctx context.Context) (bool, error) {
+		var res sql.Result
+		var err error
+		sent = l.clock.Now()
+		if l.ttl {
+			res, err = l.db.ExecContext(ctx, "INSERT INTO "+l.table+" (lock_key, owner, expires_at) VALUES (?, ?, NOW(6) + INTERVAL ? MICROSECOND)",
+				key, owner, ttl.Microseconds())
+		} else {
+			res, err = l.db.ExecContext(ctx, "INSERT INTO "+l.table+" (lock_key, owner) VALUES (?, ?)", key, owner)
+		}
 		switch {
 		case err == nil:
-			id, err := res.LastInsertId()
+			id, err = res.LastInsertId()
 			if err != nil {
-				return nil, classify(ctx, "INSERT", err)
+				return false, classify(ctx, "INSERT", err)
 			}
-			return &insertDeleteLease{l: l, key: key, owner: owner, token: uint64(id)}, nil
+			return true, nil
 		case isContention(err):
-			if opt.Try {
-				return nil, fmt.Errorf("%w: %s is held", impls.ErrNotAcquired, key)
-			}
-			if err := backoff.Wait(ctx); err != nil {
-				return nil, err
-			}
+			return false, nil
 		default:
-			return nil, classify(ctx, "INSERT", err)
+			return false, classify(ctx, "INSERT", err)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
+	lease := &insertDeleteLease{l: l, key: key, owner: owner, token: uint64(id)}
+	if l.ttl {
+		lease.validUntil = sent.Add(ttl)
+	}
+	return lease, nil
 }
 
 // Close drops the connection; rows stay, as after a crash.
-func (l *InsertDelete) Close() error { return l.db.Close() }
+func (l *InsertDelete) Close() error {
+	if l.stop != nil {
+		l.stop()
+	}
+	return l.db.Close()
+}
 
 func newOwner() string {
 	var b [16]byte
@@ -96,30 +119,20 @@ type insertDeleteLease struct {
 	l          *InsertDelete
 	key, owner string
 	token      uint64
+	validUntil time.Time
 }
 
 func (s *insertDeleteLease) Key() string           { return s.key }
 func (s *insertDeleteLease) Token() (uint64, bool) { return s.token, true }
-func (s *insertDeleteLease) ValidUntil() time.Time { return time.Time{} }
+func (s *insertDeleteLease) ValidUntil() time.Time { return s.validUntil }
 func (s *insertDeleteLease) Lost() <-chan struct{} { return nil }
 
 func (s *insertDeleteLease) Extend(context.Context, time.Duration) error {
-	return fmt.Errorf("mysql-insert-delete has no expiry to extend: %w", impls.ErrUnsupported)
+	return fmt.Errorf("%s has no renewal: %w", s.l.table, impls.ErrUnsupported)
 }
 
 // Release deletes the row only if it is still ours; one statement, so the
 // check and the delete are one transaction.
 func (s *insertDeleteLease) Release(ctx context.Context) error {
-	res, err := s.l.db.ExecContext(ctx, "DELETE FROM locklab_insert_delete WHERE lock_key = ? AND owner = ?", s.key, s.owner)
-	if err != nil {
-		return classify(ctx, "DELETE", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return classify(ctx, "DELETE", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("release %s: %w", s.key, impls.ErrNotHeld)
-	}
-	return nil
+	return execOne(ctx, s.l.db, "DELETE", s.key, "DELETE FROM "+s.l.table+" WHERE lock_key = ? AND owner = ?", s.key, s.owner)
 }

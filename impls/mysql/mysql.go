@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 	"unicode/utf8"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -17,7 +18,14 @@ import (
 // Register adds every MySQL approach to r.
 func Register(r *impls.Registry) {
 	r.Register(InsertDeleteApproach)
+	r.Register(InsertDeleteReaperApproach)
+	r.Register(ForUpdateApproach)
+	r.Register(OptimisticApproach)
+	r.Register(ShardedApproach)
 }
+
+// DefaultTTL is the lease length when AcquireOptions.TTL is zero.
+const DefaultTTL = 10 * time.Second
 
 // maxKeyLen is the lock_key column width (VARCHAR(255) utf8mb4).
 const maxKeyLen = 255
@@ -29,9 +37,54 @@ func checkKey(key string) error {
 	return nil
 }
 
-// open gives one lock client its own single connection, as a separate
-// process would have, and checks that the server answers.
-func open(ctx context.Context, dsn string) (*sql.DB, error) {
+// openWithSchema connects a client (conns connections at most) and creates
+// the approach's tables if they are missing.
+func openWithSchema(ctx context.Context, name string, env impls.Env, conns int, schema ...string) (*sql.DB, error) {
+	if env.Endpoints.MySQL == "" {
+		return nil, fmt.Errorf("%s: no mysql endpoint", name)
+	}
+	db, err := open(ctx, env.Endpoints.MySQL, conns)
+	if err != nil {
+		return nil, err
+	}
+	for _, stmt := range schema {
+		if _, err := db.ExecContext(ctx, stmt); err != nil && !isContention(err) {
+			db.Close()
+			return nil, fmt.Errorf("%s: create table: %w", name, err)
+		}
+	}
+	return db, nil
+}
+
+// execOne runs a statement that must change exactly one row of ours;
+// no row means the lock is no longer ours. A statement InnoDB rolled back
+// as a deadlock victim did nothing, so it is run again.
+func execOne(ctx context.Context, db execer, op, key, query string, args ...any) error {
+	res, err := db.ExecContext(ctx, query, args...)
+	for attempt := 0; attempt < 20 && err != nil && isContention(err) && ctx.Err() == nil; attempt++ {
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+		res, err = db.ExecContext(ctx, query, args...)
+	}
+	if err != nil {
+		return classify(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return classify(ctx, op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s %s: %w", op, key, impls.ErrNotHeld)
+	}
+	return nil
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// open gives one lock client its own connections (conns at most), as a
+// separate process would have, and checks that the server answers.
+func open(ctx context.Context, dsn string, conns int) (*sql.DB, error) {
 	cfg, err := driver.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("mysql DSN: %w", err)
@@ -41,8 +94,8 @@ func open(ctx context.Context, dsn string) (*sql.DB, error) {
 		return nil, fmt.Errorf("mysql DSN: %w", err)
 	}
 	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("mysql %s: %w: %w", cfg.Addr, impls.ErrUnavailable, err)

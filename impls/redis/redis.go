@@ -99,28 +99,6 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// pollAcquire repeats one attempt with back-off until it grants the lock,
-// fails for good, or ctx ends. attempt reports granted=true, or false when
-// the key is held by someone else.
-func pollAcquire(ctx context.Context, key string, opt impls.AcquireOptions, attempt func(context.Context) (bool, error)) error {
-	backoff := impls.DefaultBackoff()
-	for {
-		granted, err := attempt(ctx)
-		if err != nil {
-			return err
-		}
-		if granted {
-			return nil
-		}
-		if opt.Try {
-			return fmt.Errorf("%w: %s is held", impls.ErrNotAcquired, key)
-		}
-		if err := backoff.Wait(ctx); err != nil {
-			return err
-		}
-	}
-}
-
 func ttlOf(opt impls.AcquireOptions) time.Duration {
 	if opt.TTL <= 0 {
 		return DefaultTTL
@@ -196,7 +174,7 @@ func (s *single) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 	ttl := ttlOf(opt)
 	token := newToken()
 	var sent time.Time
-	err := pollAcquire(ctx, key, opt, func(ctx context.Context) (bool, error) {
+	err := impls.Poll(ctx, key, opt, func(ctx context.Context) (bool, error) {
 		// Validity counts from before the request: the server's TTL starts
 		// later, so the client never believes in a longer lease than the
 		// server keeps (absent clock faults).

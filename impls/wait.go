@@ -63,3 +63,16 @@ func Poll(ctx context.Context, key string, opt AcquireOptions, attempt func(cont
 		}
 	}
 }
+
+// Expired returns ctx's error, or context.DeadlineExceeded if its deadline
+// has passed but its timer has not fired yet: a socket deadline set from
+// ctx can strike first, and the error must still say why.
+func Expired(ctx context.Context) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}

@@ -103,8 +103,8 @@ func (l *ForUpdate) Acquire(ctx context.Context, key string, opt impls.AcquireOp
 // connection, which rolls the transaction back: whatever the server did,
 // the lock is not ours, so this is a definite "not acquired".
 func (l *ForUpdate) failed(ctx context.Context, op string, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s: %w: %w (%w)", op, impls.ErrNotAcquired, err, context.Cause(ctx))
+	if impls.Expired(ctx) != nil {
+		return fmt.Errorf("%s: %w: %w (%w)", op, impls.ErrNotAcquired, err, impls.Expired(ctx))
 	}
 	return classify(ctx, op, err)
 }

@@ -136,10 +136,10 @@ func classify(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
-	case ctx.Err() != nil:
+	case impls.Expired(ctx) != nil:
 		// The deadline struck mid-command; the driver may report it as a
 		// socket timeout, so say both.
-		return fmt.Errorf("%s: %w: %w (%w)", op, impls.ErrIndeterminate, err, context.Cause(ctx))
+		return fmt.Errorf("%s: %w: %w (%w)", op, impls.ErrIndeterminate, err, impls.Expired(ctx))
 	default:
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrIndeterminate, err)
 	}

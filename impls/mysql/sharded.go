@@ -76,8 +76,8 @@ func (l *Sharded) inSlot(ctx context.Context, key string, f func(*sql.Tx) error)
 		if errors.Is(err, impls.ErrNotHeld) {
 			return err
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w: %w (%w)", op, impls.ErrNotAcquired, err, context.Cause(ctx))
+		if impls.Expired(ctx) != nil {
+			return fmt.Errorf("%s: %w: %w (%w)", op, impls.ErrNotAcquired, err, impls.Expired(ctx))
 		}
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/locklab/locklab/clock"
 )
@@ -53,15 +54,19 @@ type Weaknesses struct {
 
 // Approach describes one way of building a lock.
 type Approach struct {
-	Name     string
-	Backend  Backend
-	Caps     Capabilities
-	Weak     Weaknesses
-	Safe     bool   // expected to keep mutual exclusion without faults
-	Survives string // the faults it is expected to survive
-	Summary  string // one line: how it works
-	Fails    string // one line: how it breaks
-	New      func(ctx context.Context, env Env) (Locker, error)
+	Name    string
+	Backend Backend
+	Caps    Capabilities
+	Weak    Weaknesses
+	Safe    bool // expected to keep mutual exclusion without faults
+	// CrashFreedAfter is how long after a holder crashes its lock comes
+	// free when that is set by the client's session, not the lease TTL
+	// (a ZooKeeper session timeout); 0 otherwise.
+	CrashFreedAfter time.Duration
+	Survives        string // the faults it is expected to survive
+	Summary         string // one line: how it works
+	Fails           string // one line: how it breaks
+	New             func(ctx context.Context, env Env) (Locker, error)
 }
 
 // Registry maps approach names to their descriptions.

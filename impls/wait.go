@@ -2,6 +2,8 @@ package impls
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -75,4 +77,11 @@ func Expired(ctx context.Context) error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// NewToken returns a random owner token, unique per acquire.
+func NewToken() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

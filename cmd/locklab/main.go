@@ -15,6 +15,7 @@ import (
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/mysql"
 	"github.com/locklab/locklab/impls/redis"
+	"github.com/locklab/locklab/impls/zk"
 	"github.com/locklab/locklab/runner"
 )
 
@@ -41,6 +42,7 @@ func registry() *impls.Registry {
 	r := impls.NewRegistry()
 	redis.Register(r)
 	mysql.Register(r)
+	zk.Register(r)
 	return r
 }
 

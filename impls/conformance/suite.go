@@ -77,6 +77,9 @@ func Run(t *testing.T, h Harness) {
 			t.Run("ExpiredHolderReleaseRefused", s.expiredHolderReleaseRefused)
 		}
 	}
+	if a.CrashFreedAfter > 0 {
+		t.Run("CrashedHolderFreedAfterSession", s.crashedHolderFreedAfterSession)
+	}
 	if a.Caps.FreedOnDisconnect {
 		t.Run("CrashedHolderFreedOnDisconnect", s.crashedHolderFreedOnDisconnect)
 	}
@@ -494,6 +497,28 @@ func (s *suite) slowReleaseDeletesNextHoldersLock(t *testing.T) {
 	_ = held
 }
 
+// crashedHolderFreedAfterSession: a holder that vanishes is detected by
+// its session timing out; its lock comes free then, not before.
+func (s *suite) crashedHolderFreedAfterSession(t *testing.T) {
+	after := s.h.Approach.CrashFreedAfter
+	key := s.key(t)
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	acquire(t, a, key, impls.AcquireOptions{})
+	start := time.Now()
+	a.Close() // crash: the connection drops, the session is not closed
+	ctx, cancel := context.WithTimeout(context.Background(), after+10*time.Second)
+	defer cancel()
+	lease, err := b.Acquire(ctx, key, impls.AcquireOptions{})
+	if err != nil {
+		t.Fatalf("lock of a crashed holder never freed: %v", err)
+	}
+	took := time.Since(start)
+	if took < after/2 || took > after+3*time.Second {
+		t.Errorf("lock of a crashed holder freed after %v, want about the session timeout %v", took, after)
+	}
+	release(t, lease)
+}
+
 // crashedHolderFreedOnDisconnect: the server frees a lock as soon as the
 // holder's connection goes.
 func (s *suite) crashedHolderFreedOnDisconnect(t *testing.T) {
@@ -610,8 +635,13 @@ func (s *suite) restartAll(t *testing.T, nodes []Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// In parallel: a quorum member is healthy only once a quorum is up.
+	errs := make(chan error, len(nodes))
 	for _, n := range nodes {
-		if err := n.Restart(ctx); err != nil {
+		go func(n Node) { errs <- n.Restart(ctx) }(n)
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
 			t.Fatalf("restart: %v", err)
 		}
 	}

@@ -1,0 +1,18 @@
+package zk
+
+import (
+	"os"
+	"testing"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls/conformance"
+)
+
+var testCluster *cluster.Cluster
+
+// TestMain starts a real 3-node ZooKeeper ensemble for the package's tests.
+func TestMain(m *testing.M) {
+	os.Exit(conformance.Main(m, cluster.LocalConfig{ZooKeeperNodes: 3}, func(c *cluster.Cluster) { testCluster = c }))
+}
+
+func TestConformance(t *testing.T) { conformance.RunRegistered(t, testCluster, Register) }

@@ -33,7 +33,7 @@ type DoubleGrant struct {
 
 // Describe says what happened in words, with times relative to origin.
 func (d DoubleGrant) Describe(origin int64) string {
-	rel := func(t int64) string { return fmt.Sprintf("%.3f s", time.Duration(t-origin).Seconds()) }
+	rel := func(t int64) string { return fmt.Sprintf("%.6f s", time.Duration(t-origin).Seconds()) }
 	released := "never released it"
 	if d.Held.End != Open {
 		released = "released at " + rel(d.Held.End)

@@ -81,7 +81,7 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("got %d", len(got))
 	}
 	s := got[0].Describe(0)
-	want := "client 3 acquired k1 at 1.204 s while client 1 held it since 1.100 s and released at 1.530 s"
+	want := "client 3 acquired k1 at 1.204000 s while client 1 held it since 1.100000 s and released at 1.530000 s"
 	if !strings.HasPrefix(s, want) {
 		t.Fatalf("Describe = %q", s)
 	}

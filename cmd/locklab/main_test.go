@@ -296,7 +296,7 @@ func TestCheckFindsDoubleGrant(t *testing.T) {
 	}, "\n"))
 	cmd := exec.Command(binary, "check", h)
 	out, _ := cmd.CombinedOutput()
-	if cmd.ProcessState.ExitCode() != exitUnsafe || !bytes.Contains(out, []byte("client 3 acquired k1 at 0.104 s while client 1 held it since 0.000 s")) {
+	if cmd.ProcessState.ExitCode() != exitUnsafe || !bytes.Contains(out, []byte("client 3 acquired k1 at 0.104000 s while client 1 held it since 0.000000 s")) {
 		t.Fatalf("exit %d:\n%s", cmd.ProcessState.ExitCode(), out)
 	}
 }

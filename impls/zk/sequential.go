@@ -118,7 +118,7 @@ func (l *Sequential) Acquire(ctx context.Context, key string, opt impls.AcquireO
 			// Our node is gone: the session expired while we waited.
 			return nil, fmt.Errorf("%w: %s: our queue node vanished (session expired)", impls.ErrNotAcquired, key)
 		case pos == 0:
-			return &zkLease{s: l.s, key: key, path: node, token: token, fence: seq, fenced: true, lost: lost}, nil
+			return &zkLease{s: l.s, unique: true, key: key, path: node, token: token, fence: seq, fenced: true, lost: lost}, nil
 		case opt.Try:
 			leave()
 			return nil, fmt.Errorf("%w: %s is held", impls.ErrNotAcquired, key)

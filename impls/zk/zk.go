@@ -68,7 +68,8 @@ type session struct {
 	conn *zk.Conn
 
 	mu       sync.Mutex
-	lost     chan struct{} // closed when the current session expires
+	ensured  map[string]bool // persistent nodes known to exist
+	lost     chan struct{}   // closed when the current session expires
 	sockets  []net.Conn
 	crashed  bool
 	stopLoop chan struct{}
@@ -78,7 +79,7 @@ func connect(ctx context.Context, servers []string) (*session, error) {
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("zookeeper: no endpoint")
 	}
-	s := &session{lost: make(chan struct{}), stopLoop: make(chan struct{})}
+	s := &session{lost: make(chan struct{}), stopLoop: make(chan struct{}), ensured: map[string]bool{}}
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -169,8 +170,15 @@ func (s *session) do(ctx context.Context, call func() error, abandon func(error)
 	}
 }
 
-// ensure creates a persistent node and its parents if missing.
+// ensure creates a persistent node and its parents if missing. Nodes it
+// has seen are remembered: lock directories are never deleted.
 func (s *session) ensure(ctx context.Context, path string) error {
+	s.mu.Lock()
+	known := s.ensured[path]
+	s.mu.Unlock()
+	if known {
+		return nil
+	}
 	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	for i := range parts {
 		p := "/" + strings.Join(parts[:i+1], "/")
@@ -182,6 +190,9 @@ func (s *session) ensure(ctx context.Context, path string) error {
 			return outcome("create "+p, err)
 		}
 	}
+	s.mu.Lock()
+	s.ensured[path] = true
+	s.mu.Unlock()
 	return nil
 }
 
@@ -234,6 +245,7 @@ func (s *session) Close() error {
 // zkLease is a lock held through an ephemeral node.
 type zkLease struct {
 	s         *session
+	unique    bool // path is ours alone (sequential): delete without reading
 	key, path string
 	token     string
 	fence     uint64
@@ -259,7 +271,12 @@ func (l *zkLease) Release(ctx context.Context) error {
 	if l.released {
 		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
 	}
-	err := l.s.do(ctx, func() error { return l.s.deleteIfOurs(l.path, l.token) }, nil)
+	err := l.s.do(ctx, func() error {
+		if l.unique {
+			return l.s.conn.Delete(l.path, -1)
+		}
+		return l.s.deleteIfOurs(l.path, l.token)
+	}, nil)
 	switch {
 	case err == nil:
 		l.released = true

@@ -97,6 +97,12 @@ func Run(t *testing.T, h Harness) {
 	if w.ReleaseCheckNotAtomic {
 		t.Run("SlowReleaseDeletesNextHoldersLock", s.slowReleaseDeletesNextHoldersLock)
 	}
+	if a.Caps.Fair {
+		t.Run("FairGrantOrder", s.fairGrantOrder)
+	}
+	if a.Caps.Blocking {
+		t.Run("BlockingHandOff", s.blockingHandOff)
+	}
 	if a.Caps.Renewal {
 		t.Run("ExtendKeepsTheLock", s.extendKeepsTheLock)
 	} else {
@@ -578,6 +584,92 @@ func (s *suite) reentryRefused(t *testing.T) {
 		t.Fatalf("re-entry by the holder: err = %v, want ErrNotAcquired", err)
 	}
 	release(t, held)
+}
+
+// fairGrantOrder: waiters that queue one after another are granted the
+// lock in that order.
+func (s *suite) fairGrantOrder(t *testing.T) {
+	const waiters = 5
+	key := s.key(t)
+	holder := acquire(t, s.locker(t, 0), key, impls.AcquireOptions{})
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := 0; i < waiters; i++ {
+		l := s.locker(t, i+1)
+		wg.Add(1)
+		go func(i int, l impls.Locker) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			lease, err := l.Acquire(ctx, key, impls.AcquireOptions{})
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			lease.Release(context.Background())
+		}(i, l)
+		time.Sleep(150 * time.Millisecond) // let it join the queue before the next
+	}
+	release(t, holder)
+	wg.Wait()
+	for i, w := range order {
+		if w != i {
+			t.Fatalf("grant order %v, want arrival order 0..%d", order, waiters-1)
+		}
+	}
+}
+
+// HandOff measures how long after the holder starts its release a waiting
+// client gets the lock.
+func HandOff(ctx context.Context, a, b impls.Locker, key string, waitFirst time.Duration) (time.Duration, error) {
+	held, err := a.Acquire(ctx, key, impls.AcquireOptions{})
+	if err != nil {
+		return 0, err
+	}
+	got := make(chan error, 1)
+	var granted time.Time
+	go func() {
+		lease, err := b.Acquire(ctx, key, impls.AcquireOptions{})
+		granted = time.Now()
+		if err == nil {
+			err = lease.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(waitFirst) // the waiter settles into waiting (or polling at its slowest)
+	start := time.Now()
+	if err := held.Release(ctx); err != nil {
+		return 0, err
+	}
+	if err := <-got; err != nil {
+		return 0, err
+	}
+	return granted.Sub(start), nil
+}
+
+// blockingHandOff: a waiter that is notified gets the lock within a few
+// round trips of the release, however long it has waited.
+func (s *suite) blockingHandOff(t *testing.T) {
+	a, b := s.locker(t, 1), s.locker(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var worst time.Duration
+	for i := 0; i < 5; i++ {
+		d, err := HandOff(ctx, a, b, s.key(t), 300*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, d)
+	}
+	t.Logf("worst hand-off of 5: %v", worst)
+	if worst > 100*time.Millisecond {
+		t.Errorf("hand-off took %v after a release", worst)
+	}
 }
 
 func (s *suite) extendKeepsTheLock(t *testing.T) {

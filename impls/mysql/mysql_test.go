@@ -16,3 +16,5 @@ func TestMain(m *testing.M) {
 }
 
 func TestConformance(t *testing.T) { conformance.RunRegistered(t, testCluster, Register) }
+
+func BenchmarkApproaches(b *testing.B) { conformance.BenchRegistered(b, testCluster, Register) }

@@ -73,8 +73,54 @@ func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecon
 
 // nodeResult is one node's answer to one request.
 type nodeResult struct {
-	ok  bool
-	err error
+	ok      bool
+	err     error
+	pending bool // no answer yet: the round was decided without it
+}
+
+// setAll sends SET NX PX to every node at once, under one deadline, and
+// returns as soon as a majority has granted (the stragglers' SETs still
+// land, and are ours to release) or every node has answered.
+func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Duration) []nodeResult {
+	ctx, cancel := context.WithTimeout(ctx, nodeTimeout(ttl))
+	type answer struct {
+		i int
+		nodeResult
+	}
+	answers := make(chan answer, len(r.nodes))
+	for i, c := range r.nodes {
+		go func(i int, c *goredis.Client) {
+			ok, err := c.SetNX(ctx, key, token, ttl).Result()
+			if err != nil {
+				err = classify(ctx, fmt.Sprintf("node %d", i), err)
+			}
+			answers <- answer{i, nodeResult{ok: ok, err: err}}
+		}(i, c)
+	}
+	res := make([]nodeResult, len(r.nodes))
+	for i := range res {
+		res[i].pending = true
+	}
+	granted := 0
+	for n := 0; n < len(r.nodes); n++ {
+		a := <-answers
+		res[a.i] = a.nodeResult
+		if a.ok {
+			granted++
+		}
+		if granted >= r.quorum() && n+1 < len(r.nodes) {
+			// Let the stragglers finish under the deadline, then free it.
+			go func(left int) {
+				for ; left > 0; left-- {
+					<-answers
+				}
+				cancel()
+			}(len(r.nodes) - n - 1)
+			return res
+		}
+	}
+	cancel()
+	return res
 }
 
 // onAll runs f on every node in parallel, each under its own timeout.
@@ -91,7 +137,7 @@ func (r *Redlock) onAll(ctx context.Context, timeout time.Duration, f func(conte
 			if err != nil {
 				err = classify(nctx, fmt.Sprintf("node %d", i), err)
 			}
-			res[i] = nodeResult{ok, err}
+			res[i] = nodeResult{ok: ok, err: err}
 		}(i, c)
 	}
 	wg.Wait()
@@ -110,16 +156,14 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opt impls.AcquireOpti
 	maybeSet := make([]bool, len(r.nodes))
 	for {
 		start := r.clock.Now()
-		res := r.onAll(ctx, nodeTimeout(ttl), func(ctx context.Context, c *goredis.Client) (bool, error) {
-			return c.SetNX(ctx, key, token, ttl).Result()
-		})
+		res := r.setAll(ctx, key, token, ttl)
 		granted, unavailable := 0, 0
 		for i, x := range res {
 			switch {
 			case x.ok:
 				granted++
 				maybeSet[i] = true
-			case errors.Is(x.err, impls.ErrIndeterminate):
+			case errors.Is(x.err, impls.ErrIndeterminate), x.pending:
 				maybeSet[i] = true
 			case errors.Is(x.err, impls.ErrUnavailable):
 				unavailable++

@@ -143,6 +143,10 @@ func (c *Cluster) endpoints(addr func(*Node) string) impls.Endpoints {
 			e.ZooKeeper = append(e.ZooKeeper, addr(n))
 		case impls.MySQL:
 			e.MySQL = c.mysqlDSN(addr(n))
+		case impls.Postgres:
+			e.Postgres = postgresDSN(addr(n))
+		case impls.Etcd:
+			e.Etcd = append(e.Etcd, addr(n))
 		}
 	}
 	return e

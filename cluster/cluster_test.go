@@ -203,3 +203,32 @@ func TestExampleConfigParses(t *testing.T) {
 		t.Fatalf("example config: %+v", cfg)
 	}
 }
+
+func TestLocalPostgresAndEtcd(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	c, err := StartLocal(ctx, ForBackends(impls.Postgres, impls.Etcd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	t.Logf("postgres + 3 etcd healthy after %v", time.Since(start))
+	if len(c.NodesOf(impls.Etcd)) != 3 || len(c.NodesOf(impls.Postgres)) != 1 {
+		t.Fatalf("nodes: %d etcd, %d postgres", len(c.NodesOf(impls.Etcd)), len(c.NodesOf(impls.Postgres)))
+	}
+	if c.Versions[impls.Postgres] == "" || c.Versions[impls.Etcd] == "" {
+		t.Fatalf("versions: %v", c.Versions)
+	}
+	// Through the proxies.
+	var health struct{ Health string }
+	if err := getJSON(ctx, "http://"+c.Endpoints().Etcd[0]+"/health", &health); err != nil || health.Health != "true" {
+		t.Fatalf("etcd via proxy: %v %q", err, health.Health)
+	}
+	n := c.NodesOf(impls.Postgres)[0]
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatalf("postgres restart: %v", err)
+	}
+}

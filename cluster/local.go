@@ -23,6 +23,8 @@ type LocalConfig struct {
 	RedisNodes     int           // independent redis-server masters (Redlock wants 5)
 	MySQL          bool          // one MariaDB server
 	ZooKeeperNodes int           // ensemble size (3 for a quorum that survives one loss)
+	Postgres       bool          // one PostgreSQL server
+	EtcdNodes      int           // etcd cluster size
 	StartTimeout   time.Duration // bound on waiting for all nodes to be healthy; default 60s
 	TempRoot       string        // where the temp dir goes; default os.TempDir()
 }
@@ -38,6 +40,10 @@ func ForBackends(bs ...impls.Backend) LocalConfig {
 			c.MySQL = true
 		case impls.ZooKeeper:
 			c.ZooKeeperNodes = 3
+		case impls.Postgres:
+			c.Postgres = true
+		case impls.Etcd:
+			c.EtcdNodes = 3
 		}
 	}
 	return c
@@ -48,6 +54,8 @@ var binaries = map[impls.Backend][][2]string{
 	impls.Redis:     {{"redis-server", "redis-server"}},
 	impls.MySQL:     {{"mariadbd", "mariadb-server"}, {"mariadb-install-db", "mariadb-server"}},
 	impls.ZooKeeper: {{"java", "zookeeper"}, {zkJar, "zookeeper"}},
+	impls.Postgres:  {{pgBin + "/postgres", "postgresql"}, {pgBin + "/initdb", "postgresql"}},
+	impls.Etcd:      {{"etcd", "etcd-server"}},
 }
 
 const zkJar = "/usr/share/java/zookeeper.jar"
@@ -74,8 +82,9 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
-	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0}
-	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper} {
+	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0,
+		impls.Postgres: cfg.Postgres, impls.Etcd: cfg.EtcdNodes > 0}
+	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 		if need[b] {
 			if err := checkBinaries(b); err != nil {
 				return nil, err
@@ -126,6 +135,17 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 	if cfg.ZooKeeperNodes > 0 {
 		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
 			return c.startZooKeeper(ctx, cfg.ZooKeeperNodes)
+		})
+	}
+	if cfg.Postgres {
+		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
+			n, err := c.startPostgres(ctx)
+			return []*Node{n}, err
+		})
+	}
+	if cfg.EtcdNodes > 0 {
+		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
+			return c.startEtcd(ctx, cfg.EtcdNodes)
 		})
 	}
 	results := make([][]*Node, len(starters))

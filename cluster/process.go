@@ -68,6 +68,11 @@ type process struct {
 	dir     string
 	logPath string
 	spawn   *spawner
+	uid     int // run as this user when > 0 (PostgreSQL refuses root)
+	gid     int
+	// stopSig asks for an orderly shutdown; default SIGTERM. PostgreSQL
+	// takes SIGTERM as "wait for clients to leave", SIGINT as "now".
+	stopSig syscall.Signal
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -99,6 +104,9 @@ func (p *process) start() error {
 		// Own process group: a Ctrl-C at the terminal reaches locklab
 		// only, which then stops the servers in order.
 		Setpgid: true,
+	}
+	if p.uid > 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(p.uid), Gid: uint32(p.gid)}
 	}
 	if err := p.spawn.start(cmd); err != nil {
 		logf.Close()
@@ -157,7 +165,11 @@ func (p *process) stop(grace time.Duration) {
 	p.mu.Unlock()
 	_ = proc.Signal(syscall.SIGCONT)
 	if grace > 0 {
-		_ = proc.Signal(syscall.SIGTERM)
+		sig := p.stopSig
+		if sig == 0 {
+			sig = syscall.SIGTERM
+		}
+		_ = proc.Signal(sig)
 		select {
 		case <-exited:
 			return

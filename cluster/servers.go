@@ -171,12 +171,16 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// ---- ZooKeeper ----
+// ---- ensembles (ZooKeeper, etcd) ----
 
-func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error) {
+// startEnsemble starts size nodes that know each other's ports, waits until
+// all are healthy (a member is healthy only once a quorum is up, so they
+// start together), then puts proxies in front. A port taken in the
+// meantime means a fresh set of ports.
+func (c *Cluster) startEnsemble(ctx context.Context, size, portsPerNode int, build func(i int, ports []int) (*Node, error)) ([]*Node, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		nodes, err := c.tryZooKeeper(ctx, size)
+		nodes, err := c.tryEnsemble(ctx, size, portsPerNode, build)
 		if err == nil {
 			return nodes, nil
 		}
@@ -188,63 +192,24 @@ func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error)
 	return nil, lastErr
 }
 
-func (c *Cluster) tryZooKeeper(ctx context.Context, size int) ([]*Node, error) {
-	ports, err := freePorts(3 * size) // client, peer, election per node
+func (c *Cluster) tryEnsemble(ctx context.Context, size, portsPerNode int, build func(i int, ports []int) (*Node, error)) ([]*Node, error) {
+	ports, err := freePorts(portsPerNode * size)
 	if err != nil {
 		return nil, err
 	}
-	var servers strings.Builder
-	for i := 0; i < size; i++ {
-		fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d\n", i+1, ports[3*i+1], ports[3*i+2])
-	}
-	nodes := make([]*Node, size)
-	for i := 0; i < size; i++ {
-		name := fmt.Sprintf("zk-%d", i+1)
-		dir := filepath.Join(c.dir, name)
-		data := filepath.Join(dir, "data")
-		if err := os.MkdirAll(data, 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(i+1)+"\n"), 0o644); err != nil {
-			return nil, err
-		}
-		cfg := fmt.Sprintf("tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\n"+
-			"clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n"+
-			"maxClientCnxns=0\n%s", data, ports[3*i], servers.String())
-		if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
-			return nil, err
-		}
-		a := addr(ports[3*i])
-		nodes[i] = &Node{
-			Name: name, Backend: impls.ZooKeeper, direct: a,
-			proc: &process{
-				name: name, dir: dir, logPath: filepath.Join(dir, "zookeeper.log"), spawn: c.spawn,
-				argv: []string{"java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",
-					"-Dzookeeper.log.dir=" + dir, "-Dzookeeper.root.logger=INFO,CONSOLE",
-					"-cp", "/etc/zookeeper/conf:/usr/share/java/*",
-					"org.apache.zookeeper.server.quorum.QuorumPeerMain", "zoo.cfg"},
-			},
-			health: func(ctx context.Context) error {
-				out, err := zkFourLetter(ctx, a, "srvr")
-				if err != nil {
-					return err
-				}
-				if !strings.Contains(out, "Mode: leader") && !strings.Contains(out, "Mode: follower") {
-					return fmt.Errorf("not serving yet")
-				}
-				for _, l := range strings.Split(out, "\n") {
-					if v, ok := strings.CutPrefix(l, "Zookeeper version: "); ok {
-						c.setVersion(impls.ZooKeeper, "zookeeper "+strings.SplitN(v, "-", 2)[0])
-					}
-				}
-				return nil
-			},
-		}
-	}
+	nodes := make([]*Node, 0, size)
 	cleanup := func() {
 		for _, n := range nodes {
 			n.proc.stop(0)
 		}
+	}
+	for i := 0; i < size; i++ {
+		n, err := build(i, ports)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		nodes = append(nodes, n)
 	}
 	for _, n := range nodes {
 		if err := n.proc.start(); err != nil {
@@ -274,6 +239,58 @@ func (c *Cluster) tryZooKeeper(ctx context.Context, size int) ([]*Node, error) {
 		n.proxy = p
 	}
 	return nodes, nil
+}
+
+// ---- ZooKeeper ----
+
+func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error) {
+	return c.startEnsemble(ctx, size, 3, func(i int, ports []int) (*Node, error) {
+		var servers strings.Builder
+		for j := 0; j < size; j++ { // client, peer, election port per node
+			fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d\n", j+1, ports[3*j+1], ports[3*j+2])
+		}
+		name := fmt.Sprintf("zk-%d", i+1)
+		dir := filepath.Join(c.dir, name)
+		data := filepath.Join(dir, "data")
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(i+1)+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		cfg := fmt.Sprintf("tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\n"+
+			"clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n"+
+			"maxClientCnxns=0\n%s", data, ports[3*i], servers.String())
+		if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+			return nil, err
+		}
+		a := addr(ports[3*i])
+		return &Node{
+			Name: name, Backend: impls.ZooKeeper, direct: a,
+			proc: &process{
+				name: name, dir: dir, logPath: filepath.Join(dir, "zookeeper.log"), spawn: c.spawn,
+				argv: []string{"java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",
+					"-Dzookeeper.log.dir=" + dir, "-Dzookeeper.root.logger=INFO,CONSOLE",
+					"-cp", "/etc/zookeeper/conf:/usr/share/java/*",
+					"org.apache.zookeeper.server.quorum.QuorumPeerMain", "zoo.cfg"},
+			},
+			health: func(ctx context.Context) error {
+				out, err := zkFourLetter(ctx, a, "srvr")
+				if err != nil {
+					return err
+				}
+				if !strings.Contains(out, "Mode: leader") && !strings.Contains(out, "Mode: follower") {
+					return fmt.Errorf("not serving yet")
+				}
+				for _, l := range strings.Split(out, "\n") {
+					if v, ok := strings.CutPrefix(l, "Zookeeper version: "); ok {
+						c.setVersion(impls.ZooKeeper, "zookeeper "+strings.SplitN(v, "-", 2)[0])
+					}
+				}
+				return nil
+			},
+		}, nil
+	})
 }
 
 // ZKFourLetter sends a ZooKeeper four-letter command ("srvr", "ruok") and

@@ -17,6 +17,8 @@ const (
 	Redis     Backend = "redis"
 	MySQL     Backend = "mysql"
 	ZooKeeper Backend = "zookeeper"
+	Postgres  Backend = "postgres"
+	Etcd      Backend = "etcd"
 )
 
 // Endpoints are the addresses of the servers, as clients should reach them
@@ -25,6 +27,8 @@ type Endpoints struct {
 	Redis     []string // independent masters; single-node approaches use the first
 	MySQL     string   // go-sql-driver DSN
 	ZooKeeper []string // ensemble members
+	Postgres  string   // pgx connection string
+	Etcd      []string // cluster members' client addresses (host:port)
 }
 
 // Env is what a constructor gets for one client.

@@ -112,3 +112,38 @@ func (a All) Heal(ctx context.Context) error {
 	}
 	return first
 }
+
+// Partition cuts the link both ways: nothing the client sends arrives, and
+// nothing comes back, while connections stay open. Unlike DropReplies the
+// server no longer hears the client's heartbeats, so sessions and leases
+// expire. Healing closes the affected connections.
+type Partition struct {
+	Proxy *toxiproxy.Proxy
+}
+
+const partitionToxic = "locklab-partition"
+
+func (p Partition) Name() string { return "partition(" + p.Proxy.Name + ")" }
+
+// Inject adds a timeout toxic with timeout 0 on both streams.
+func (p Partition) Inject(ctx context.Context) error {
+	for _, stream := range []string{"upstream", "downstream"} {
+		spec := fmt.Sprintf(`{"name":%q,"type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`,
+			partitionToxic+"-"+stream, stream)
+		if _, err := p.Proxy.Toxics.AddToxicJson(strings.NewReader(spec)); err != nil {
+			return fmt.Errorf("%s: %w", p.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Heal removes both toxics.
+func (p Partition) Heal(ctx context.Context) error {
+	var first error
+	for _, stream := range []string{"upstream", "downstream"} {
+		if err := p.Proxy.Toxics.RemoveToxic(ctx, partitionToxic+"-"+stream); err != nil && first == nil {
+			first = fmt.Errorf("heal %s: %w", p.Name(), err)
+		}
+	}
+	return first
+}

@@ -10,7 +10,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 PACKAGES=(make git ca-certificates curl unzip
   redis-server redis-tools mariadb-server zookeeper default-jre-headless
-  faketime libtcmalloc-minimal4)
+  postgresql etcd-server faketime libtcmalloc-minimal4)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -22,7 +22,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 # Debian starts these services on install; locklab runs its own instances.
-for svc in redis-server mariadb zookeeper; do
+for svc in redis-server mariadb zookeeper postgresql etcd; do
   if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
     $SUDO systemctl stop "$svc" || true
   fi

@@ -20,17 +20,17 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	fs := newFlags("cluster up", stdout)
 	asJSON := fs.Bool("json", false, "print the addresses as JSON")
 	only := listFlag{"redis", "mysql", "zookeeper"}
-	fs.Var(&only, "backends", "which servers to start: redis (5 nodes), mysql, zookeeper (3 nodes)")
+	fs.Var(&only, "backends", "which servers to start: redis (5 nodes), mysql, zookeeper (3 nodes), postgres, etcd (3 nodes)")
 	if code := parseFlags(fs, args[1:], stdout, stderr); code >= 0 {
 		return code
 	}
 	var bs []impls.Backend
 	for _, b := range only {
 		switch impls.Backend(b) {
-		case impls.Redis, impls.MySQL, impls.ZooKeeper:
+		case impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd:
 			bs = append(bs, impls.Backend(b))
 		default:
-			fmt.Fprintf(stderr, "locklab cluster up: unknown server kind %q (known: redis, mysql, zookeeper)\n", b)
+			fmt.Fprintf(stderr, "locklab cluster up: unknown server kind %q (known: redis, mysql, zookeeper, postgres, etcd)\n", b)
 			return exitUsage
 		}
 	}
@@ -72,6 +72,9 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		tw.Flush()
 		if dsn := c.Endpoints().MySQL; dsn != "" {
 			fmt.Fprintf(stdout, "mysql DSN: %s\n", dsn)
+		}
+		if dsn := c.Endpoints().Postgres; dsn != "" {
+			fmt.Fprintf(stdout, "postgres: %s\n", dsn)
 		}
 		fmt.Fprintln(stdout, "Ctrl-C stops them.")
 	}

@@ -36,7 +36,7 @@ func cmdList(reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 		enc.Encode(out)
 		return exitOK
 	}
-	for _, fam := range []impls.Backend{impls.MySQL, impls.Redis, impls.ZooKeeper} {
+	for _, fam := range []impls.Backend{impls.MySQL, impls.Redis, impls.ZooKeeper, impls.Etcd, impls.Postgres} {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(stdout, "%s\n", strings.ToUpper(string(fam)))
 		for _, a := range reg.All() {

@@ -13,7 +13,9 @@ import (
 	"syscall"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/etcd"
 	"github.com/locklab/locklab/impls/mysql"
+	"github.com/locklab/locklab/impls/pg"
 	"github.com/locklab/locklab/impls/redis"
 	"github.com/locklab/locklab/impls/zk"
 	"github.com/locklab/locklab/runner"
@@ -43,6 +45,8 @@ func registry() *impls.Registry {
 	redis.Register(r)
 	mysql.Register(r)
 	zk.Register(r)
+	etcd.Register(r)
+	pg.Register(r)
 	return r
 }
 

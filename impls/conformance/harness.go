@@ -36,11 +36,12 @@ func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Regist
 			if len(nodes) == 0 {
 				t.Fatalf("no %s nodes in the cluster", a.Backend)
 			}
-			var drop, slow chaos.All
+			var drop, slow, cut chaos.All
 			var crashable []Node
 			for _, n := range nodes {
 				crashable = append(crashable, n)
 				drop = append(drop, chaos.DropReplies{Proxy: n.Proxy()})
+				cut = append(cut, chaos.Partition{Proxy: n.Proxy()})
 				slow = append(slow, chaos.SlowReplies{Proxy: n.Proxy(), Latency: 400 * time.Millisecond})
 			}
 			Run(t, Harness{
@@ -49,6 +50,7 @@ func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Regist
 				DirectEndpoints: c.DirectEndpoints(),
 				DropReplies:     drop,
 				SlowReplies:     slow,
+				Partition:       cut,
 				Nodes:           crashable,
 			})
 		})

@@ -37,6 +37,8 @@ type Harness struct {
 	DropReplies Fault
 	// SlowReplies delays replies (by 400 ms) while requests still arrive.
 	SlowReplies Fault
+	// Partition cuts the client off from the servers both ways.
+	Partition Fault
 	// Nodes are the servers of the approach's backend, for crash tests.
 	Nodes []Node
 	// Contenders is the number of clients in the mutual exclusion test (16).
@@ -99,6 +101,9 @@ func Run(t *testing.T, h Harness) {
 	}
 	if a.Caps.Fair {
 		t.Run("FairGrantOrder", s.fairGrantOrder)
+	}
+	if a.Caps.LossSignal {
+		t.Run("LossSignalled", s.lossSignalled)
 	}
 	if a.Caps.Blocking {
 		t.Run("BlockingHandOff", s.blockingHandOff)
@@ -584,6 +589,35 @@ func (s *suite) reentryRefused(t *testing.T) {
 		t.Fatalf("re-entry by the holder: err = %v, want ErrNotAcquired", err)
 	}
 	release(t, held)
+}
+
+// lossSignalled: when the client is cut off past the session (or lease)
+// timeout, the server frees the lock, and the holder is told.
+func (s *suite) lossSignalled(t *testing.T) {
+	const ttl = time.Second
+	lease := acquire(t, s.locker(t, 1), s.key(t), impls.AcquireOptions{TTL: ttl})
+	lost := lease.Lost()
+	if lost == nil {
+		t.Fatal("approach declares a loss signal but the lease has no Lost channel")
+	}
+	select {
+	case <-lost:
+		t.Fatal("Lost closed while the lock was held")
+	default:
+	}
+	bg := context.Background()
+	if err := s.h.Partition.Inject(bg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(max(s.h.Approach.CrashFreedAfter, ttl) + 1500*time.Millisecond)
+	if err := s.h.Partition.Heal(bg); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the lock expired on the server but the holder was never told")
+	}
 }
 
 // fairGrantOrder: waiters that queue one after another are granted the

@@ -24,6 +24,8 @@ func Register(r *impls.Registry) {
 	r.Register(SetNXPXGetDelApproach)
 	r.Register(SetNXPXLuaApproach)
 	r.Register(RedlockApproach)
+	r.Register(RedsyncApproach)
+	r.Register(RedislockApproach)
 }
 
 // DefaultTTL is the lease length when AcquireOptions.TTL is zero.

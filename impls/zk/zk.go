@@ -22,6 +22,7 @@ import (
 func Register(r *impls.Registry) {
 	r.Register(EphemeralApproach)
 	r.Register(SequentialApproach)
+	r.Register(RecipeApproach)
 }
 
 // SessionTimeout is the session length clients ask for. The embedded

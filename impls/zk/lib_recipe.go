@@ -1,0 +1,107 @@
+package zk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// tryBudget is how long a Try waits: the recipe has no non-blocking form.
+const tryBudget = 100 * time.Millisecond
+
+// RecipeApproach adapts go-zookeeper's own zk.Lock recipe, next to
+// zk-sequential (the same algorithm). The recipe takes no context and has
+// no try: the adapter runs it in the background, gives up when ctx ends,
+// and releases a lock the recipe obtains after that.
+var RecipeApproach = impls.Approach{
+	Name:            "lib-zk-recipe",
+	Backend:         impls.ZooKeeper,
+	Caps:            impls.Capabilities{Fair: true, Blocking: true, FaultTolerant: true},
+	Safe:            true,
+	CrashFreedAfter: SessionTimeout,
+	Survives:        "as zk-sequential: client crashes, loss of a ZooKeeper minority",
+	Summary:         "go-zookeeper zk.NewLock(...).Lock(): sequential nodes, watch the predecessor",
+	Fails:           "no context, no try, no loss signal: a caller cannot stop waiting, and after a session expiry the holder is not told",
+	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		s, err := connect(ctx, env.Endpoints.ZooKeeper)
+		if err != nil {
+			return nil, err
+		}
+		return &Recipe{s: s}, nil
+	},
+}
+
+// Recipe is one client of the adapter.
+type Recipe struct{ s *session }
+
+// Acquire runs the recipe until it returns or ctx (or the try budget) ends.
+func (l *Recipe) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
+	name, err := escapeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Try {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, tryBudget)
+		defer cancel()
+	}
+	lock := zk.NewLock(l.s.conn, root+"/recipe/"+name, openACL)
+	err = l.s.do(ctx, lock.Lock, func(err error) {
+		if err == nil {
+			_ = lock.Unlock() // obtained after we gave up: give it back
+		}
+	})
+	switch {
+	case err == nil:
+		return &recipeLease{key: key, lock: lock}, nil
+	case opt.Try && errors.Is(err, impls.ErrIndeterminate):
+		return nil, fmt.Errorf("%w: %s is held (waited %v)", impls.ErrNotAcquired, key, tryBudget)
+	default:
+		return nil, outcome("lock "+key, err)
+	}
+}
+
+// Close drops the connection as a crash would.
+func (l *Recipe) Close() error { return l.s.Close() }
+
+type recipeLease struct {
+	key  string
+	mu   sync.Mutex
+	lock *zk.Lock
+}
+
+func (r *recipeLease) Key() string           { return r.key }
+func (r *recipeLease) Token() (uint64, bool) { return 0, false }
+func (r *recipeLease) ValidUntil() time.Time { return time.Time{} }
+func (r *recipeLease) Lost() <-chan struct{} { return nil }
+
+func (r *recipeLease) Extend(context.Context, time.Duration) error {
+	return fmt.Errorf("zk.Lock lives as long as the session: %w", impls.ErrUnsupported)
+}
+
+// Release runs the recipe's Unlock (which deletes its node, unconditionally).
+func (r *recipeLease) Release(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- r.lock.Unlock() }()
+	select {
+	case err := <-done:
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, zk.ErrNotLocked), errors.Is(err, zk.ErrNoNode):
+			return fmt.Errorf("release %s: %w", r.key, impls.ErrNotHeld)
+		default:
+			return outcome("release "+r.key, err)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("release %s: %w: %w", r.key, impls.ErrIndeterminate, context.Cause(ctx))
+	}
+}

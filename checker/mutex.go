@@ -22,11 +22,25 @@ type Interval struct {
 	Start, End int64 // CLOCK_MONOTONIC ns; End == Open if never released
 	StartIndex int64 // index of the acquire ok event
 	EndIndex   int64 // index of the release invoke event, -1 if open
+	ValidUntil int64 // the holder's believed lease expiry (monotonic ns); 0 = none
+	Token      *uint64
 }
+
+// Kinds of double grant.
+const (
+	// BothValid: the second grant came while the first holder's lease was
+	// still valid (or it had none): the lock service broke mutual exclusion.
+	BothValid = "both leases valid"
+	// OutlivedLease: the first holder went on past its own lease expiry
+	// (a pause, a slow request): the service was entitled to grant again;
+	// only fencing saves the resource.
+	OutlivedLease = "holder outlived its lease"
+)
 
 // DoubleGrant is two holders at once on one key.
 type DoubleGrant struct {
 	Key    string
+	Kind   string   // BothValid or OutlivedLease
 	Held   Interval // the earlier holder
 	Second Interval // the holder granted while Held was still held
 }
@@ -38,8 +52,12 @@ func (d DoubleGrant) Describe(origin int64) string {
 	if d.Held.End != Open {
 		released = "released at " + rel(d.Held.End)
 	}
-	return fmt.Sprintf("client %d acquired %s at %s while client %d held it since %s and %s (events %d, %d)",
-		d.Second.Proc, d.Key, rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), released,
+	lease := ""
+	if d.Held.ValidUntil != 0 {
+		lease = fmt.Sprintf("; its lease ran to %s", rel(d.Held.ValidUntil))
+	}
+	return fmt.Sprintf("client %d acquired %s at %s while client %d held it since %s and %s%s: %s (events %d, %d)",
+		d.Second.Proc, d.Key, rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), released, lease, d.Kind,
 		d.Second.StartIndex, d.Held.StartIndex)
 }
 
@@ -74,7 +92,8 @@ func (m *Mutex) Add(ev history.Event) {
 		if _, held := m.open[pk]; held {
 			return // re-entry by the holder: the tenure goes on
 		}
-		m.open[pk] = Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1}
+		m.open[pk] = Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
+			ValidUntil: ev.ValidUntil, Token: ev.Token}
 	case ev.F == history.Release && ev.Type == history.Invoke:
 		iv, held := m.open[pk]
 		if !held {
@@ -123,7 +142,11 @@ func (m *Mutex) DoubleGrants() []DoubleGrant {
 		var reach Interval
 		for i, iv := range ivs {
 			if i > 0 && iv.Start < reach.End {
-				out = append(out, DoubleGrant{Key: k, Held: reach, Second: iv})
+				kind := BothValid
+				if reach.ValidUntil != 0 && iv.Start >= reach.ValidUntil {
+					kind = OutlivedLease
+				}
+				out = append(out, DoubleGrant{Key: k, Kind: kind, Held: reach, Second: iv})
 			}
 			if i == 0 || iv.End > reach.End {
 				reach = iv

@@ -122,21 +122,3 @@ func TestPropertyCorrectMutexPassesInjectedOverlapFails(t *testing.T) {
 		}
 	}
 }
-
-func BenchmarkMutexMillionEvents(b *testing.B) {
-	rng := rand.New(rand.NewSource(1))
-	evs := genMutex(rng, 32, 250_000)
-	for i := range evs {
-		evs[i].Index = int64(i)
-		evs[i].Key = "k" + string(rune('a'+i%8))
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		m := NewMutex()
-		for _, e := range evs {
-			m.Add(e)
-		}
-		_ = m.DoubleGrants()
-	}
-}

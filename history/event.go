@@ -36,7 +36,7 @@ type Event struct {
 	Key        string          `json:"key,omitempty"`
 	Value      json.RawMessage `json:"value,omitempty"`
 	Token      *uint64         `json:"token,omitempty"`
-	ValidUntil int64           `json:"valid_until,omitempty"` // unix ns on the client's clock; 0 = no expiry
+	ValidUntil int64           `json:"valid_until,omitempty"` // believed expiry, CLOCK_MONOTONIC ns; 0 = none
 	T          int64           `json:"t"`                     // CLOCK_MONOTONIC ns
 	Error      string          `json:"error,omitempty"`
 }

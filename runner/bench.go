@@ -270,13 +270,13 @@ func (b *Bench) segment(ctx context.Context, cl *cluster.Cluster, a impls.Approa
 	if cfg.Direct {
 		ep = cl.DirectEndpoints()
 	}
-	lockers, err := newLockers(ctx, a, ep, n, procBase)
+	clients, err := newClients(ctx, a, ep, n, procBase)
 	if err != nil {
 		return report.Run{}, scenarios.MutexStats{}, err
 	}
 	defer func() {
-		for _, l := range lockers {
-			l.Close()
+		for _, c := range clients {
+			c.Locker.Close()
 		}
 	}()
 	rec := &checkingRecorder{w: hw, check: checker.NewMutex()}
@@ -305,7 +305,7 @@ func (b *Bench) segment(ctx context.Context, cl *cluster.Cluster, a impls.Approa
 			}
 		}()
 	}
-	stats, err := scenarios.RunMutex(ctx, wcfg, lockers, rec, mono, prog)
+	stats, err := scenarios.RunMutex(ctx, wcfg, clients, rec, mono, prog)
 	close(done)
 	wg.Wait()
 	if err != nil {
@@ -330,33 +330,36 @@ func (b *Bench) segment(ctx context.Context, cl *cluster.Cluster, a impls.Approa
 	return run, stats, nil
 }
 
-// newLockers connects n clients in parallel, each with its own connections.
-func newLockers(ctx context.Context, a impls.Approach, ep impls.Endpoints, n, procBase int) ([]impls.Locker, error) {
+// newClients connects n clients in parallel, each with its own
+// connections and its own clock.
+func newClients(ctx context.Context, a impls.Approach, ep impls.Endpoints, n, procBase int) ([]scenarios.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	lockers := make([]impls.Locker, n)
+	clients := make([]scenarios.Client, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
-	for i := range lockers {
+	for i := range clients {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			lockers[i], errs[i] = a.New(ctx, impls.Env{Endpoints: ep, Clock: &clock.Skewable{}, ClientID: procBase + i})
+			clk := &clock.Skewable{}
+			l, err := a.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: procBase + i})
+			clients[i], errs[i] = scenarios.Client{Locker: l, Clock: clk}, err
 		}(i)
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		for _, l := range lockers {
-			if l != nil {
-				l.Close()
+		for _, c := range clients {
+			if c.Locker != nil {
+				c.Locker.Close()
 			}
 		}
 		return nil, infraErr(fmt.Errorf("connect %s clients: %w", a.Name, firstErr(errs)))
 	}
-	return lockers, nil
+	return clients, nil
 }
 
 func firstErr(errs []error) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 )
@@ -40,7 +41,15 @@ type MutexConfig struct {
 	Drain          time.Duration // after Duration, how long waiters may still wait (default 1s)
 	KeyPrefix      string        // keys are KeyPrefix + "k" + index
 	ProcBase       int           // client i records as process ProcBase+i
+	// Work is what a holder does inside the critical section: "mutex"
+	// (hold only), "counter" (read a balance from Store, hold, write back 3%
+	// less) or "tasks" (claim a task: skip it if done, else process it).
+	Work  string
+	Store *Store // the protected resource, for counter and tasks
 }
+
+// Workloads names the critical sections RunMutex knows.
+var Workloads = []string{"mutex", "counter", "tasks"}
 
 // Validate reports the first unusable setting.
 func (c MutexConfig) Validate() error {
@@ -53,6 +62,15 @@ func (c MutexConfig) Validate() error {
 		return fmt.Errorf("duration must be positive, got %v", c.Duration)
 	case c.TTL < 0:
 		return fmt.Errorf("ttl must not be negative, got %v", c.TTL)
+	}
+	switch c.Work {
+	case "", "mutex":
+	case "counter", "tasks":
+		if c.Store == nil {
+			return fmt.Errorf("workload %q needs a store", c.Work)
+		}
+	default:
+		return fmt.Errorf("unknown workload %q (known: mutex, counter, tasks)", c.Work)
 	}
 	return nil
 }
@@ -83,14 +101,21 @@ type Progress struct {
 	Acquired atomic.Int64
 }
 
-// RunMutex drives lockers[i] as client i until the duration ends or ctx is
+// Client is one workload client: its lock client and its own clock (the
+// one its Locker does lease arithmetic with).
+type Client struct {
+	Locker impls.Locker
+	Clock  clock.Clock
+}
+
+// RunMutex drives clients[i] as client i until the duration ends or ctx is
 // cancelled. Held leases are released before it returns.
-func RunMutex(ctx context.Context, cfg MutexConfig, lockers []impls.Locker, rec Recorder, clk Clock, prog *Progress) (MutexStats, error) {
+func RunMutex(ctx context.Context, cfg MutexConfig, clients []Client, rec Recorder, clk Clock, prog *Progress) (MutexStats, error) {
 	if err := cfg.Validate(); err != nil {
 		return MutexStats{}, err
 	}
-	if len(lockers) != cfg.Clients {
-		return MutexStats{}, fmt.Errorf("%d lockers for %d clients", len(lockers), cfg.Clients)
+	if len(clients) != cfg.Clients {
+		return MutexStats{}, fmt.Errorf("%d lock clients for %d clients", len(clients), cfg.Clients)
 	}
 	if cfg.AcquireTimeout == 0 {
 		cfg.AcquireTimeout = 10 * time.Second
@@ -116,11 +141,15 @@ func RunMutex(ctx context.Context, cfg MutexConfig, lockers []impls.Locker, rec 
 	start := time.Now()
 	results := make([]MutexStats, cfg.Clients)
 	var wg sync.WaitGroup
-	for i := range lockers {
+	for i := range clients {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			c := client{cfg: cfg, proc: cfg.ProcBase + i, locker: lockers[i], rec: rec, clk: clk, keys: keys, prog: prog,
+			own := clients[i].Clock
+			if own == nil {
+				own = &clock.Skewable{}
+			}
+			c := client{cfg: cfg, proc: cfg.ProcBase + i, locker: clients[i].Locker, own: own, rec: rec, clk: clk, keys: keys, prog: prog,
 				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)))}
 			results[i] = c.run(runCtx, opCtx)
 		}(i)
@@ -146,6 +175,7 @@ type client struct {
 	cfg    MutexConfig
 	proc   int
 	locker impls.Locker
+	own    clock.Clock // the client's clock, for its idea of lease expiry
 	rec    Recorder
 	clk    Clock
 	keys   []string
@@ -160,7 +190,10 @@ func (c *client) record(typ history.Type, f, key string, lease impls.Lease, err 
 			ev.Token = &tok
 		}
 		if vu := lease.ValidUntil(); !vu.IsZero() {
-			ev.ValidUntil = vu.UnixNano()
+			// The expiry as the holder believes it, moved onto the history's
+			// monotonic scale: a client whose clock runs slow believes in a
+			// later expiry, and the checker must see exactly that.
+			ev.ValidUntil = ev.T + int64(vu.Sub(c.own.Now()))
 		}
 	}
 	if err != nil {
@@ -223,11 +256,9 @@ func (c *client) run(ctx, opCtx context.Context) MutexStats {
 			}
 			continue
 		}
-		if hold > 0 {
-			// The hold runs to its end even if the run is over: a holder
-			// does not cut its critical section short.
-			time.Sleep(hold)
-		}
+		// The critical section runs to its end even if the run is over: a
+		// holder does not cut its work short.
+		c.critical(key, lease, hold)
 		// Release with its own deadline: at the end of a run (or on
 		// Ctrl-C) held locks are still given back.
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -250,6 +281,34 @@ func (c *client) run(ctx, opCtx context.Context) MutexStats {
 		}
 	}
 	return st
+}
+
+// critical is the holder's work on the protected resource.
+func (c *client) critical(key string, lease impls.Lease, hold time.Duration) {
+	var token *uint64
+	if t, ok := lease.Token(); ok {
+		token = &t
+	}
+	switch c.cfg.Work {
+	case "counter":
+		// The seed's "deduct 3% of the balance": read, think, write.
+		b := c.cfg.Store.Read(c.proc, key)
+		sleep(hold)
+		_ = c.cfg.Store.Write(c.proc, key, b-b*3/100, b, token)
+	case "tasks":
+		if !c.cfg.Store.Done(key) {
+			sleep(hold) // the processing
+			_, _ = c.cfg.Store.Process(c.proc, key, token)
+		}
+	default:
+		sleep(hold)
+	}
+}
+
+func sleep(d time.Duration) {
+	if d > 0 {
+		time.Sleep(d)
+	}
 }
 
 func clampNs(d time.Duration) int64 {

@@ -1,0 +1,229 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/locklab/locklab/history"
+)
+
+func verdict(t testing.TB, evs []history.Event, opt Options) Verdict {
+	t.Helper()
+	c := New(true)
+	for i, e := range evs {
+		e.Index = int64(i)
+		c.Add(e)
+	}
+	v, err := c.Verdict(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func kinds(v Verdict) string {
+	var ks []string
+	for _, x := range v.Violations {
+		ks = append(ks, x.Kind)
+	}
+	return strings.Join(ks, ",")
+}
+
+func tok(n uint64) *uint64 { return &n }
+
+func withToken(e history.Event, t uint64) history.Event { e.Token = tok(t); return e }
+
+func withValidUntil(e history.Event, vu int64) history.Event { e.ValidUntil = vu; return e }
+
+func withValue(e history.Event, v string) history.Event { e.Value = json.RawMessage(v); return e }
+
+func TestVerdictClasses(t *testing.T) {
+	inv, ok, fail, info := history.Invoke, history.OK, history.Fail, history.Info
+	W, Rd := history.Write, history.Read
+	tests := []struct {
+		name       string
+		evs        []history.Event
+		wantKinds  string
+		wantLinear string
+	}{
+		{"clean mutex", []history.Event{
+			ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10), ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 25),
+			ev(2, inv, A, "k", 5), ev(2, ok, A, "k", 30), ev(2, inv, R, "k", 40), ev(2, ok, R, "k", 45),
+		}, "", "yes"},
+		{"double grant, both leases valid", []history.Event{
+			ev(1, inv, A, "k", 0), withValidUntil(ev(1, ok, A, "k", 10), 1000),
+			ev(2, inv, A, "k", 5), withValidUntil(ev(2, ok, A, "k", 15), 1000),
+			ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 21), ev(2, inv, R, "k", 30), ev(2, ok, R, "k", 31),
+		}, "double grant: " + BothValid, "no"},
+		{"double grant, holder outlived its lease", []history.Event{
+			ev(1, inv, A, "k", 0), withValidUntil(ev(1, ok, A, "k", 10), 50),
+			ev(2, inv, A, "k", 60), ev(2, ok, A, "k", 70),
+			ev(1, inv, R, "k", 100), ev(1, fail, R, "k", 101), ev(2, inv, R, "k", 120), ev(2, ok, R, "k", 121),
+		}, "double grant: " + OutlivedLease, "no"},
+		{"indeterminate acquire may take effect later: linearizable", []history.Event{
+			ev(1, inv, A, "k", 0), ev(1, info, A, "k", 10),
+			ev(2, inv, A, "k", 5), ev(2, fail, A, "k", 12),
+		}, "", "yes"},
+		{"indeterminate acquire then another holder: linearizable (it never took effect)", []history.Event{
+			ev(1, inv, A, "k", 0), ev(1, info, A, "k", 10),
+			ev(2, inv, A, "k", 20), ev(2, ok, A, "k", 30), ev(2, inv, R, "k", 40), ev(2, ok, R, "k", 45),
+		}, "", "yes"},
+		{"release by a non-holder that succeeded: not linearizable", []history.Event{
+			ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10),
+			ev(2, inv, R, "k", 20), ev(2, ok, R, "k", 25),
+		}, "", "no"},
+		{"fencing token went backwards", []history.Event{
+			ev(1, inv, A, "k", 0), withToken(ev(1, ok, A, "k", 10), 7), ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 21),
+			ev(2, inv, A, "k", 30), withToken(ev(2, ok, A, "k", 40), 5), ev(2, inv, R, "k", 50), ev(2, ok, R, "k", 51),
+		}, TokenRegressed, "yes"},
+		{"stale write accepted", []history.Event{
+			withToken(withValue(ev(2, ok, W, "acct", 10), `{"balance":90,"read":100}`), 8),
+			withToken(withValue(ev(1, ok, W, "acct", 20), `{"balance":97,"read":90}`), 7),
+		}, StaleWrite, "skipped-ok"},
+		{"lost update", []history.Event{
+			withValue(ev(1, ok, Rd, "acct", 0), `{"balance":100}`),
+			withValue(ev(2, ok, Rd, "acct", 1), `{"balance":100}`),
+			withValue(ev(1, ok, W, "acct", 2), `{"balance":97,"read":100}`),
+			withValue(ev(2, ok, W, "acct", 3), `{"balance":97,"read":100}`),
+		}, LostUpdate, "skipped-ok"},
+		{"fenced store refused the stale write: no violation", []history.Event{
+			withToken(withValue(ev(2, ok, W, "acct", 10), `{"balance":90,"read":100}`), 8),
+			withToken(withValue(ev(1, fail, W, "acct", 20), `{"balance":97,"read":100}`), 7),
+		}, "", "skipped-ok"},
+		{"task processed twice", []history.Event{
+			withValue(ev(1, ok, W, "task-3", 10), `{"processed":1}`),
+			withValue(ev(2, ok, W, "task-3", 20), `{"processed":2}`),
+		}, DuplicateTask, "skipped-ok"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := verdict(t, tt.evs, Options{})
+			if got := kinds(v); got != tt.wantKinds {
+				t.Errorf("violations %q, want %q (%+v)", got, tt.wantKinds, v.Violations)
+			}
+			want := tt.wantLinear
+			if want == "skipped-ok" {
+				want = "yes" // no lock operations: every key trivially linearizable
+			}
+			if v.Linearizable != want {
+				t.Errorf("linearizable %q, want %q", v.Linearizable, want)
+			}
+		})
+	}
+}
+
+func TestNonLinearizableKeyGetsVisualization(t *testing.T) {
+	dir := t.TempDir()
+	v := verdict(t, []history.Event{
+		ev(1, history.Invoke, A, "k/1", 0), ev(1, history.OK, A, "k/1", 10),
+		ev(2, history.Invoke, A, "k/1", 5), ev(2, history.OK, A, "k/1", 15),
+	}, Options{HTMLDir: dir})
+	if v.Linearizable != "no" || len(v.Linear) != 1 || v.Linear[0].HTML == "" {
+		t.Fatalf("verdict %+v", v)
+	}
+	b, err := os.ReadFile(v.Linear[0].HTML)
+	if err != nil || !strings.Contains(string(b), "<html") {
+		t.Fatalf("visualization: %v", err)
+	}
+	if filepath.Dir(v.Linear[0].HTML) != dir {
+		t.Fatalf("written to %s", v.Linear[0].HTML)
+	}
+}
+
+func TestTimeLimitGivesUnknown(t *testing.T) {
+	// Many overlapping indeterminate acquires and releases explode the
+	// search space; a tiny limit must come back as unknown, not hang.
+	var evs []history.Event
+	for p := 0; p < 60; p++ {
+		evs = append(evs, ev(p, history.Invoke, A, "k", int64(p)), ev(p, history.Info, A, "k", int64(p)+1))
+		evs = append(evs, ev(100+p, history.Invoke, R, "k", int64(p)), ev(100+p, history.Info, R, "k", int64(p)+1))
+	}
+	evs = append(evs, ev(999, history.Invoke, A, "k", 1000), ev(999, history.OK, A, "k", 1001),
+		ev(998, history.Invoke, A, "k", 1002), ev(998, history.OK, A, "k", 1003))
+	v := verdict(t, evs, Options{TimeLimit: time.Millisecond})
+	if v.Linearizable == "yes" {
+		t.Fatalf("linearizable %q", v.Linearizable)
+	}
+}
+
+// TestPropertyLinearizability: a correct mutex with random timing is
+// linearizable; moving one grant into the previous tenure makes it not.
+func TestPropertyLinearizability(t *testing.T) {
+	for seed := int64(0); seed < 100; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		evs := genMutex(rng, 5, 40)
+		if v := verdict(t, evs, Options{}); v.Linearizable != "yes" || len(v.Violations) != 0 {
+			t.Fatalf("seed %d: correct mutex: %s %v", seed, v.Linearizable, kinds(v))
+		}
+		j := 1 + rng.Intn(39)
+		evs[4*j+1].T = evs[4*(j-1)+2].T - 1
+		evs[4*j].T = min(evs[4*j].T, evs[4*j+1].T-1)
+		evs[4*j].Proc, evs[4*j+1].Proc, evs[4*j+2].Proc, evs[4*j+3].Proc = 99, 99, 99, 99
+		if v := verdict(t, evs, Options{}); v.Linearizable != "no" || len(v.DoubleGrants) != 1 {
+			t.Fatalf("seed %d: injected overlap: %s, %d double grants", seed, v.Linearizable, len(v.DoubleGrants))
+		}
+	}
+}
+
+// manyKeys spreads n correct-mutex cycles over keys (4 events each).
+func manyKeys(n, keys int) []history.Event {
+	rng := rand.New(rand.NewSource(1))
+	var evs []history.Event
+	for k := 0; k < keys; k++ {
+		for _, e := range genMutex(rng, 32, n/keys) {
+			e.Key = fmt.Sprintf("k%d", k)
+			evs = append(evs, e)
+		}
+	}
+	for i := range evs {
+		evs[i].Index = int64(i)
+	}
+	return evs
+}
+
+// BenchmarkDoubleGrantsAndFencingMillionEvents: target under 2 s, 300 MB.
+func BenchmarkDoubleGrantsAndFencingMillionEvents(b *testing.B) {
+	evs := manyKeys(250_000, 8)
+	for i := range evs {
+		if evs[i].Type == history.OK && evs[i].F == A {
+			evs[i].Token = tok(uint64(i))
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c := New(false)
+		for _, e := range evs {
+			c.Add(e)
+		}
+		v, _ := c.Verdict(context.Background(), Options{})
+		if len(v.Violations) != 0 {
+			b.Fatal(v.Violations[0].Text)
+		}
+	}
+}
+
+// BenchmarkLinearizable10kOpsKey: target under 1 s.
+func BenchmarkLinearizable10kOpsKey(b *testing.B) {
+	evs := manyKeys(5_000, 1) // 5,000 cycles = 10,000 operations
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l := NewLinear()
+		for _, e := range evs {
+			l.Add(e)
+		}
+		res, _ := l.Check(context.Background(), time.Minute, "")
+		if res[0].Result != porcupine.Ok || res[0].Ops != 10_000 {
+			b.Fatalf("%+v", res[0])
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/locklab/locklab/history"
+)
+
+// lockOp is the input of one mutex operation.
+type lockOp struct {
+	Acquire bool
+	Proc    int
+}
+
+// free is the model state of an unheld lock; otherwise the state is the
+// holder's process.
+const free = math.MinInt
+
+// MutexModel is the owner-aware mutex: acquire when free makes the caller
+// the holder; release by the holder frees it; anything else is illegal.
+var MutexModel = porcupine.Model{
+	Init: func() any { return free },
+	Step: func(state, input, _ any) (bool, any) {
+		holder, op := state.(int), input.(lockOp)
+		switch {
+		case op.Acquire && holder == free:
+			return true, op.Proc
+		case !op.Acquire && holder == op.Proc:
+			return true, free
+		}
+		return false, holder
+	},
+	DescribeOperation: func(input, _ any) string {
+		op := input.(lockOp)
+		if op.Acquire {
+			return fmt.Sprintf("client %d acquires", op.Proc)
+		}
+		return fmt.Sprintf("client %d releases", op.Proc)
+	},
+	DescribeState: func(state any) string {
+		if state.(int) == free {
+			return "free"
+		}
+		return fmt.Sprintf("held by client %d", state.(int))
+	},
+}
+
+// Linear collects acquire and release operations per key for the
+// linearizability check. Failed operations did not happen and are left out;
+// indeterminate ones (info, or no completion at all) may have happened at
+// any time after their invocation, so they return at infinity.
+type Linear struct {
+	pending map[procKey]pendingOp
+	ops     map[string][]porcupine.Operation
+}
+
+type pendingOp struct {
+	op   lockOp
+	call int64
+}
+
+// NewLinear returns an empty collector.
+func NewLinear() *Linear {
+	return &Linear{pending: map[procKey]pendingOp{}, ops: map[string][]porcupine.Operation{}}
+}
+
+// Add feeds one event, in history order.
+func (l *Linear) Add(ev history.Event) {
+	if ev.F != history.Acquire && ev.F != history.Release {
+		return
+	}
+	pk := procKey{ev.Proc, ev.Key}
+	switch ev.Type {
+	case history.Invoke:
+		if p, ok := l.pending[pk]; ok { // a new call without completion: the old one is indeterminate
+			l.add(ev.Key, ev.Proc, p, math.MaxInt64)
+		}
+		l.pending[pk] = pendingOp{op: lockOp{Acquire: ev.F == history.Acquire, Proc: ev.Proc}, call: ev.T}
+	case history.OK, history.Info:
+		p, ok := l.pending[pk]
+		if !ok {
+			return // a completion without invocation tells nothing
+		}
+		delete(l.pending, pk)
+		ret := ev.T
+		if ev.Type == history.Info {
+			ret = math.MaxInt64
+		}
+		l.add(ev.Key, ev.Proc, p, ret)
+	case history.Fail:
+		delete(l.pending, pk)
+	}
+}
+
+func (l *Linear) add(key string, proc int, p pendingOp, ret int64) {
+	l.ops[key] = append(l.ops[key], porcupine.Operation{ClientId: proc, Input: p.op, Call: p.call, Return: ret})
+}
+
+// KeyResult is the linearizability verdict for one key.
+type KeyResult struct {
+	Key    string                `json:"key"`
+	Ops    int                   `json:"ops"`
+	Result porcupine.CheckResult `json:"result"` // Ok, Illegal or Unknown (time limit hit)
+	Took   time.Duration         `json:"took_ns"`
+	HTML   string                `json:"html,omitempty"` // visualization written for a failing key
+}
+
+// Check checks every key, keys in parallel, each within timeLimit. For a key
+// that is not linearizable and htmlDir != "", porcupine's visualization is
+// written there.
+func (l *Linear) Check(ctx context.Context, timeLimit time.Duration, htmlDir string) ([]KeyResult, error) {
+	ops := make(map[string][]porcupine.Operation, len(l.ops))
+	for k, v := range l.ops {
+		ops[k] = append([]porcupine.Operation(nil), v...)
+	}
+	for pk, p := range l.pending { // never completed: indeterminate
+		ops[pk.key] = append(ops[pk.key], porcupine.Operation{ClientId: pk.proc, Input: p.op, Call: p.call, Return: math.MaxInt64})
+	}
+	keys := make([]string, 0, len(ops))
+	for k := range ops {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	results := make([]KeyResult, len(keys))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				start := time.Now()
+				res := porcupine.CheckOperationsTimeout(MutexModel, ops[keys[i]], timeLimit)
+				results[i] = KeyResult{Key: keys[i], Ops: len(ops[keys[i]]), Result: res, Took: time.Since(start)}
+			}
+		}()
+	}
+	for i := range keys {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return results, err
+	}
+	if htmlDir == "" {
+		return results, nil
+	}
+	for i := range results {
+		if results[i].Result != porcupine.Illegal {
+			continue
+		}
+		_, info := porcupine.CheckOperationsVerbose(MutexModel, ops[results[i].Key], timeLimit)
+		if err := os.MkdirAll(htmlDir, 0o755); err != nil {
+			return results, err
+		}
+		path := filepath.Join(htmlDir, "linearizability-"+fileSafe(results[i].Key)+".html")
+		if err := porcupine.VisualizePath(MutexModel, info, path); err != nil {
+			return results, fmt.Errorf("visualize %s: %w", results[i].Key, err)
+		}
+		results[i].HTML = path
+	}
+	return results, nil
+}
+
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+}

@@ -1,0 +1,138 @@
+package checker
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/locklab/locklab/history"
+)
+
+// Violation kinds beyond double grants.
+const (
+	LostUpdate     = "lost update"
+	StaleWrite     = "stale write"
+	DuplicateTask  = "task processed twice"
+	TokenRegressed = "fencing token did not increase"
+)
+
+// Violation is one anomaly with the events that prove it.
+type Violation struct {
+	Kind   string  `json:"kind"`
+	Key    string  `json:"key"`
+	Events []int64 `json:"events"`
+	Text   string  `json:"text"`
+}
+
+// Resources checks what holders did to the protected resource: each write
+// must build on the latest committed value (else an update was lost), a
+// write must not carry a fencing token older than one already accepted,
+// and a task must be processed once.
+type Resources struct {
+	origin     int64
+	seen       bool
+	current    map[string]resourceState
+	Violations []Violation
+	Refused    int // writes a fenced store refused as stale
+	Writes     int // writes committed
+}
+
+type resourceState struct {
+	balance  int64
+	known    bool
+	maxToken uint64
+	tokened  bool
+	lastIdx  int64
+	lastProc int
+}
+
+// NewResources returns an empty checker.
+func NewResources() *Resources { return &Resources{current: map[string]resourceState{}} }
+
+type resourceValue struct {
+	Balance   *int64 `json:"balance"`
+	Read      *int64 `json:"read"`
+	Processed *int   `json:"processed"`
+}
+
+func (r *Resources) rel(t int64) string {
+	return fmt.Sprintf("%.6f s", time.Duration(t-r.origin).Seconds())
+}
+
+// Add feeds one event, in history order.
+func (r *Resources) Add(ev history.Event) {
+	if !r.seen || ev.T < r.origin {
+		r.origin, r.seen = ev.T, true
+	}
+	if ev.F != history.Read && ev.F != history.Write {
+		return
+	}
+	var v resourceValue
+	if len(ev.Value) > 0 {
+		_ = json.Unmarshal(ev.Value, &v) // other shapes carry nothing to check
+	}
+	st := r.current[ev.Key]
+	switch {
+	case ev.F == history.Read && ev.Type == history.OK && v.Balance != nil && !st.known:
+		st.balance, st.known = *v.Balance, true
+	case ev.F == history.Write && ev.Type == history.Fail && ev.Token != nil:
+		r.Refused++
+	case ev.F == history.Write && ev.Type == history.OK:
+		r.Writes++
+		if ev.Token != nil {
+			if st.tokened && *ev.Token < st.maxToken {
+				r.Violations = append(r.Violations, Violation{Kind: StaleWrite, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
+					Text: fmt.Sprintf("client %d wrote %s at %s with token %d after a write with token %d was accepted",
+						ev.Proc, ev.Key, r.rel(ev.T), *ev.Token, st.maxToken)})
+			}
+			if !st.tokened || *ev.Token > st.maxToken {
+				st.maxToken, st.tokened = *ev.Token, true
+			}
+		}
+		if v.Balance != nil && v.Read != nil {
+			if st.known && *v.Read != st.balance {
+				r.Violations = append(r.Violations, Violation{Kind: LostUpdate, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
+					Text: fmt.Sprintf("client %d wrote %s = %d at %s from a read of %d, but the balance was %d (written by client %d): that update is lost",
+						ev.Proc, ev.Key, *v.Balance, r.rel(ev.T), *v.Read, st.balance, st.lastProc)})
+			}
+			st.balance, st.known = *v.Balance, true
+		}
+		if v.Processed != nil && *v.Processed > 1 {
+			r.Violations = append(r.Violations, Violation{Kind: DuplicateTask, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
+				Text: fmt.Sprintf("client %d processed %s at %s, which client %d had processed already", ev.Proc, ev.Key, r.rel(ev.T), st.lastProc)})
+		}
+		st.lastIdx, st.lastProc = ev.Index, ev.Proc
+	}
+	r.current[ev.Key] = st
+}
+
+// TokenOrder checks that successive holders of a key got strictly
+// increasing fencing tokens (in the order of their grants).
+func TokenOrder(m *Mutex) []Violation {
+	var out []Violation
+	all := m.Intervals()
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ivs := all[k]
+		sort.Slice(ivs, func(i, j int) bool { return ivs[i].Start < ivs[j].Start })
+		var prev *Interval
+		for i := range ivs {
+			iv := &ivs[i]
+			if iv.Token == nil {
+				continue
+			}
+			if prev != nil && *iv.Token <= *prev.Token {
+				out = append(out, Violation{Kind: TokenRegressed, Key: k, Events: []int64{prev.StartIndex, iv.StartIndex},
+					Text: fmt.Sprintf("client %d got %s with token %d after client %d had it with token %d",
+						iv.Proc, k, *iv.Token, prev.Proc, *prev.Token)})
+			}
+			prev = iv
+		}
+	}
+	return out
+}

@@ -37,6 +37,9 @@ func (c *Checker) Add(ev history.Event) {
 	}
 }
 
+// Intervals are the holder intervals seen, per key.
+func (c *Checker) Intervals() map[string][]Interval { return c.mutex.Intervals() }
+
 // Verdict is everything the checks found.
 type Verdict struct {
 	Events        int           `json:"events"`
@@ -44,7 +47,7 @@ type Verdict struct {
 	Origin        int64         `json:"origin_ns"`
 	DoubleGrants  []DoubleGrant `json:"-"`
 	Violations    []Violation   `json:"violations"` // double grants described, then resource and token anomalies
-	RefusedWrites int           `json:"refused_stale_writes"`
+	RefusedWrites int           `json:"refused_stale_requests"`
 	Linear        []KeyResult   `json:"linearizability,omitempty"`
 	// Linearizable: "yes", "no", "unknown" (a time limit was hit) or
 	// "skipped".

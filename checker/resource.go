@@ -34,7 +34,7 @@ type Resources struct {
 	seen       bool
 	current    map[string]resourceState
 	Violations []Violation
-	Refused    int // writes a fenced store refused as stale
+	Refused    int // requests a fenced store refused as stale
 	Writes     int // writes committed
 }
 
@@ -76,8 +76,8 @@ func (r *Resources) Add(ev history.Event) {
 	switch {
 	case ev.F == history.Read && ev.Type == history.OK && v.Balance != nil && !st.known:
 		st.balance, st.known = *v.Balance, true
-	case ev.F == history.Write && ev.Type == history.Fail && ev.Token != nil:
-		r.Refused++
+	case ev.Type == history.Fail && ev.Token != nil:
+		r.Refused++ // a fenced store turned a stale holder away
 	case ev.F == history.Write && ev.Type == history.OK:
 		r.Writes++
 		if ev.Token != nil {

@@ -35,21 +35,28 @@ type Host struct {
 
 // Run is one backend at one client count.
 type Run struct {
-	Backend        string   `json:"backend"`
-	Clients        int      `json:"clients"`
-	Seconds        float64  `json:"seconds"`
-	Acquired       int64    `json:"acquired"`
-	AcquiresPerSec float64  `json:"acquires_per_sec"`
-	NotAcquired    int64    `json:"not_acquired"`
-	Indeterminate  int64    `json:"indeterminate"`
-	Errors         int64    `json:"errors"`
-	FirstError     string   `json:"first_error,omitempty"`
-	ReleaseNotHeld int64    `json:"release_not_held"`
-	Acquire        Latency  `json:"acquire_latency"`
-	Release        Latency  `json:"release_latency"`
-	DoubleGrants   int      `json:"double_grants"`
-	Violations     []string `json:"violations,omitempty"` // the first few, described
-	Complete       bool     `json:"complete"`
+	Backend        string  `json:"backend"`
+	Clients        int     `json:"clients"`
+	Seconds        float64 `json:"seconds"`
+	Acquired       int64   `json:"acquired"`
+	AcquiresPerSec float64 `json:"acquires_per_sec"`
+	NotAcquired    int64   `json:"not_acquired"`
+	Indeterminate  int64   `json:"indeterminate"`
+	Errors         int64   `json:"errors"`
+	FirstError     string  `json:"first_error,omitempty"`
+	ReleaseNotHeld int64   `json:"release_not_held"`
+	Acquire        Latency `json:"acquire_latency"`
+	Release        Latency `json:"release_latency"`
+	DoubleGrants   int     `json:"double_grants"`
+	// ViolationCount counts every anomaly: double grants, lost updates,
+	// stale writes, tasks processed twice, fencing tokens out of order.
+	ViolationCount       int            `json:"violation_count"`
+	ViolationKinds       map[string]int `json:"violation_kinds,omitempty"`
+	Violations           []string       `json:"violations,omitempty"` // the first few, described
+	Linearizable         string         `json:"linearizable"`         // yes, no, unknown, not checked
+	RefusedStaleRequests int            `json:"refused_stale_requests,omitempty"`
+	Artifacts            []string       `json:"artifacts,omitempty"` // timeline, visualizations
+	Complete             bool           `json:"complete"`
 }
 
 // Latency summarises a histogram in microseconds.
@@ -82,8 +89,10 @@ func Summarise(h *hdrhistogram.Histogram) Latency {
 
 // Verdict is the safety summary over all runs.
 type Verdict struct {
-	DoubleGrants int  `json:"double_grants"`
-	Safe         bool `json:"safe"` // no violation found
+	DoubleGrants    int  `json:"double_grants"`
+	Violations      int  `json:"violations"`       // every kind, double grants included
+	NonLinearizable int  `json:"non_linearizable"` // runs with a non-linearizable key
+	Safe            bool `json:"safe"`             // no violation found
 }
 
 // WriteFileAtomic writes data to path through a temp file and a rename, so

@@ -9,15 +9,15 @@ import (
 // PrintTable writes the bench table: one row per backend and client count.
 func PrintTable(w io.Writer, runs []Run) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\tclients\tacquires/s\tp50\tp99\tp99.9\tmax\tdouble grants\tfailed\t")
+	fmt.Fprintln(tw, "backend\tclients\tacquires/s\tp50\tp99\tp99.9\tmax\tdouble grants\tother anomalies\tlinearizable\tfailed\t")
 	for _, r := range runs {
 		name := r.Backend
 		if !r.Complete {
 			name += " (incomplete)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t\n", name, r.Clients, r.AcquiresPerSec,
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t\n", name, r.Clients, r.AcquiresPerSec,
 			FormatMicros(r.Acquire.P50), FormatMicros(r.Acquire.P99), FormatMicros(r.Acquire.P999),
-			FormatMicros(r.Acquire.Max), r.DoubleGrants, r.Errors+r.Indeterminate)
+			FormatMicros(r.Acquire.Max), r.DoubleGrants, r.ViolationCount-r.DoubleGrants, r.Linearizable, r.Errors+r.Indeterminate)
 	}
 	return tw.Flush()
 }

@@ -55,6 +55,9 @@ type BenchConfig struct {
 	ResultsDir     string         `json:"results_dir"`
 	External       string         `json:"external_config,omitempty"` // YAML of server addresses; "" = start locally
 	Direct         bool           `json:"direct"`                    // bypass the fault-injecting proxies
+	Workload       string         `json:"workload"`                  // mutex, counter or tasks
+	Fenced         bool           `json:"fenced"`                    // the store refuses stale fencing tokens
+	NoHistory      bool           `json:"no_history"`                // record nothing, check nothing (to measure recording's cost)
 }
 
 // configJSON is how the config appears in results.json, durations readable.
@@ -63,8 +66,16 @@ func (c BenchConfig) configJSON() map[string]any {
 		"backends": c.Backends, "clients": c.Clients, "duration": c.Duration.String(), "keys": c.Keys,
 		"hold": c.Hold.String(), "ttl": c.TTL.String(), "acquire_timeout": c.AcquireTimeout.String(),
 		"seed": c.Seed, "cluster": map[bool]string{true: "external", false: "local"}[c.External != ""],
-		"external_config": c.External, "via_proxy": !c.Direct,
+		"external_config": c.External, "via_proxy": !c.Direct, "workload": c.workload(), "fenced": c.Fenced,
+		"recorded": !c.NoHistory,
 	}
+}
+
+func (c BenchConfig) workload() string {
+	if c.Workload == "" {
+		return "mutex"
+	}
+	return c.Workload
 }
 
 // Status is a progress report while a bench runs.
@@ -118,7 +129,8 @@ func (b *Bench) Validate(cfg BenchConfig) ([]impls.Approach, error) {
 			return nil, usageErr(fmt.Errorf("client count %d out of range 1..4096", c))
 		}
 	}
-	w := scenarios.MutexConfig{Clients: 1, Keys: cfg.Keys, Duration: cfg.Duration, TTL: cfg.TTL}
+	w := scenarios.MutexConfig{Clients: 1, Keys: cfg.Keys, Duration: cfg.Duration, TTL: cfg.TTL, Work: cfg.workload(),
+		Store: &scenarios.Store{}}
 	if err := w.Validate(); err != nil {
 		return nil, usageErr(err)
 	}
@@ -167,9 +179,13 @@ func (b *Bench) Run(ctx context.Context, cfg BenchConfig) (*Outcome, error) {
 		res.Versions[string(be)] = v
 	}
 
-	hw, err := history.Create(filepath.Join(dir, "history.jsonl"))
-	if err != nil {
-		return out, infraErr(err)
+	var hw recorder = discard{}
+	if !cfg.NoHistory {
+		w, err := history.Create(filepath.Join(dir, "history.jsonl"))
+		if err != nil {
+			return out, infraErr(err)
+		}
+		hw = w
 	}
 	mono := clock.NewMonotonic()
 	hists := map[string]map[int][2]*hdrhistogram.Histogram{}
@@ -183,7 +199,7 @@ func (b *Bench) Run(ctx context.Context, cfg BenchConfig) (*Outcome, error) {
 			if ctx.Err() != nil {
 				break
 			}
-			run, stats, err := b.segment(ctx, cl, a, n, cfg, hw, mono, procBase, nonce, step, steps)
+			run, stats, err := b.segment(ctx, cl, a, n, cfg, hw, mono, procBase, nonce, step, steps, dir)
 			procBase += n
 			if err != nil {
 				runErr = err
@@ -191,6 +207,10 @@ func (b *Bench) Run(ctx context.Context, cfg BenchConfig) (*Outcome, error) {
 			}
 			res.Runs = append(res.Runs, run)
 			res.Verdict.DoubleGrants += run.DoubleGrants
+			res.Verdict.Violations += run.ViolationCount
+			if run.Linearizable == "no" {
+				res.Verdict.NonLinearizable++
+			}
 			if hists[a.Name] == nil {
 				hists[a.Name] = map[int][2]*hdrhistogram.Histogram{}
 			}
@@ -207,8 +227,11 @@ func (b *Bench) Run(ctx context.Context, cfg BenchConfig) (*Outcome, error) {
 	if err := hw.Close(); err != nil && runErr == nil {
 		runErr = infraErr(fmt.Errorf("history: %w", err))
 	}
-	res.Verdict.Safe = res.Verdict.DoubleGrants == 0
+	res.Verdict.Safe = res.Verdict.Violations == 0 && res.Verdict.NonLinearizable == 0
 	res.Artifacts = append([]string{"results.json", "history.jsonl", "summary.md"}, writeArtifacts(dir, cfg, res.Runs, hists, b.logf)...)
+	for _, r := range res.Runs {
+		res.Artifacts = append(res.Artifacts, r.Artifacts...)
+	}
 	res.FinishedAt = time.Now().UTC()
 	switch {
 	case runErr != nil:
@@ -247,25 +270,41 @@ func (b *Bench) cluster(ctx context.Context, cfg BenchConfig, backends []impls.B
 	return cl, nil
 }
 
+// recorder is where events go: the history file, or nowhere.
+type recorder interface {
+	Record(history.Event) history.Event
+	Close() error
+}
+
+// discard records nothing, to measure what recording costs.
+type discard struct{}
+
+func (discard) Record(ev history.Event) history.Event { return ev }
+func (discard) Close() error                          { return nil }
+
 // checkingRecorder writes each event to the history and feeds the
 // segment's checker.
 type checkingRecorder struct {
-	w     *history.Writer
+	w     recorder
 	mu    sync.Mutex
-	check *checker.Mutex
+	check *checker.Checker
+	last  int64
 }
 
 func (r *checkingRecorder) Record(ev history.Event) history.Event {
 	ev = r.w.Record(ev)
 	r.mu.Lock()
-	r.check.Add(ev)
+	if r.check != nil {
+		r.check.Add(ev)
+	}
+	r.last = max(r.last, ev.T)
 	r.mu.Unlock()
 	return ev
 }
 
 // segment runs one approach at one client count.
 func (b *Bench) segment(ctx context.Context, cl *cluster.Cluster, a impls.Approach, n int, cfg BenchConfig,
-	hw *history.Writer, mono *clock.Monotonic, procBase int, nonce string, step, steps int) (report.Run, scenarios.MutexStats, error) {
+	hw recorder, mono *clock.Monotonic, procBase int, nonce string, step, steps int, dir string) (report.Run, scenarios.MutexStats, error) {
 	ep := cl.Endpoints()
 	if cfg.Direct {
 		ep = cl.DirectEndpoints()
@@ -279,11 +318,15 @@ func (b *Bench) segment(ctx context.Context, cl *cluster.Cluster, a impls.Approa
 			c.Locker.Close()
 		}
 	}()
-	rec := &checkingRecorder{w: hw, check: checker.NewMutex()}
+	rec := &checkingRecorder{w: hw}
+	if !cfg.NoHistory {
+		rec.check = checker.New(true)
+	}
 	prog := &scenarios.Progress{}
 	wcfg := scenarios.MutexConfig{
 		Clients: n, Keys: cfg.Keys, Hold: cfg.Hold, TTL: cfg.TTL, Duration: cfg.Duration, Seed: cfg.Seed,
 		AcquireTimeout: cfg.AcquireTimeout, KeyPrefix: fmt.Sprintf("%s/%s/c%d/", nonce, a.Name, n), ProcBase: procBase,
+		Work: cfg.workload(), Store: scenarios.NewStore(rec, mono, cfg.Fenced, 1_000_000),
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -311,21 +354,50 @@ func (b *Bench) segment(ctx context.Context, cl *cluster.Cluster, a impls.Approa
 	if err != nil {
 		return report.Run{}, stats, usageErr(err)
 	}
-	grants := rec.check.DoubleGrants()
 	run := report.Run{
 		Backend: a.Name, Clients: n, Seconds: stats.Elapsed.Seconds(), Acquired: stats.Acquired,
 		AcquiresPerSec: float64(stats.Acquired) / stats.Elapsed.Seconds(),
 		NotAcquired:    stats.NotAcquired, Indeterminate: stats.Indeterminate, Errors: stats.Errors,
 		FirstError: stats.FirstError, ReleaseNotHeld: stats.ReleaseNotHeld,
 		Acquire: report.Summarise(stats.Acquire), Release: report.Summarise(stats.Release),
-		DoubleGrants: len(grants), Complete: ctx.Err() == nil,
+		Complete: ctx.Err() == nil, Linearizable: "not checked",
 	}
-	for i, g := range grants {
-		if i == 10 {
-			run.Violations = append(run.Violations, fmt.Sprintf("... and %d more", len(grants)-10))
-			break
+	if rec.check == nil {
+		return run, stats, nil
+	}
+	// The verdict is computed even after Ctrl-C: what ran is still judged.
+	v, err := rec.check.Verdict(context.WithoutCancel(ctx), checker.Options{
+		TimeLimit: 10 * time.Second, HTMLDir: filepath.Join(dir, "linearizability")})
+	if err != nil {
+		return run, stats, infraErr(fmt.Errorf("check: %w", err))
+	}
+	run.DoubleGrants = len(v.DoubleGrants)
+	run.ViolationCount = len(v.Violations)
+	run.Linearizable = v.Linearizable
+	run.RefusedStaleRequests = v.RefusedWrites
+	run.ViolationKinds = map[string]int{}
+	for i, x := range v.Violations {
+		run.ViolationKinds[x.Kind]++
+		if i < 10 {
+			run.Violations = append(run.Violations, x.Kind+": "+x.Text)
 		}
-		run.Violations = append(run.Violations, g.Describe(rec.check.Origin()))
+	}
+	if len(v.Violations) > 10 {
+		run.Violations = append(run.Violations, fmt.Sprintf("... and %d more", len(v.Violations)-10))
+	}
+	for _, r := range v.Linear {
+		if r.HTML != "" {
+			rel, _ := filepath.Rel(dir, r.HTML)
+			run.Artifacts = append(run.Artifacts, rel)
+		}
+	}
+	name := fmt.Sprintf("timeline-%s-c%d.png", a.Name, n)
+	tl := &report.Timeline{Title: fmt.Sprintf("%s, %d clients: who held the lock when", a.Name, n),
+		Origin: v.Origin, End: rec.last, Intervals: rec.check.Intervals(), Grants: v.DoubleGrants}
+	if err := report.PlotTimeline(filepath.Join(dir, name), tl); err == nil {
+		run.Artifacts = append(run.Artifacts, name)
+	} else {
+		b.logf("warning: %v", err)
 	}
 	return run, stats, nil
 }

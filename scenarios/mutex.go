@@ -292,9 +292,11 @@ func (c *client) critical(key string, lease impls.Lease, hold time.Duration) {
 	switch c.cfg.Work {
 	case "counter":
 		// The seed's "deduct 3% of the balance": read, think, write.
-		b := c.cfg.Store.Read(c.proc, key)
+		b, err := c.cfg.Store.Read(c.proc, key, token)
 		sleep(hold)
-		_ = c.cfg.Store.Write(c.proc, key, b-b*3/100, b, token)
+		if err == nil {
+			_ = c.cfg.Store.Write(c.proc, key, b-b*3/100, b, token)
+		}
 	case "tasks":
 		if !c.cfg.Store.Done(key) {
 			sleep(hold) // the processing

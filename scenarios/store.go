@@ -42,8 +42,11 @@ func (s *Store) record(proc int, typ history.Type, f, key string, value any, tok
 	s.rec.Record(ev)
 }
 
-// Read returns the balance of key.
-func (s *Store) Read(proc int, key string) int64 {
+// Read returns the balance of key. A fenced store remembers the highest
+// token it has seen on any request, reads included, and refuses older
+// ones: the newer holder's read must already lock out the stale holder's
+// write that comes after it.
+func (s *Store) Read(proc int, key string, token *uint64) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, ok := s.balance[key]
@@ -51,8 +54,12 @@ func (s *Store) Read(proc int, key string) int64 {
 		b = s.initial
 		s.balance[key] = b
 	}
-	s.record(proc, history.OK, history.Read, key, map[string]int64{"balance": b}, nil, nil)
-	return b
+	if err := s.checkFence(key, token); err != nil {
+		s.record(proc, history.Fail, history.Read, key, map[string]int64{"balance": b}, token, err)
+		return 0, err
+	}
+	s.record(proc, history.OK, history.Read, key, map[string]int64{"balance": b}, token, nil)
+	return b, nil
 }
 
 // Write sets the balance of key to v; read is the balance the writer based

@@ -36,7 +36,7 @@ usage:
   locklab bench [flags]            compare lock approaches across client counts
   locklab cluster up [flags]       start the embedded servers, print addresses, wait for Ctrl-C
   locklab list                     the lock approaches and what they promise
-  locklab check HISTORY.jsonl      verdict for a recorded history
+  locklab check HISTORY [flags]    verdict for a recorded history (JSONL or Jepsen EDN)
   locklab help [COMMAND]           flags of a command
 `
 
@@ -78,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "list":
 		return cmdList(reg, rest, stdout, stderr)
 	case "check":
-		return cmdCheck(rest, stdout, stderr)
+		return cmdCheck(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		if len(rest) > 0 {
 			return run([]string{rest[0], "-h"}, stdout, stderr)

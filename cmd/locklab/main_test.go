@@ -112,7 +112,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatalf("results: complete=%v runs=%d verdict=%+v", res.Complete, len(res.Runs), res.Verdict)
 	}
 	for _, r := range res.Runs {
-		if r.Acquired == 0 || r.Acquire.P50 <= 0 || r.DoubleGrants != 0 {
+		if r.Acquired == 0 || r.Acquire.P50 <= 0 || r.DoubleGrants != 0 || r.Linearizable != "yes" {
 			t.Errorf("run %s c%d: %+v", r.Backend, r.Clients, r)
 		}
 	}
@@ -120,14 +120,15 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("server versions missing: %v", res.Versions)
 	}
 	for _, f := range []string{"history.jsonl", "summary.md", "latency-acquire-c1.png", "latency-acquire-c4.png",
-		"throughput.png", "acquire-redis-setnx-px-lua-c4.hgrm", "release-mysql-insert-delete-c1.hgrm"} {
+		"throughput.png", "acquire-redis-setnx-px-lua-c4.hgrm", "release-mysql-insert-delete-c1.hgrm",
+		"timeline-redis-setnx-px-lua-c4.png", "timeline-mysql-insert-delete-c1.png"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("artifact %s: %v", f, err)
 		}
 	}
 	// The history alone reproduces the verdict.
 	chk, err := exec.Command(binary, "check", filepath.Join(dir, "history.jsonl")).CombinedOutput()
-	if err != nil || !bytes.Contains(chk, []byte("no double grants")) {
+	if err != nil || !bytes.Contains(chk, []byte("verdict: OK")) {
 		t.Fatalf("check: %v\n%s", err, chk)
 	}
 	waitNoServers(t, tmp)
@@ -298,5 +299,39 @@ func TestCheckFindsDoubleGrant(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != exitUnsafe || !bytes.Contains(out, []byte("client 3 acquired k1 at 0.104000 s while client 1 held it since 0.000000 s")) {
 		t.Fatalf("exit %d:\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
+func TestCheckFormatsAndExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, file, content string
+		args                []string
+		code                int
+		out                 string
+	}{
+		{"edn clean", "h.edn", `[{:process 0, :type :invoke, :f :acquire, :value nil, :time 1}
+{:process 0, :type :ok, :f :acquire, :value nil, :time 2}
+{:process 0, :type :invoke, :f :release, :value nil, :time 3}
+{:process 0, :type :ok, :f :release, :value nil, :time 4}]`, nil, exitOK, "verdict: OK"},
+		{"edn double grant", "bad.edn", `{:process 0, :type :invoke, :f :acquire, :time 1}
+{:process 0, :type :ok, :f :acquire, :time 2}
+{:process 1, :type :invoke, :f :acquire, :time 3}
+{:process 1, :type :ok, :f :acquire, :time 4}`, []string{"--html", filepath.Join(dir, "viz")}, exitUnsafe, "NOT linearizable"},
+		{"jsonl forced as edn is malformed", "h.jsonl", `{"proc":0,"type":"ok","f":"acquire","t":1}`, []string{"--format", "edn"}, exitUsage, ""},
+		{"unknown format", "h2.jsonl", `{"proc":0,"type":"ok","f":"acquire","t":1}`, []string{"--format", "xml"}, exitUsage, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, dir, tt.file, tt.content)
+			cmd := exec.Command(binary, append([]string{"check", path}, tt.args...)...)
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != tt.code || !bytes.Contains(out, []byte(tt.out)) {
+				t.Fatalf("exit %d (want %d):\n%s", code, tt.code, out)
+			}
+		})
+	}
+	if viz, _ := filepath.Glob(filepath.Join(dir, "viz", "*.html")); len(viz) != 1 {
+		t.Fatalf("visualization files: %v", viz)
 	}
 }

@@ -1,0 +1,220 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/locklab/locklab/checker"
+)
+
+// Window is a span of time with a fault in force.
+type Window struct {
+	Start, End int64 // CLOCK_MONOTONIC ns
+	Label      string
+}
+
+// Timeline is what a timeline plot shows.
+type Timeline struct {
+	Title     string
+	Origin    int64                         // time zero, ns
+	End       int64                         // end of the history, ns (open intervals run to here)
+	Intervals map[string][]checker.Interval // per key
+	Grants    []checker.DoubleGrant         // overlaps, drawn in red
+	Faults    []Window                      // shaded
+	ByKey     bool                          // one lane per key instead of per client
+}
+
+var (
+	holdColor  = color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}
+	grantColor = color.RGBA{R: 0xe0, G: 0x10, B: 0x10, A: 0xff}
+	faultColor = color.NRGBA{R: 0xf5, G: 0xc8, B: 0x42, A: 0x70}
+)
+
+// maxLanes keeps the plot readable; more lanes are cut with a note.
+const maxLanes = 64
+
+// timelinePlotter draws the lanes. Intervals are merged per lane at pixel
+// resolution: 60 s of 32 busy clients is hundreds of thousands of tenures,
+// but only a few thousand distinct pixels.
+type timelinePlotter struct {
+	tl     *Timeline
+	lanes  []string
+	laneOf func(checker.Interval) int
+}
+
+func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	width := int(c.Max.X-c.Min.X) + 1
+	if width < 1 {
+		return
+	}
+	xs := func(t int64) float64 { return float64(t-tp.tl.Origin) / 1e9 }
+	col := func(t int64) int {
+		x := int(trX(xs(t)) - c.Min.X)
+		return min(max(x, 0), width-1)
+	}
+	rect := func(x0, x1 vg.Length, lane int, h float64, clr color.Color) {
+		y0, y1 := trY(float64(lane)-h/2), trY(float64(lane)+h/2)
+		c.FillPolygon(clr, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+	}
+	// Fault windows across every lane.
+	for _, w := range tp.tl.Faults {
+		x0, x1 := trX(xs(w.Start)), trX(xs(w.End))
+		c.FillPolygon(faultColor, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+	}
+	// Holder intervals, merged per pixel column.
+	cols := make([][]bool, len(tp.lanes))
+	for i := range cols {
+		cols[i] = make([]bool, width)
+	}
+	for _, ivs := range tp.tl.Intervals {
+		for _, iv := range ivs {
+			lane := tp.laneOf(iv)
+			if lane < 0 {
+				continue
+			}
+			end := iv.End
+			if end == checker.Open {
+				end = tp.tl.End
+			}
+			for x := col(iv.Start); x <= col(end); x++ {
+				cols[lane][x] = true
+			}
+		}
+	}
+	for lane, cs := range cols {
+		for x := 0; x < width; {
+			if !cs[x] {
+				x++
+				continue
+			}
+			start := x
+			for x < width && cs[x] {
+				x++
+			}
+			rect(c.Min.X+vg.Length(start), c.Min.X+vg.Length(x)+0.5, lane, 0.6, holdColor)
+		}
+	}
+	// Double grants: the overlapping part in red on both lanes, at least
+	// two pixels wide, and a red line joining the lanes.
+	for _, g := range tp.tl.Grants {
+		endHeld := g.Held.End
+		if endHeld == checker.Open {
+			endHeld = tp.tl.End
+		}
+		s, e := g.Second.Start, min(endHeld, g.Second.End)
+		if g.Second.End == checker.Open {
+			e = endHeld
+		}
+		x0 := trX(xs(s))
+		x1 := max(trX(xs(e)), x0+2)
+		for _, iv := range []checker.Interval{g.Held, g.Second} {
+			if lane := tp.laneOf(iv); lane >= 0 {
+				rect(x0, x1, lane, 0.9, grantColor)
+			}
+		}
+		l1, l2 := tp.laneOf(g.Held), tp.laneOf(g.Second)
+		if l1 >= 0 && l2 >= 0 && len(tp.tl.Grants) <= 200 { // joining lines only while they stay legible
+			c.StrokeLine2(draw.LineStyle{Color: grantColor, Width: vg.Points(1)}, x0, trY(float64(l1)), x0, trY(float64(l2)))
+		}
+	}
+}
+
+type laneTicks []string
+
+func (l laneTicks) Ticks(min, max float64) []plot.Tick {
+	step := 1
+	if len(l) > 32 {
+		step = (len(l) + 31) / 32
+	}
+	var ticks []plot.Tick
+	for i := 0; i < len(l); i++ {
+		t := plot.Tick{Value: float64(i)}
+		if i%step == 0 {
+			t.Label = l[i]
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}
+
+// PlotTimeline draws the timeline PNG.
+func PlotTimeline(path string, tl *Timeline) error {
+	laneIndex := map[string]int{}
+	var names []string
+	var keys []string
+	for k := range tl.Intervals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if tl.ByKey {
+		for _, k := range keys {
+			laneIndex[k] = len(names)
+			names = append(names, k)
+		}
+	} else {
+		procs := map[int]bool{}
+		for _, ivs := range tl.Intervals {
+			for _, iv := range ivs {
+				procs[iv.Proc] = true
+			}
+		}
+		var ps []int
+		for p := range procs {
+			ps = append(ps, p)
+		}
+		sort.Ints(ps)
+		for _, p := range ps {
+			laneIndex[fmt.Sprint(p)] = len(names)
+			names = append(names, fmt.Sprintf("client %d", p))
+		}
+	}
+	cut := 0
+	if len(names) > maxLanes {
+		cut = len(names) - maxLanes
+		names = names[:maxLanes]
+	}
+	laneOf := func(iv checker.Interval) int {
+		id := fmt.Sprint(iv.Proc)
+		if tl.ByKey {
+			id = iv.Key
+		}
+		if i, ok := laneIndex[id]; ok && i < maxLanes {
+			return i
+		}
+		return -1
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("timeline %s: no holder intervals", path)
+	}
+	p := plot.New()
+	p.Title.Text = tl.Title
+	if cut > 0 {
+		p.Title.Text += fmt.Sprintf(" (first %d lanes of %d)", maxLanes, maxLanes+cut)
+	}
+	p.X.Label.Text = "seconds"
+	p.X.Min = 0
+	p.X.Max = math.Max(float64(tl.End-tl.Origin)/1e9, 1e-6)
+	p.Y.Min, p.Y.Max = -0.7, float64(len(names))+0.6 // headroom for the legend
+	p.Y.Tick.Marker = laneTicks(names)
+	p.Add(&timelinePlotter{tl: tl, lanes: names, laneOf: laneOf})
+	p.Legend.Top = true
+	p.Legend.Add(fmt.Sprintf("holding (%d double grants in red)", len(tl.Grants)), legendBox{holdColor})
+	if len(tl.Faults) > 0 {
+		p.Legend.Add("fault in force", legendBox{faultColor})
+	}
+	height := vg.Length(2+0.22*float64(len(names))) * vg.Inch
+	return p.Save(12*vg.Inch, height, path)
+}
+
+type legendBox struct{ c color.Color }
+
+func (b legendBox) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(b.c, []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
+}

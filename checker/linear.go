@@ -29,7 +29,17 @@ const free = math.MinInt
 
 // MutexModel is the owner-aware mutex: acquire when free makes the caller
 // the holder; release by the holder frees it; anything else is illegal.
-var MutexModel = porcupine.Model{
+var MutexModel = mutexModelFrom(free)
+
+// mutexModelFrom is the mutex model starting in state init (a holder, or
+// free): each segment of a split history starts where the last one ended.
+func mutexModelFrom(init int) porcupine.Model {
+	m := mutexModel
+	m.Init = func() any { return init }
+	return m
+}
+
+var mutexModel = porcupine.Model{
 	Init: func() any { return free },
 	Step: func(state, input, _ any) (bool, any) {
 		holder, op := state.(int), input.(lockOp)
@@ -141,7 +151,7 @@ func (l *Linear) Check(ctx context.Context, timeLimit time.Duration, htmlDir str
 			defer wg.Done()
 			for i := range work {
 				start := time.Now()
-				res := porcupine.CheckOperationsTimeout(MutexModel, ops[keys[i]], timeLimit)
+				res, _, _ := checkSplit(ops[keys[i]], timeLimit)
 				results[i] = KeyResult{Key: keys[i], Ops: len(ops[keys[i]]), Result: res, Took: time.Since(start)}
 			}
 		}()
@@ -164,17 +174,74 @@ func (l *Linear) Check(ctx context.Context, timeLimit time.Duration, htmlDir str
 		if results[i].Result != porcupine.Illegal {
 			continue
 		}
-		_, info := porcupine.CheckOperationsVerbose(MutexModel, ops[results[i].Key], timeLimit)
+		_, seg, init := checkSplit(ops[results[i].Key], timeLimit)
+		model := mutexModelFrom(init)
+		_, info := porcupine.CheckOperationsVerbose(model, seg, timeLimit)
 		if err := os.MkdirAll(htmlDir, 0o755); err != nil {
 			return results, err
 		}
 		path := filepath.Join(htmlDir, "linearizability-"+fileSafe(results[i].Key)+".html")
-		if err := porcupine.VisualizePath(MutexModel, info, path); err != nil {
+		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			return results, fmt.Errorf("visualize %s: %w", results[i].Key, err)
 		}
 		results[i].HTML = path
 	}
 	return results, nil
+}
+
+// checkSplit checks one key's operations piece by piece. Porcupine's cost
+// grows with the square of a history's length, so one long run on one key
+// would exhaust memory. But where no operation is in flight, the mutex's
+// state is the same in every valid linearization (acquires and releases
+// alternate, so the holder is the one process with one more acquire than
+// release), and the history splits there. It returns the verdict, and for
+// an illegal or undecided result the failing piece and its starting state.
+func checkSplit(ops []porcupine.Operation, timeLimit time.Duration) (porcupine.CheckResult, []porcupine.Operation, int) {
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	deadline := time.Now().Add(timeLimit)
+	state := free
+	for start := 0; start < len(ops); {
+		end := start + 1
+		reach := ops[start].Return
+		for end < len(ops) && ops[end].Call <= reach {
+			reach = max(reach, ops[end].Return)
+			end++
+		}
+		seg := ops[start:end]
+		left := time.Until(deadline)
+		if left <= 0 {
+			return porcupine.Unknown, seg, state
+		}
+		if res := porcupine.CheckOperationsTimeout(mutexModelFrom(state), seg, left); res != porcupine.Ok {
+			return res, seg, state
+		}
+		state = endState(state, seg)
+		start = end
+	}
+	return porcupine.Ok, nil, free
+}
+
+// endState is the mutex state after a legal, fully completed segment.
+func endState(init int, seg []porcupine.Operation) int {
+	net := map[int]int{}
+	for _, op := range seg {
+		o := op.Input.(lockOp)
+		if o.Acquire {
+			net[o.Proc]++
+		} else {
+			net[o.Proc]--
+		}
+	}
+	state := init
+	if init != free && net[init] < 0 {
+		state = free
+	}
+	for p, n := range net {
+		if n > 0 {
+			state = p
+		}
+	}
+	return state
 }
 
 func fileSafe(s string) string {

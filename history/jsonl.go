@@ -163,7 +163,7 @@ func ReadJSONL(r io.Reader, fn func(Event) error) error {
 			continue
 		}
 		var ev Event
-		if err := json.Unmarshal(raw, &ev); err != nil {
+		if err := decodeLine(raw, &ev); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
 		if err := ev.Validate(); err != nil {

@@ -120,24 +120,31 @@ func (m *Mutex) Intervals() map[string][]Interval {
 	return out
 }
 
-// DoubleGrants returns every interval that began while an earlier holder's
-// interval on the same key had not yet ended, sorted by key and time.
-func (m *Mutex) DoubleGrants() []DoubleGrant {
-	var out []DoubleGrant
+// sortedIntervals returns the keys in order and each key's intervals in
+// grant order.
+func (m *Mutex) sortedIntervals() ([]string, map[string][]Interval) {
 	all := m.Intervals()
 	keys := make([]string, 0, len(all))
-	for k := range all {
+	for k, ivs := range all {
 		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		ivs := all[k]
 		sort.Slice(ivs, func(i, j int) bool {
 			if ivs[i].Start != ivs[j].Start {
 				return ivs[i].Start < ivs[j].Start
 			}
 			return ivs[i].StartIndex < ivs[j].StartIndex
 		})
+	}
+	sort.Strings(keys)
+	return keys, all
+}
+
+// DoubleGrants returns every interval that began while an earlier holder's
+// interval on the same key had not yet ended, sorted by key and time.
+func (m *Mutex) DoubleGrants() []DoubleGrant {
+	var out []DoubleGrant
+	keys, all := m.sortedIntervals()
+	for _, k := range keys {
+		ivs := all[k]
 		// Sweep: reach is the interval that extends furthest so far.
 		var reach Interval
 		for i, iv := range ivs {

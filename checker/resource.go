@@ -3,7 +3,6 @@ package checker
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/locklab/locklab/history"
@@ -111,15 +110,9 @@ func (r *Resources) Add(ev history.Event) {
 // increasing fencing tokens (in the order of their grants).
 func TokenOrder(m *Mutex) []Violation {
 	var out []Violation
-	all := m.Intervals()
-	keys := make([]string, 0, len(all))
-	for k := range all {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys, all := m.sortedIntervals()
 	for _, k := range keys {
 		ivs := all[k]
-		sort.Slice(ivs, func(i, j int) bool { return ivs[i].Start < ivs[j].Start })
 		var prev *Interval
 		for i := range ivs {
 			iv := &ivs[i]

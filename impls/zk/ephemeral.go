@@ -24,12 +24,8 @@ var EphemeralApproach = impls.Approach{
 	Summary:         "create one ephemeral node; waiters watch it and race again when it is deleted",
 	Fails:           "a holder paused past its session timeout keeps working after its node is gone (it learns only from the loss signal); every release wakes all waiters",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		s, err := connect(ctx, env.Endpoints.ZooKeeper)
+		s, err := connectUnder(ctx, env.Endpoints.ZooKeeper, root+"/ephemeral")
 		if err != nil {
-			return nil, err
-		}
-		if err := s.ensure(ctx, root+"/ephemeral"); err != nil {
-			s.Close()
 			return nil, err
 		}
 		return &Ephemeral{s: s}, nil

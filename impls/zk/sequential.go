@@ -30,12 +30,8 @@ var SequentialApproach = impls.Approach{
 	Summary:         "ephemeral sequential node under the key; lowest holds; each waiter watches its predecessor",
 	Fails:           "a holder paused past its session timeout keeps working after its node is gone; only the fencing token (sequence) can stop its writes",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		s, err := connect(ctx, env.Endpoints.ZooKeeper)
+		s, err := connectUnder(ctx, env.Endpoints.ZooKeeper, root+"/sequential")
 		if err != nil {
-			return nil, err
-		}
-		if err := s.ensure(ctx, root+"/sequential"); err != nil {
-			s.Close()
 			return nil, err
 		}
 		return &Sequential{s: s}, nil

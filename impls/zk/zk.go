@@ -76,6 +76,20 @@ type session struct {
 	stopLoop chan struct{}
 }
 
+// connectUnder connects a client and makes sure its approach's directory
+// exists.
+func connectUnder(ctx context.Context, servers []string, dir string) (*session, error) {
+	s, err := connect(ctx, servers)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ensure(ctx, dir); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
 func connect(ctx context.Context, servers []string) (*session, error) {
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("zookeeper: no endpoint")

@@ -200,9 +200,16 @@ func (s *suite) contend(t *testing.T, cycles int, stop func(maxInside int32) boo
 		check             = checker.NewMutex()
 		index             int64
 	)
-	record := func(proc int, typ history.Type, f string) {
+	record := func(proc int, typ history.Type, f string, lease impls.Lease) {
+		ev := history.Event{Index: index, Proc: proc, Type: typ, F: f, Key: key, T: mono.Nanos()}
+		if lease != nil {
+			if tok, ok := lease.Token(); ok {
+				ev.Token = &tok
+			}
+		}
 		mu.Lock()
-		check.Add(history.Event{Index: index, Proc: proc, Type: typ, F: f, Key: key, T: mono.Nanos()})
+		ev.Index = index
+		check.Add(ev)
 		index++
 		mu.Unlock()
 	}
@@ -218,15 +225,15 @@ func (s *suite) contend(t *testing.T, cycles int, stop func(maxInside int32) boo
 			defer wg.Done()
 			for c := 0; c < cycles && !stop(maxInside.Load()); c++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				record(proc, history.Invoke, history.Acquire)
+				record(proc, history.Invoke, history.Acquire, nil)
 				lease, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 30 * time.Second})
 				cancel()
 				if err != nil {
-					record(proc, history.Fail, history.Acquire)
+					record(proc, history.Fail, history.Acquire, nil)
 					errs <- err
 					return
 				}
-				record(proc, history.OK, history.Acquire)
+				record(proc, history.OK, history.Acquire, lease)
 				n := inside.Add(1)
 				for {
 					m := maxInside.Load()
@@ -236,7 +243,7 @@ func (s *suite) contend(t *testing.T, cycles int, stop func(maxInside int32) boo
 				}
 				time.Sleep(200 * time.Microsecond)
 				inside.Add(-1)
-				record(proc, history.Invoke, history.Release)
+				record(proc, history.Invoke, history.Release, nil)
 				rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 				err = lease.Release(rctx)
 				rcancel()
@@ -244,7 +251,7 @@ func (s *suite) contend(t *testing.T, cycles int, stop func(maxInside int32) boo
 					errs <- err
 					return
 				}
-				record(proc, history.OK, history.Release)
+				record(proc, history.OK, history.Release, nil)
 			}
 		}(i, l)
 	}
@@ -258,7 +265,9 @@ func (s *suite) contend(t *testing.T, cycles int, stop func(maxInside int32) boo
 
 // mutualExclusion: contenders hammer one key; at no time do two hold it,
 // judged twice: by a shared counter inside the critical section and by the
-// checker over the recorded history.
+// checker over the recorded history. Where the approach hands out fencing
+// tokens, they must increase in grant order under this contention too (a
+// sequential test cannot see a token taken before a wait).
 func (s *suite) mutualExclusion(t *testing.T) {
 	maxInside, grants, check := s.contend(t, 15, func(int32) bool { return false })
 	if maxInside > 1 {
@@ -266,6 +275,11 @@ func (s *suite) mutualExclusion(t *testing.T) {
 	}
 	for _, d := range grants {
 		t.Errorf("double grant: %s", d.Describe(check.Origin()))
+	}
+	if s.h.Approach.Caps.Fencing {
+		for _, v := range checker.TokenOrder(check) {
+			t.Errorf("fencing: %s", v.Text)
+		}
 	}
 }
 

@@ -17,7 +17,7 @@ const ReaperInterval = 100 * time.Millisecond
 var InsertDeleteReaperApproach = impls.Approach{
 	Name:     "mysql-insert-delete-reaper",
 	Backend:  impls.MySQL,
-	Caps:     impls.Capabilities{TTL: true, Fencing: true},
+	Caps:     impls.Capabilities{TTL: true},
 	Weak:     impls.Weaknesses{ReapsLiveHolder: true},
 	Safe:     true,
 	Survives: "client crashes (the monitor frees the row after its TTL), a MariaDB restart",

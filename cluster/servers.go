@@ -185,7 +185,10 @@ func (c *Cluster) startEnsemble(ctx context.Context, size, portsPerNode int, bui
 			return nodes, nil
 		}
 		lastErr = err
-		if !strings.Contains(strings.ToLower(err.Error()), "in use") {
+		// A member that died while starting most often lost a race for
+		// one of its ports; fresh ports usually cure it.
+		msg := strings.ToLower(err.Error())
+		if !strings.Contains(msg, "in use") && !strings.Contains(msg, "exited during start-up") {
 			break
 		}
 	}
@@ -270,9 +273,13 @@ func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error)
 			proc: &process{
 				name: name, dir: dir, logPath: filepath.Join(dir, "zookeeper.log"), spawn: c.spawn,
 				argv: []string{"java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",
-					"-Dzookeeper.log.dir=" + dir, "-Dzookeeper.root.logger=INFO,CONSOLE",
-					"-cp", "/etc/zookeeper/conf:/usr/share/java/*",
-					"org.apache.zookeeper.server.quorum.QuorumPeerMain", "zoo.cfg"},
+					// Debian's zookeeper.jar names its dependencies in its
+					// manifest, all but a logging binding: without log4j here
+					// SLF4J falls back to no-op and a failing server says
+					// nothing at all.
+					"-Dzookeeper.log.dir=" + dir, "-Dzookeeper.root.logger=WARN,CONSOLE",
+					"-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar",
+					"org.apache.zookeeper.server.quorum.QuorumPeerMain", "./zoo.cfg"},
 			},
 			health: func(ctx context.Context) error {
 				out, err := zkFourLetter(ctx, a, "srvr")

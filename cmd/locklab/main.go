@@ -96,6 +96,10 @@ func exitCode(stderr io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "locklab: interrupted; what ran so far is kept, marked incomplete")
+		return exitInterrupted
+	}
 	fmt.Fprintf(stderr, "locklab: %v\n", err)
 	switch {
 	case errors.Is(err, runner.ErrUsage):

@@ -72,7 +72,20 @@ var mutexModel = porcupine.Model{
 // any time after their invocation, so they return at infinity.
 type Linear struct {
 	pending map[procKey]pendingOp
-	ops     map[string][]porcupine.Operation
+	ops     map[string][]rawOp
+}
+
+// rawOp is an operation as recorded: no pointers, so a long run costs the
+// garbage collector nothing and growing the slice is a plain copy. It
+// becomes a porcupine.Operation only when its key is checked.
+type rawOp struct {
+	proc      int
+	acquire   bool
+	call, ret int64
+}
+
+func (r rawOp) operation() porcupine.Operation {
+	return porcupine.Operation{ClientId: r.proc, Input: lockOp{Acquire: r.acquire, Proc: r.proc}, Call: r.call, Return: r.ret}
 }
 
 type pendingOp struct {
@@ -82,7 +95,7 @@ type pendingOp struct {
 
 // NewLinear returns an empty collector.
 func NewLinear() *Linear {
-	return &Linear{pending: map[procKey]pendingOp{}, ops: map[string][]porcupine.Operation{}}
+	return &Linear{pending: map[procKey]pendingOp{}, ops: map[string][]rawOp{}}
 }
 
 // Add feeds one event, in history order.
@@ -114,7 +127,7 @@ func (l *Linear) Add(ev history.Event) {
 }
 
 func (l *Linear) add(key string, proc int, p pendingOp, ret int64) {
-	l.ops[key] = append(l.ops[key], porcupine.Operation{ClientId: proc, Input: p.op, Call: p.call, Return: ret})
+	l.ops[key] = append(l.ops[key], rawOp{proc: proc, acquire: p.op.Acquire, call: p.call, ret: ret})
 }
 
 // KeyResult is the linearizability verdict for one key.
@@ -130,15 +143,23 @@ type KeyResult struct {
 // that is not linearizable and htmlDir != "", porcupine's visualization is
 // written there.
 func (l *Linear) Check(ctx context.Context, timeLimit time.Duration, htmlDir string) ([]KeyResult, error) {
-	ops := make(map[string][]porcupine.Operation, len(l.ops))
+	raw := make(map[string][]rawOp, len(l.ops))
 	for k, v := range l.ops {
-		ops[k] = append([]porcupine.Operation(nil), v...)
+		raw[k] = v
 	}
 	for pk, p := range l.pending { // never completed: indeterminate
-		ops[pk.key] = append(ops[pk.key], porcupine.Operation{ClientId: pk.proc, Input: p.op, Call: p.call, Return: math.MaxInt64})
+		raw[pk.key] = append(raw[pk.key], rawOp{proc: pk.proc, acquire: p.op.Acquire, call: p.call, ret: math.MaxInt64})
 	}
-	keys := make([]string, 0, len(ops))
-	for k := range ops {
+	// Converted one key at a time, by the worker that checks it.
+	ops := func(key string) []porcupine.Operation {
+		out := make([]porcupine.Operation, len(raw[key]))
+		for i, r := range raw[key] {
+			out[i] = r.operation()
+		}
+		return out
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -151,8 +172,8 @@ func (l *Linear) Check(ctx context.Context, timeLimit time.Duration, htmlDir str
 			defer wg.Done()
 			for i := range work {
 				start := time.Now()
-				res, _, _ := checkSplit(ops[keys[i]], timeLimit)
-				results[i] = KeyResult{Key: keys[i], Ops: len(ops[keys[i]]), Result: res, Took: time.Since(start)}
+				res, _, _ := checkSplit(ops(keys[i]), timeLimit)
+				results[i] = KeyResult{Key: keys[i], Ops: len(raw[keys[i]]), Result: res, Took: time.Since(start)}
 			}
 		}()
 	}
@@ -174,7 +195,7 @@ func (l *Linear) Check(ctx context.Context, timeLimit time.Duration, htmlDir str
 		if results[i].Result != porcupine.Illegal {
 			continue
 		}
-		_, seg, init := checkSplit(ops[results[i].Key], timeLimit)
+		_, seg, init := checkSplit(ops(results[i].Key), timeLimit)
 		model := mutexModelFrom(init)
 		_, info := porcupine.CheckOperationsVerbose(model, seg, timeLimit)
 		if err := os.MkdirAll(htmlDir, 0o755); err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"time"
 )
 
@@ -84,4 +86,11 @@ func NewToken() string {
 	var b [16]byte
 	_, _ = crand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// DialFailed reports an error from failing to connect: the request was
+// never sent, so nothing changed on the server.
+func DialFailed(err error) bool {
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
 }

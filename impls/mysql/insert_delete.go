@@ -2,9 +2,7 @@ package mysql
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -64,29 +62,23 @@ func (l *InsertDelete) Acquire(ctx context.Context, key string, opt impls.Acquir
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	owner := newOwner()
+	owner := impls.NewToken()
 	ttl := opt.TTL
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	var id int64
 	var sent time.Time
 	err := impls.Poll(ctx, key, opt, func(ctx context.Context) (bool, error) {
-		var res sql.Result
 		var err error
 		sent = l.clock.Now()
 		if l.ttl {
-			res, err = l.db.ExecContext(ctx, "INSERT INTO "+l.table+" (lock_key, owner, expires_at) VALUES (?, ?, NOW(6) + INTERVAL ? MICROSECOND)",
+			_, err = l.db.ExecContext(ctx, "INSERT INTO "+l.table+" (lock_key, owner, expires_at) VALUES (?, ?, NOW(6) + INTERVAL ? MICROSECOND)",
 				key, owner, ttl.Microseconds())
 		} else {
-			res, err = l.db.ExecContext(ctx, "INSERT INTO "+l.table+" (lock_key, owner) VALUES (?, ?)", key, owner)
+			_, err = l.db.ExecContext(ctx, "INSERT INTO "+l.table+" (lock_key, owner) VALUES (?, ?)", key, owner)
 		}
 		switch {
 		case err == nil:
-			id, err = res.LastInsertId()
-			if err != nil {
-				return false, classify(ctx, "INSERT", err)
-			}
 			return true, nil
 		case isContention(err):
 			return false, nil
@@ -97,7 +89,7 @@ func (l *InsertDelete) Acquire(ctx context.Context, key string, opt impls.Acquir
 	if err != nil {
 		return nil, err
 	}
-	lease := &insertDeleteLease{l: l, key: key, owner: owner, token: uint64(id)}
+	lease := &insertDeleteLease{l: l, key: key, owner: owner}
 	if l.ttl {
 		lease.validUntil = sent.Add(ttl)
 	}
@@ -112,16 +104,9 @@ func (l *InsertDelete) Close() error {
 	return l.db.Close()
 }
 
-func newOwner() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 type insertDeleteLease struct {
 	l          *InsertDelete
 	key, owner string
-	token      uint64
 	validUntil time.Time
 }
 

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 	"unicode/utf8"
 
@@ -130,11 +129,10 @@ func isContention(err error) bool {
 // connection after the statement went out is indeterminate.
 func classify(ctx context.Context, op string, err error) error {
 	var me *driver.MySQLError
-	var opErr *net.OpError
 	switch {
 	case errors.As(err, &me):
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
-	case errors.As(err, &opErr) && opErr.Op == "dial":
+	case impls.DialFailed(err):
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
 	case impls.Expired(ctx) != nil:
 		// The deadline struck mid-command; the driver may report it as a

@@ -46,7 +46,7 @@ func (l *Optimistic) Acquire(ctx context.Context, key string, opt impls.AcquireO
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	owner := newOwner()
+	owner := impls.NewToken()
 	var version uint64
 	err := impls.Poll(ctx, key, opt, func(ctx context.Context) (bool, error) {
 		var held bool

@@ -53,7 +53,7 @@ var ShardedApproach = impls.Approach{
 			db.Close()
 			return nil, fmt.Errorf("mysql-sharded: central rows: %w", err)
 		}
-		return &Sharded{db: db, clock: env.Clock, requestID: newOwner()}, nil
+		return &Sharded{db: db, clock: env.Clock, requestID: impls.NewToken()}, nil
 	},
 }
 

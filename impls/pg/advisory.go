@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -156,18 +155,13 @@ func (l *Advisory) attempt(ctx context.Context, key string, try bool) (impls.Lea
 	case l.conn == nil:
 		// The connection died mid-statement: the server ends the session,
 		// so even a lock granted at the last moment is not ours.
-		if isDial(err) {
+		if impls.DialFailed(err) {
 			return nil, fmt.Errorf("pg-advisory: %w: %w", impls.ErrUnavailable, err)
 		}
 		return nil, fmt.Errorf("pg-advisory %s: %w: session lost: %w", key, impls.ErrNotAcquired, err)
 	default:
 		return nil, fmt.Errorf("pg-advisory %s: %w: %w", key, impls.ErrUnavailable, err)
 	}
-}
-
-func isDial(err error) bool {
-	var opErr *net.OpError
-	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
 // Close drops the connection, as a crash would: the server frees the locks.

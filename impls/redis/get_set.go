@@ -24,7 +24,7 @@ var GetSetApproach = impls.Approach{
 	Summary:  "GET, then SET PX if the key was empty (check-then-set)",
 	Fails:    "two clients read 'free' between each other's GET and SET: double grant with no fault at all",
 	New: newSingle("redis-get-set", func(c *goredis.Client, clk clock.Clock) *single {
-		return &single{client: c, clock: clk, try: getThenSet, newRel: ownerDel, hasTTL: true}
+		return &single{client: c, clock: clk, try: getThenSet, release: delIfOwner, hasTTL: true}
 	}),
 }
 
@@ -41,7 +41,3 @@ func getThenSet(ctx context.Context, s *single, key, token string, ttl time.Dura
 	}
 	return true, nil
 }
-
-func ownerDel(c *goredis.Client) func(context.Context, *lease) error { return delIfOwner(c) }
-
-func dropAny(c *goredis.Client) func(context.Context, *lease) error { return plainDel(c) }

@@ -3,11 +3,8 @@ package redis
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -72,9 +69,8 @@ func newClientNoPing(addr string) *goredis.Client {
 // not even connect changed nothing (unavailable); anything else after the
 // request may have been written (timeouts, resets) is indeterminate.
 func classify(ctx context.Context, op string, err error) error {
-	var opErr *net.OpError
 	switch {
-	case errors.As(err, &opErr) && opErr.Op == "dial":
+	case impls.DialFailed(err):
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
 	case isRedisError(err):
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
@@ -94,13 +90,6 @@ func isRedisError(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, goredis.Nil)
 }
 
-// newToken returns a random owner token, unique per acquire.
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 func ttlOf(opt impls.AcquireOptions) time.Duration {
 	if opt.TTL <= 0 {
 		return DefaultTTL
@@ -112,14 +101,12 @@ func ttlOf(opt impls.AcquireOptions) time.Duration {
 type lease struct {
 	key, token string
 	validUntil time.Time
-	fence      uint64
-	fenced     bool
 	release    func(ctx context.Context, l *lease) error
 	extend     func(ctx context.Context, l *lease, ttl time.Duration) error
 }
 
 func (l *lease) Key() string                       { return l.key }
-func (l *lease) Token() (uint64, bool)             { return l.fence, l.fenced }
+func (l *lease) Token() (uint64, bool)             { return 0, false }
 func (l *lease) ValidUntil() time.Time             { return l.validUntil }
 func (l *lease) Lost() <-chan struct{}             { return nil }
 func (l *lease) Release(ctx context.Context) error { return l.release(ctx, l) }
@@ -131,42 +118,38 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 }
 
 // delIfOwner is the atomic compare-and-delete release (Lua).
-func delIfOwner(c goredis.Scripter) func(context.Context, *lease) error {
-	return func(ctx context.Context, l *lease) error {
-		n, err := compareAndDelete.Run(ctx, c, []string{l.key}, l.token).Int()
-		if err != nil {
-			return classify(ctx, "release", err)
-		}
-		if n == 0 {
-			return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
-		}
-		return nil
+func delIfOwner(ctx context.Context, s *single, l *lease) error {
+	n, err := compareAndDelete.Run(ctx, s.client, []string{l.key}, l.token).Int()
+	if err != nil {
+		return classify(ctx, "release", err)
 	}
+	if n == 0 {
+		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+	}
+	return nil
 }
 
 // plainDel releases by DEL, whoever holds the key now.
-func plainDel(c goredis.Cmdable) func(context.Context, *lease) error {
-	return func(ctx context.Context, l *lease) error {
-		n, err := c.Del(ctx, l.key).Result()
-		if err != nil {
-			return classify(ctx, "DEL", err)
-		}
-		if n == 0 {
-			return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
-		}
-		return nil
+func plainDel(ctx context.Context, s *single, l *lease) error {
+	n, err := s.client.Del(ctx, l.key).Result()
+	if err != nil {
+		return classify(ctx, "DEL", err)
 	}
+	if n == 0 {
+		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+	}
+	return nil
 }
 
 // single is the common shape of the one-node approaches: one client, one
-// acquire attempt function, one way to release.
+// acquire attempt, one way to release and optionally one to extend.
 type single struct {
-	client *goredis.Client
-	clock  clock.Clock
-	try    func(ctx context.Context, s *single, key, token string, ttl time.Duration) (bool, error)
-	newRel func(*goredis.Client) func(context.Context, *lease) error
-	newExt func(*goredis.Client, clock.Clock) func(context.Context, *lease, time.Duration) error
-	hasTTL bool
+	client  *goredis.Client
+	clock   clock.Clock
+	try     func(ctx context.Context, s *single, key, token string, ttl time.Duration) (bool, error)
+	release func(ctx context.Context, s *single, l *lease) error
+	extend  func(ctx context.Context, s *single, l *lease, ttl time.Duration) error // nil: no renewal
+	hasTTL  bool
 }
 
 func (s *single) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
@@ -174,7 +157,7 @@ func (s *single) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 		return nil, err
 	}
 	ttl := ttlOf(opt)
-	token := newToken()
+	token := impls.NewToken()
 	var sent time.Time
 	err := impls.Poll(ctx, key, opt, func(ctx context.Context) (bool, error) {
 		// Validity counts from before the request: the server's TTL starts
@@ -186,12 +169,12 @@ func (s *single) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 	if err != nil {
 		return nil, err
 	}
-	l := &lease{key: key, token: token, release: s.newRel(s.client)}
+	l := &lease{key: key, token: token, release: func(ctx context.Context, l *lease) error { return s.release(ctx, s, l) }}
 	if s.hasTTL {
 		l.validUntil = sent.Add(ttl)
 	}
-	if s.newExt != nil {
-		l.extend = s.newExt(s.client, s.clock)
+	if s.extend != nil {
+		l.extend = func(ctx context.Context, l *lease, ttl time.Duration) error { return s.extend(ctx, s, l, ttl) }
 	}
 	return l, nil
 }

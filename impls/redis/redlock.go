@@ -150,7 +150,7 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opt impls.AcquireOpti
 		return nil, err
 	}
 	ttl := ttlOf(opt)
-	token := newToken()
+	token := impls.NewToken()
 	// maybeSet marks nodes that may hold our token: they said yes, or their
 	// answer was lost, and no later unlock confirmed otherwise.
 	maybeSet := make([]bool, len(r.nodes))

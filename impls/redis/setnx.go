@@ -22,7 +22,7 @@ var SetNXApproach = impls.Approach{
 	Summary:  "SETNX key token (no TTL); DEL releases",
 	Fails:    "a holder that crashes never releases: the key is locked until someone deletes it by hand",
 	New: newSingle("redis-setnx", func(c *goredis.Client, clk clock.Clock) *single {
-		return &single{client: c, clock: clk, try: setNX, newRel: dropAny}
+		return &single{client: c, clock: clk, try: setNX, release: plainDel}
 	}),
 }
 

@@ -20,6 +20,6 @@ var SetNXPXDelApproach = impls.Approach{
 	Summary:  "SET NX PX; plain DEL releases",
 	Fails:    "a holder that outlived its TTL DELetes the next holder's lock: a third client gets in",
 	New: newSingle("redis-setnx-px-del", func(c *goredis.Client, clk clock.Clock) *single {
-		return &single{client: c, clock: clk, try: setNXPX, newRel: dropAny, hasTTL: true}
+		return &single{client: c, clock: clk, try: setNXPX, release: plainDel, hasTTL: true}
 	}),
 }

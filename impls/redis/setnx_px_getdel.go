@@ -24,25 +24,23 @@ var SetNXPXGetDelApproach = impls.Approach{
 	Summary:  "SET NX PX; release = GET, compare token, DEL (two commands)",
 	Fails:    "the lease expires between GET and DEL, another client acquires, and the DEL removes its lock",
 	New: newSingle("redis-setnx-px-getdel", func(c *goredis.Client, clk clock.Clock) *single {
-		return &single{client: c, clock: clk, try: setNXPX, newRel: getCompareDel, hasTTL: true}
+		return &single{client: c, clock: clk, try: setNXPX, release: getCompareDel, hasTTL: true}
 	}),
 }
 
-func getCompareDel(c *goredis.Client) func(context.Context, *lease) error {
-	return func(ctx context.Context, l *lease) error {
-		v, err := c.Get(ctx, l.key).Result()
-		switch {
-		case errors.Is(err, goredis.Nil):
-			return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
-		case err != nil:
-			return classify(ctx, "GET", err)
-		case v != l.token:
-			return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
-		}
-		// The window: the key may have expired and been taken since the GET.
-		if err := c.Del(ctx, l.key).Err(); err != nil {
-			return classify(ctx, "DEL", err)
-		}
-		return nil
+func getCompareDel(ctx context.Context, s *single, l *lease) error {
+	v, err := s.client.Get(ctx, l.key).Result()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+	case err != nil:
+		return classify(ctx, "GET", err)
+	case v != l.token:
+		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
 	}
+	// The window: the key may have expired and been taken since the GET.
+	if err := s.client.Del(ctx, l.key).Err(); err != nil {
+		return classify(ctx, "DEL", err)
+	}
+	return nil
 }

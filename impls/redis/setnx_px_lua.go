@@ -25,8 +25,7 @@ var SetNXPXLuaApproach = impls.Approach{
 	Summary:  "SET NX PX with a random token; Lua compare-and-delete release",
 	Fails:    "a holder paused past its TTL keeps writing while another holds the lock (no fencing)",
 	New: newSingle("redis-setnx-px-lua", func(c *goredis.Client, clk clock.Clock) *single {
-		return &single{client: c, clock: clk, try: setNXPX, newRel: ownerDel,
-			newExt: pexpireIfOwner, hasTTL: true}
+		return &single{client: c, clock: clk, try: setNXPX, release: delIfOwner, extend: pexpireIfOwner, hasTTL: true}
 	}),
 }
 
@@ -53,17 +52,15 @@ func setNXPX(ctx context.Context, s *single, key, token string, ttl time.Duratio
 }
 
 // pexpireIfOwner extends the lease only while the key still holds our token.
-func pexpireIfOwner(c *goredis.Client, clk clock.Clock) func(context.Context, *lease, time.Duration) error {
-	return func(ctx context.Context, l *lease, ttl time.Duration) error {
-		sent := clk.Now()
-		n, err := compareAndPExpire.Run(ctx, c, []string{l.key}, l.token, ttl.Milliseconds()).Int()
-		if err != nil {
-			return classify(ctx, "extend", err)
-		}
-		if n == 0 {
-			return fmt.Errorf("extend %s: %w", l.key, impls.ErrNotHeld)
-		}
-		l.validUntil = sent.Add(ttl)
-		return nil
+func pexpireIfOwner(ctx context.Context, s *single, l *lease, ttl time.Duration) error {
+	sent := s.clock.Now()
+	n, err := compareAndPExpire.Run(ctx, s.client, []string{l.key}, l.token, ttl.Milliseconds()).Int()
+	if err != nil {
+		return classify(ctx, "extend", err)
 	}
+	if n == 0 {
+		return fmt.Errorf("extend %s: %w", l.key, impls.ErrNotHeld)
+	}
+	l.validUntil = sent.Add(ttl)
+	return nil
 }

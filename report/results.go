@@ -3,6 +3,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -137,13 +138,9 @@ func WriteJSON(path string, v any) error {
 // HdrHistogram's text format, values in microseconds (the format that
 // HdrHistogram's plotter reads).
 func WriteHgrm(path string, h *hdrhistogram.Histogram) error {
-	var buf bytesBuffer
+	var buf bytes.Buffer
 	if _, err := h.PercentilesPrint(&buf, 5, 1e3); err != nil {
 		return fmt.Errorf("hgrm %s: %w", path, err)
 	}
-	return WriteFileAtomic(path, buf.b)
+	return WriteFileAtomic(path, buf.Bytes())
 }
-
-type bytesBuffer struct{ b []byte }
-
-func (w *bytesBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }

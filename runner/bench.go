@@ -129,9 +129,11 @@ func (b *Bench) Validate(cfg BenchConfig) ([]impls.Approach, error) {
 			return nil, usageErr(fmt.Errorf("client count %d out of range 1..4096", c))
 		}
 	}
-	w := scenarios.MutexConfig{Clients: 1, Keys: cfg.Keys, Duration: cfg.Duration, TTL: cfg.TTL, Work: cfg.workload(),
-		Store: &scenarios.Store{}}
+	w := scenarios.MutexConfig{Clients: 1, Keys: cfg.Keys, Duration: cfg.Duration, TTL: cfg.TTL}
 	if err := w.Validate(); err != nil {
+		return nil, usageErr(err)
+	}
+	if err := scenarios.CheckWorkload(cfg.Workload); err != nil {
 		return nil, usageErr(err)
 	}
 	return as, nil

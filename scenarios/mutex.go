@@ -48,9 +48,6 @@ type MutexConfig struct {
 	Store *Store // the protected resource, for counter and tasks
 }
 
-// Workloads names the critical sections RunMutex knows.
-var Workloads = []string{"mutex", "counter", "tasks"}
-
 // Validate reports the first unusable setting.
 func (c MutexConfig) Validate() error {
 	switch {
@@ -63,16 +60,23 @@ func (c MutexConfig) Validate() error {
 	case c.TTL < 0:
 		return fmt.Errorf("ttl must not be negative, got %v", c.TTL)
 	}
-	switch c.Work {
-	case "", "mutex":
-	case "counter", "tasks":
-		if c.Store == nil {
-			return fmt.Errorf("workload %q needs a store", c.Work)
-		}
-	default:
-		return fmt.Errorf("unknown workload %q (known: mutex, counter, tasks)", c.Work)
+	if err := CheckWorkload(c.Work); err != nil {
+		return err
+	}
+	if (c.Work == "counter" || c.Work == "tasks") && c.Store == nil {
+		return fmt.Errorf("workload %q needs a store", c.Work)
 	}
 	return nil
+}
+
+// CheckWorkload reports whether RunMutex knows the critical section name
+// ("" is mutex).
+func CheckWorkload(name string) error {
+	switch name {
+	case "", "mutex", "counter", "tasks":
+		return nil
+	}
+	return fmt.Errorf("unknown workload %q (known: mutex, counter, tasks)", name)
 }
 
 // Latency histograms cover 1 µs to 5 min at 3 significant digits.

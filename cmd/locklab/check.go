@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +27,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeLimit := fs.Duration("time-limit", 10*time.Second, "linearizability time limit per key")
 	asJSON := fs.Bool("json", false, "print the verdict as JSON")
 	linear := fs.Bool("linear", true, "check linearizability too (keeps every operation in memory)")
-	if code := parseFlags(fs, reorderFlags(args), stdout, stderr); code >= 0 {
+	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
 		return code
 	}
 	if fs.NArg() != 1 {
@@ -174,13 +175,14 @@ func printVerdict(w io.Writer, path string, v checker.Verdict) {
 
 // reorderFlags moves flags after the file name to the front, so that
 // "locklab check FILE --html DIR" works as well as the other order.
-func reorderFlags(args []string) []string {
+// The flag set says which flags take a value.
+func reorderFlags(fs *flag.FlagSet, args []string) []string {
 	var flags, rest []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
 			flags = append(flags, a)
-			if !strings.Contains(a, "=") && i+1 < len(args) && !isBoolFlag(a) {
+			if !strings.Contains(a, "=") && i+1 < len(args) && takesValue(fs, a) {
 				flags = append(flags, args[i+1])
 				i++
 			}
@@ -191,7 +193,13 @@ func reorderFlags(args []string) []string {
 	return append(flags, rest...)
 }
 
-func isBoolFlag(a string) bool {
-	a = strings.TrimLeft(a, "-")
-	return a == "json" || a == "h" || a == "help" || a == "linear"
+// takesValue reports whether flag a is followed by its value: not for
+// boolean flags, nor for ones the set does not know (-h, typos).
+func takesValue(fs *flag.FlagSet, a string) bool {
+	f := fs.Lookup(strings.TrimLeft(a, "-"))
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
 }

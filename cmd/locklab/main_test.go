@@ -249,6 +249,7 @@ func TestBadInputExitCodes(t *testing.T) {
 		{"unknown backend", []string{"bench", "--backends", "nope"}, exitUsage, `unknown backend "nope" (known: `},
 		{"bad clients", []string{"bench", "--clients", "0"}, exitUsage, "not a positive integer"},
 		{"bad hold", []string{"bench", "--hold", "gauss:1ms"}, exitUsage, "unknown kind"},
+		{"bad workload", []string{"bench", "--workload", "nope"}, exitUsage, `unknown workload "nope"`},
 		{"bad duration", []string{"bench", "--duration", "soon"}, exitUsage, "invalid value"},
 		{"external without config", []string{"bench", "--cluster", "external"}, exitUsage, "needs --config"},
 		{"malformed config", []string{"bench", "--cluster", "external", "--config", badYAML,

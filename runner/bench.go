@@ -230,7 +230,11 @@ func (b *Bench) Run(ctx context.Context, cfg BenchConfig) (*Outcome, error) {
 		runErr = infraErr(fmt.Errorf("history: %w", err))
 	}
 	res.Verdict.Safe = res.Verdict.Violations == 0 && res.Verdict.NonLinearizable == 0
-	res.Artifacts = append([]string{"results.json", "history.jsonl", "summary.md"}, writeArtifacts(dir, cfg, res.Runs, hists, b.logf)...)
+	res.Artifacts = []string{"results.json", "summary.md"}
+	if !cfg.NoHistory {
+		res.Artifacts = append(res.Artifacts, "history.jsonl")
+	}
+	res.Artifacts = append(res.Artifacts, writeArtifacts(dir, cfg, res.Runs, hists, b.logf)...)
 	for _, r := range res.Runs {
 		res.Artifacts = append(res.Artifacts, r.Artifacts...)
 	}

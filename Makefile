@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/locklab
 # Bench settings; override on the command line: make bench CLIENTS=1,8
-BACKENDS ?= redis-setnx-px-lua,mysql-insert-delete
+APPROACHES ?= redis-setnx-px-lua,mysql-insert-delete
 CLIENTS ?= 1,8,32
 DURATION ?= 5s
 
@@ -12,7 +12,7 @@ help:
 	@echo "make deps      install servers and Go (Debian 12)"
 	@echo "make build     build $(BIN)"
 	@echo "make test      gofmt, go vet, and every test against real servers"
-	@echo "make bench     locklab bench on the embedded servers (BACKENDS, CLIENTS, DURATION)"
+	@echo "make bench     locklab bench on the embedded servers (APPROACHES, CLIENTS, DURATION)"
 	@echo "make gobench   Go benchmarks (history, checker)"
 
 deps:
@@ -29,7 +29,7 @@ test: vet
 	$(GO) test -count=1 -timeout 20m ./...
 
 bench: build
-	./$(BIN) bench --backends $(BACKENDS) --clients $(CLIENTS) --duration $(DURATION)
+	./$(BIN) bench --approaches $(APPROACHES) --clients $(CLIENTS) --duration $(DURATION)
 
 gobench:
 	$(GO) test -run '^$$' -bench . -benchmem ./history/ ./checker/

@@ -68,7 +68,17 @@ func TestVerdictClasses(t *testing.T) {
 			ev(1, inv, A, "k", 0), withValidUntil(ev(1, ok, A, "k", 10), 50),
 			ev(2, inv, A, "k", 60), ev(2, ok, A, "k", 70),
 			ev(1, inv, R, "k", 100), ev(1, fail, R, "k", 101), ev(2, inv, R, "k", 120), ev(2, ok, R, "k", 121),
+		}, "double grant: " + OutlivedLease + "," + Revoked, "no"}, // its release answered "not held": taken away
+		{"double grant, holder outlived its lease and never told", []history.Event{
+			ev(1, inv, A, "k", 0), withValidUntil(ev(1, ok, A, "k", 10), 50),
+			ev(2, inv, A, "k", 60), ev(2, ok, A, "k", 70),
+			ev(1, inv, R, "k", 100), ev(1, ok, R, "k", 101), ev(2, inv, R, "k", 120), ev(2, ok, R, "k", 121),
 		}, "double grant: " + OutlivedLease, "no"},
+		{"belief recorded as it let go decides the class", []history.Event{
+			ev(1, inv, A, "k", 0), withValidUntil(ev(1, ok, A, "k", 10), 50),
+			ev(2, inv, A, "k", 60), ev(2, ok, A, "k", 70),
+			withValidUntil(ev(1, inv, R, "k", 100), 150), ev(1, ok, R, "k", 101), ev(2, inv, R, "k", 120), ev(2, ok, R, "k", 121),
+		}, "double grant: " + BothValid, "no"}, // its slow clock made it believe in its lease past 70
 		{"indeterminate acquire may take effect later: linearizable", []history.Event{
 			ev(1, inv, A, "k", 0), ev(1, info, A, "k", 10),
 			ev(2, inv, A, "k", 5), ev(2, fail, A, "k", 12),
@@ -80,7 +90,19 @@ func TestVerdictClasses(t *testing.T) {
 		{"release by a non-holder that succeeded: not linearizable", []history.Event{
 			ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10),
 			ev(2, inv, R, "k", 20), ev(2, ok, R, "k", 25),
-		}, "", "no"},
+		}, PhantomRelease, "no"},
+		{"indeterminate acquire then its own release: it took effect", []history.Event{
+			ev(1, inv, A, "k", 0), ev(1, info, A, "k", 10),
+			ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 25),
+		}, "", "yes"},
+		{"indeterminate release frees the lock at its invocation", []history.Event{
+			ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10), ev(1, inv, R, "k", 20), ev(1, info, R, "k", 30),
+			ev(2, inv, A, "k", 15), ev(2, ok, A, "k", 22), ev(2, inv, R, "k", 40), ev(2, ok, R, "k", 45),
+		}, "", "yes"},
+		{"two indeterminate acquires and a holder: linearizable (neither took effect)", []history.Event{
+			ev(1, inv, A, "k", 0), ev(1, info, A, "k", 10), ev(3, inv, A, "k", 1), ev(3, info, A, "k", 11),
+			ev(2, inv, A, "k", 20), ev(2, ok, A, "k", 30),
+		}, "", "yes"},
 		{"fencing token went backwards", []history.Event{
 			ev(1, inv, A, "k", 0), withToken(ev(1, ok, A, "k", 10), 7), ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 21),
 			ev(2, inv, A, "k", 30), withToken(ev(2, ok, A, "k", 40), 5), ev(2, inv, R, "k", 50), ev(2, ok, R, "k", 51),

@@ -73,6 +73,7 @@ var mutexModel = porcupine.Model{
 type Linear struct {
 	pending map[procKey]pendingOp
 	ops     map[string][]rawOp
+	holding map[procKey]bool // who holds what, for crashes
 }
 
 // rawOp is an operation as recorded: no pointers, so a long run costs the
@@ -95,15 +96,34 @@ type pendingOp struct {
 
 // NewLinear returns an empty collector.
 func NewLinear() *Linear {
-	return &Linear{pending: map[procKey]pendingOp{}, ops: map[string][]rawOp{}}
+	return &Linear{pending: map[procKey]pendingOp{}, ops: map[string][]rawOp{}, holding: map[procKey]bool{}}
 }
 
 // Add feeds one event, in history order.
 func (l *Linear) Add(ev history.Event) {
+	if ev.F == history.Crash {
+		// A crashed holder's lock is freed by the server at some time
+		// after the crash (a TTL, a session timeout, a dropped
+		// connection), or never: as a release invoked at the crash whose
+		// outcome is unknown.
+		for pk := range l.holding {
+			if pk.proc == ev.Proc {
+				delete(l.holding, pk)
+				l.add(pk.key, ev.Proc, pendingOp{op: lockOp{Proc: ev.Proc}, call: ev.T}, math.MaxInt64)
+			}
+		}
+		return
+	}
 	if ev.F != history.Acquire && ev.F != history.Release {
 		return
 	}
 	pk := procKey{ev.Proc, ev.Key}
+	switch {
+	case ev.F == history.Acquire && ev.Type == history.OK:
+		l.holding[pk] = true
+	case ev.F == history.Release && ev.Type == history.Invoke:
+		delete(l.holding, pk)
+	}
 	switch ev.Type {
 	case history.Invoke:
 		if p, ok := l.pending[pk]; ok { // a new call without completion: the old one is indeterminate
@@ -272,4 +292,81 @@ func fileSafe(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// visualizeOps bounds porcupine's drawing of a failing key: the operations
+// just before and after its first violation (porcupine's search grows
+// quickly with the operations in flight; a person reads a few hundred).
+const visualizeBefore, visualizeAfter = 300, 100
+
+// Visualize reports every key's verdict as the exact mutex check found it
+// (failing: each failing key with the time of its first violation) and,
+// with htmlDir, draws porcupine's visualization of the operations around
+// each failing key's first violation. porcupine judges infos as taking
+// effect, so it may find a drawn window legal: then no file is written.
+func (l *Linear) Visualize(ctx context.Context, failing map[string]int64, timeLimit time.Duration, htmlDir string) ([]KeyResult, error) {
+	keys := make([]string, 0, len(l.ops))
+	for k := range l.ops {
+		keys = append(keys, k)
+	}
+	for pk := range l.pending {
+		if _, ok := l.ops[pk.key]; !ok {
+			keys = append(keys, pk.key)
+		}
+	}
+	sort.Strings(keys)
+	var out []KeyResult
+	for _, k := range keys {
+		r := KeyResult{Key: k, Ops: len(l.ops[k]), Result: porcupine.Ok}
+		at, bad := failing[k]
+		if bad {
+			r.Result = porcupine.Illegal
+		}
+		if bad && htmlDir != "" && ctx.Err() == nil {
+			path, err := l.draw(k, at, timeLimit, htmlDir)
+			if err != nil {
+				return out, err
+			}
+			r.HTML = path
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (l *Linear) draw(key string, at int64, timeLimit time.Duration, htmlDir string) (string, error) {
+	raw := append([]rawOp(nil), l.ops[key]...)
+	sort.SliceStable(raw, func(i, j int) bool { return raw[i].call < raw[j].call })
+	i := sort.Search(len(raw), func(i int) bool { return raw[i].call > at })
+	lo, hi := max(0, i-visualizeBefore), min(len(raw), i+visualizeAfter)
+	ops := make([]porcupine.Operation, 0, hi-lo)
+	for _, r := range raw[lo:hi] {
+		ops = append(ops, r.operation())
+	}
+	// The window starts in whatever state the ops before it left: try the
+	// lock free and, failing that, held by each process seen.
+	inits := []int{free}
+	seen := map[int]bool{}
+	for _, o := range ops {
+		if !seen[o.ClientId] {
+			seen[o.ClientId] = true
+			inits = append(inits, o.ClientId)
+		}
+	}
+	for _, init := range inits[:min(len(inits), 4)] {
+		model := mutexModelFrom(init)
+		res, info := porcupine.CheckOperationsVerbose(model, ops, timeLimit)
+		if res != porcupine.Illegal {
+			continue
+		}
+		if err := os.MkdirAll(htmlDir, 0o755); err != nil {
+			return "", err
+		}
+		path := filepath.Join(htmlDir, "linearizability-"+fileSafe(key)+".html")
+		if err := porcupine.VisualizePath(model, info, path); err != nil {
+			return "", fmt.Errorf("visualize %s: %w", key, err)
+		}
+		return path, nil
+	}
+	return "", nil
 }

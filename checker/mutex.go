@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/locklab/locklab/history"
@@ -22,8 +23,15 @@ type Interval struct {
 	Start, End int64 // CLOCK_MONOTONIC ns; End == Open if never released
 	StartIndex int64 // index of the acquire ok event
 	EndIndex   int64 // index of the release invoke event, -1 if open
-	ValidUntil int64 // the holder's believed lease expiry (monotonic ns); 0 = none
+	// ValidUntil is the holder's latest belief about its lease expiry
+	// (monotonic ns): as recorded at the grant, updated by renewals and by
+	// the belief it recorded when it let go. 0 = none.
+	ValidUntil int64
 	Token      *uint64
+	// Learned is when the holder was told the lock was no longer its own
+	// (its release or extend answered "not held", or a Lost signal): the
+	// lock was taken away, not given back. 0 = never told.
+	Learned int64
 }
 
 // Kinds of double grant.
@@ -72,13 +80,35 @@ type procKey struct {
 type Mutex struct {
 	open      map[procKey]Interval
 	intervals map[string][]Interval
-	origin    int64
-	seen      bool
+	// closed is where each process's last closed interval on a key sits in
+	// intervals, for a release whose answer ("not held") comes after.
+	closed map[procKey]int
+	// infoAcquire: an acquire whose outcome is unknown; if the process
+	// later releases the key, the acquire took effect (Knossos: it may
+	// take effect at any time after its invocation, or never).
+	infoAcquire map[procKey]bool
+	// unheld: a release invoked by a process that holds nothing there.
+	unheld   map[procKey]int64 // -> the release's event index
+	phantoms []Phantom
+	origin   int64
+	seen     bool
+}
+
+// Phantom is a release that succeeded for a process that did not hold the
+// lock: no order of events allows it.
+type Phantom struct {
+	Key        string
+	Proc       int
+	T          int64
+	Index      int64 // of the release's ok
+	InvokeIdx  int64
+	LastHolder int // the process that held the key before, -1 if none
 }
 
 // NewMutex returns an empty checker.
 func NewMutex() *Mutex {
-	return &Mutex{open: map[procKey]Interval{}, intervals: map[string][]Interval{}}
+	return &Mutex{open: map[procKey]Interval{}, intervals: map[string][]Interval{}, closed: map[procKey]int{},
+		infoAcquire: map[procKey]bool{}, unheld: map[procKey]int64{}}
 }
 
 // Add feeds one event, in history order.
@@ -88,21 +118,108 @@ func (m *Mutex) Add(ev history.Event) {
 	}
 	pk := procKey{ev.Proc, ev.Key}
 	switch {
+	case ev.F == history.Crash:
+		// A crashed holder does nothing more: its tenure ends here, and
+		// the server may give the lock to someone else later.
+		for opk, iv := range m.open {
+			if opk.proc == ev.Proc {
+				delete(m.open, opk)
+				iv.End, iv.EndIndex = ev.T, ev.Index
+				m.closeInterval(opk, iv)
+			}
+		}
 	case ev.F == history.Acquire && ev.Type == history.OK:
+		delete(m.infoAcquire, pk)
 		if _, held := m.open[pk]; held {
 			return // re-entry by the holder: the tenure goes on
 		}
 		m.open[pk] = Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
 			ValidUntil: ev.ValidUntil, Token: ev.Token}
+	case ev.F == history.Acquire && ev.Type == history.Info:
+		m.infoAcquire[pk] = true
+	case ev.F == history.Extend && ev.Type == history.OK:
+		if iv, held := m.open[pk]; held && ev.ValidUntil != 0 {
+			iv.ValidUntil = ev.ValidUntil
+			m.open[pk] = iv
+		}
+	case (ev.F == history.Extend && ev.Type == history.Fail && strings.Contains(ev.Error, "not held")) || ev.F == history.Lost:
+		if iv, held := m.open[pk]; held && iv.Learned == 0 {
+			iv.Learned = ev.T
+			m.open[pk] = iv
+		}
+	case ev.F == history.Release && ev.Type == history.Fail:
+		// Told the lock was no longer its own: it was taken away.
+		delete(m.unheld, pk)
+		if i, ok := m.closed[pk]; ok && m.intervals[ev.Key][i].Learned == 0 {
+			m.intervals[ev.Key][i].Learned = ev.T
+		}
+	case ev.F == history.Release && ev.Type == history.OK:
+		if idx, ok := m.unheld[pk]; ok {
+			delete(m.unheld, pk)
+			m.phantoms = append(m.phantoms, Phantom{Key: ev.Key, Proc: ev.Proc, T: ev.T, Index: ev.Index, InvokeIdx: idx,
+				LastHolder: m.lastHolder(ev.Key, ev.Proc)})
+		}
 	case ev.F == history.Release && ev.Type == history.Invoke:
 		iv, held := m.open[pk]
 		if !held {
+			if m.infoAcquire[pk] {
+				// Its indeterminate acquire took effect after all; a
+				// tenure as short as the model allows, ending here.
+				delete(m.infoAcquire, pk)
+				return
+			}
+			m.unheld[pk] = ev.Index
 			return
+		}
+		if ev.ValidUntil != 0 {
+			iv.ValidUntil = ev.ValidUntil // its belief as it lets go
 		}
 		delete(m.open, pk)
 		iv.End, iv.EndIndex = ev.T, ev.Index
-		m.intervals[ev.Key] = append(m.intervals[ev.Key], iv)
+		m.closeInterval(pk, iv)
 	}
+}
+
+func (m *Mutex) closeInterval(pk procKey, iv Interval) {
+	m.closed[pk] = len(m.intervals[iv.Key])
+	m.intervals[iv.Key] = append(m.intervals[iv.Key], iv)
+}
+
+// lastHolder is the process whose tenure on key started last, other than
+// proc (-1 if none): who a phantom release took the lock from.
+func (m *Mutex) lastHolder(key string, proc int) int {
+	best, who := int64(math.MinInt64), -1
+	for _, iv := range m.intervals[key] {
+		if iv.Proc != proc && iv.Start > best {
+			best, who = iv.Start, iv.Proc
+		}
+	}
+	for _, iv := range m.open {
+		if iv.Key == key && iv.Proc != proc && iv.Start > best {
+			best, who = iv.Start, iv.Proc
+		}
+	}
+	return who
+}
+
+// Phantoms are the releases that succeeded without their process holding
+// the lock.
+func (m *Mutex) Phantoms() []Phantom { return append([]Phantom(nil), m.phantoms...) }
+
+// Keys lists the keys that had a holder.
+func (m *Mutex) Keys() []string {
+	seen := map[string]bool{}
+	for k := range m.intervals {
+		seen[k] = true
+	}
+	for pk := range m.open {
+		seen[pk.key] = true
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	return out
 }
 
 // Origin is the earliest event time seen, for relative times in reports.

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/spawn"
 )
 
 // ErrUnsupported: the node cannot do this (e.g. pausing an external server).
@@ -96,12 +97,15 @@ func (n *Node) Restart(ctx context.Context) error {
 type Cluster struct {
 	nodes    []*Node
 	mysqlDSN func(addr string) string
-	proxies  *toxiproxy.ApiServer
-	spawn    *spawner
-	dir      string // temp dir removed at Close; "" for external
-	closeMu  sync.Mutex
-	closed   bool
-	Versions map[impls.Backend]string
+	// postgresDSN points the user's PostgreSQL DSN at addr (external
+	// clusters); nil: locklab's own server.
+	postgresDSN func(addr string) string
+	proxies     *toxiproxy.ApiServer
+	spawn       *spawn.Spawner
+	dir         string // temp dir removed at Close; "" for external
+	closeMu     sync.Mutex
+	closed      bool
+	Versions    map[impls.Backend]string
 }
 
 func newCluster() *Cluster {
@@ -144,9 +148,20 @@ func (c *Cluster) endpoints(addr func(*Node) string) impls.Endpoints {
 		case impls.MySQL:
 			e.MySQL = c.mysqlDSN(addr(n))
 		case impls.Postgres:
-			e.Postgres = postgresDSN(addr(n))
+			if c.postgresDSN != nil {
+				e.Postgres = c.postgresDSN(addr(n))
+			} else {
+				e.Postgres = postgresDSN(addr(n))
+			}
 		case impls.Etcd:
 			e.Etcd = append(e.Etcd, addr(n))
+		case impls.RedisSentinel:
+			// Clients ask the Sentinels for the primary; the data nodes'
+			// addresses come from them (announced as proxies).
+			if n.Name != SentinelPrimary && n.Name != SentinelReplica {
+				e.RedisSentinels = append(e.RedisSentinels, addr(n))
+				e.RedisSentinelMaster = SentinelMaster
+			}
 		}
 	}
 	return e
@@ -170,6 +185,7 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.closeClientLinks()
 	var wg sync.WaitGroup
 	for _, n := range c.nodes {
 		if n.proxy != nil {
@@ -182,7 +198,7 @@ func (c *Cluster) Close() error {
 	}
 	wg.Wait()
 	if c.spawn != nil {
-		c.spawn.close()
+		c.spawn.Close()
 	}
 	if c.dir != "" {
 		if err := os.RemoveAll(c.dir); err != nil {

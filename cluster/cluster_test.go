@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -199,7 +200,7 @@ func TestExampleConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Redis) != 5 || len(cfg.ZooKeeper) != 3 || cfg.MySQL == "" {
+	if len(cfg.Redis) != 5 || len(cfg.ZooKeeper) != 3 || cfg.MySQL == "" || cfg.Postgres == "" || len(cfg.Etcd) != 3 {
 		t.Fatalf("example config: %+v", cfg)
 	}
 }
@@ -230,5 +231,39 @@ func TestLocalPostgresAndEtcd(t *testing.T) {
 	}
 	if err := n.Restart(ctx); err != nil {
 		t.Fatalf("postgres restart: %v", err)
+	}
+}
+
+// TestLongTempRoot: MariaDB and PostgreSQL start, and start again, under a
+// temp root whose paths are too long for a Unix socket (107 bytes); they
+// failed to start there while they put a socket in their directory.
+func TestLongTempRoot(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	root := base + "/" + strings.Repeat("x", 110)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// PostgreSQL runs as its own user when we are root: it must reach its
+	// directory, as it does under any TMPDIR a user would choose.
+	for d := root; len(d) >= len(filepath.Dir(base)); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := ForBackends(impls.MySQL, impls.Postgres)
+	cfg.TempRoot = root
+	c, err := StartLocal(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start under a %d-byte temp root: %v", len(root), err)
+	}
+	defer c.Close()
+	for _, n := range c.Nodes() {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Restart(ctx); err != nil {
+			t.Fatalf("%s: restart under a long temp root: %v", n.Name, err)
+		}
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -19,14 +22,45 @@ type ExternalConfig struct {
 	Redis     []string `yaml:"redis"`     // host:port of independent masters
 	MySQL     string   `yaml:"mysql"`     // go-sql-driver DSN, e.g. root:pw@tcp(127.0.0.1:3306)/locklab
 	ZooKeeper []string `yaml:"zookeeper"` // host:port of ensemble members
+	Postgres  string   `yaml:"postgres"`  // URL, e.g. postgres://postgres:pw@127.0.0.1:5432/locklab?sslmode=disable
+	Etcd      []string `yaml:"etcd"`      // host:port of cluster members' client URLs
 }
+
+// Has reports whether the config lists servers of kind b.
+func (c ExternalConfig) Has(b impls.Backend) bool {
+	switch b {
+	case impls.Redis:
+		return len(c.Redis) > 0
+	case impls.MySQL:
+		return c.MySQL != ""
+	case impls.ZooKeeper:
+		return len(c.ZooKeeper) > 0
+	case impls.Postgres:
+		return c.Postgres != ""
+	case impls.Etcd:
+		return len(c.Etcd) > 0
+	}
+	return false
+}
+
+// maxConfigSize bounds what LoadExternalConfig reads: a list of addresses
+// is small, and /dev/zero is not a config.
+const maxConfigSize = 1 << 20
 
 // LoadExternalConfig reads and validates a YAML file of server addresses.
 func LoadExternalConfig(path string) (ExternalConfig, error) {
 	var cfg ExternalConfig
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return cfg, fmt.Errorf("cluster config: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		return cfg, fmt.Errorf("cluster config %s: %w", path, err)
+	}
+	if len(b) > maxConfigSize {
+		return cfg, fmt.Errorf("cluster config %s: larger than %d bytes; not a list of addresses", path, maxConfigSize)
 	}
 	if err := ParseExternalConfig(b, &cfg); err != nil {
 		return cfg, fmt.Errorf("cluster config %s: %w", path, err)
@@ -42,8 +76,17 @@ func ParseExternalConfig(b []byte, cfg *ExternalConfig) error {
 	if err := dec.Decode(cfg); err != nil {
 		return fmt.Errorf("malformed YAML: %w", err)
 	}
-	for _, a := range append(append([]string{}, cfg.Redis...), cfg.ZooKeeper...) {
+	for _, a := range append(append(append([]string{}, cfg.Redis...), cfg.ZooKeeper...), cfg.Etcd...) {
 		if err := checkLoopback(a); err != nil {
+			return err
+		}
+	}
+	if cfg.Postgres != "" {
+		addr, err := postgresURLAddr(cfg.Postgres)
+		if err != nil {
+			return err
+		}
+		if err := checkLoopback(addr); err != nil {
 			return err
 		}
 	}
@@ -59,8 +102,8 @@ func ParseExternalConfig(b []byte, cfg *ExternalConfig) error {
 			return err
 		}
 	}
-	if len(cfg.Redis) == 0 && cfg.MySQL == "" && len(cfg.ZooKeeper) == 0 {
-		return fmt.Errorf("no servers listed (keys: redis, mysql, zookeeper)")
+	if len(cfg.Redis) == 0 && cfg.MySQL == "" && len(cfg.ZooKeeper) == 0 && cfg.Postgres == "" && len(cfg.Etcd) == 0 {
+		return fmt.Errorf("no servers listed (keys: redis, mysql, zookeeper, postgres, etcd)")
 	}
 	return nil
 }
@@ -68,9 +111,12 @@ func ParseExternalConfig(b []byte, cfg *ExternalConfig) error {
 // checkLoopback keeps the lab's traffic on this machine: locklab injects
 // faults and floods servers, which is no thing to do to a shared host.
 func checkLoopback(a string) error {
-	host, _, err := net.SplitHostPort(a)
+	host, port, err := net.SplitHostPort(a)
 	if err != nil {
 		return fmt.Errorf("address %q: %w", a, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("address %q: port %q is not a port (1-65535)", a, port)
 	}
 	if host == "localhost" {
 		return nil
@@ -135,5 +181,33 @@ func ConnectExternal(ctx context.Context, cfg ExternalConfig) (_ *Cluster, err e
 			return nil, err
 		}
 	}
+	if cfg.Postgres != "" {
+		addr, _ := postgresURLAddr(cfg.Postgres)
+		if err := add("postgres-0", impls.Postgres, addr); err != nil {
+			return nil, err
+		}
+		c.postgresDSN = func(proxyAddr string) string {
+			u, _ := url.Parse(cfg.Postgres)
+			u.Host = proxyAddr
+			return u.String()
+		}
+	}
+	for i, a := range cfg.Etcd {
+		if err := add(fmt.Sprintf("etcd-%d", i), impls.Etcd, a); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// postgresURLAddr is the host:port of a postgres:// URL.
+func postgresURLAddr(dsn string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return "", fmt.Errorf("postgres: want a URL like postgres://user:pw@127.0.0.1:5432/db, got %q", dsn)
+	}
+	if u.Port() == "" {
+		return u.Host + ":5432", nil
+	}
+	return u.Host, nil
 }

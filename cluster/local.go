@@ -15,18 +15,28 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/spawn"
 )
 
 // LocalConfig says which servers to start. A backend a run does not use is
 // not started.
 type LocalConfig struct {
-	RedisNodes     int           // independent redis-server masters (Redlock wants 5)
-	MySQL          bool          // one MariaDB server
-	ZooKeeperNodes int           // ensemble size (3 for a quorum that survives one loss)
-	Postgres       bool          // one PostgreSQL server
-	EtcdNodes      int           // etcd cluster size
-	StartTimeout   time.Duration // bound on waiting for all nodes to be healthy; default 60s
-	TempRoot       string        // where the temp dir goes; default os.TempDir()
+	RedisNodes     int  // independent redis-server masters (Redlock wants 5)
+	MySQL          bool // one MariaDB server
+	ZooKeeperNodes int  // ensemble size (3 for a quorum that survives one loss)
+	Postgres       bool // one PostgreSQL server
+	EtcdNodes      int  // etcd cluster size
+	// RedisSentinel: a Redis primary, one replica and three Sentinels.
+	RedisSentinel bool
+	// RedisPersistence is how every Redis node persists: "" or "none"
+	// (nothing: a restart loses every key), "aof-everysec", "aof-always",
+	// "rdb".
+	RedisPersistence string
+	// FakeTime starts the servers that can take it under libfaketime, so a
+	// server-clock fault can move their wall clock during the run.
+	FakeTime     bool
+	StartTimeout time.Duration // bound on waiting for all nodes to be healthy; default 60s
+	TempRoot     string        // where the temp dir goes; default os.TempDir()
 }
 
 // ForBackends returns the LocalConfig that serves the given backends.
@@ -44,6 +54,8 @@ func ForBackends(bs ...impls.Backend) LocalConfig {
 			c.Postgres = true
 		case impls.Etcd:
 			c.EtcdNodes = 3
+		case impls.RedisSentinel:
+			c.RedisSentinel = true
 		}
 	}
 	return c
@@ -106,7 +118,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 	}
 	c := newCluster()
 	c.dir = dir
-	c.spawn = newSpawner()
+	c.spawn = spawn.New()
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -122,19 +134,26 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 	for i := 0; i < cfg.RedisNodes; i++ {
 		i := i
 		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
-			n, err := c.startRedis(ctx, i)
+			n, err := c.startRedis(ctx, i, redisOptions{persistence: cfg.RedisPersistence, fakeTime: cfg.FakeTime})
 			return []*Node{n}, err
 		})
 	}
 	if cfg.MySQL {
 		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
 			n, err := c.startMariaDB(ctx)
+			if err == nil && cfg.FakeTime {
+				err = restartUnderFakeTime(ctx, []*Node{n})
+			}
 			return []*Node{n}, err
 		})
 	}
 	if cfg.ZooKeeperNodes > 0 {
 		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
-			return c.startZooKeeper(ctx, cfg.ZooKeeperNodes)
+			ns, err := c.startZooKeeper(ctx, cfg.ZooKeeperNodes)
+			if err == nil && cfg.FakeTime {
+				err = restartUnderFakeTime(ctx, ns)
+			}
+			return ns, err
 		})
 	}
 	if cfg.Postgres {
@@ -147,6 +166,12 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
 			return c.startEtcd(ctx, cfg.EtcdNodes)
 		})
+	}
+	if cfg.RedisSentinel {
+		if err := checkBinaries(impls.Redis); err != nil {
+			return nil, err
+		}
+		starters = append(starters, c.startRedisSentinel)
 	}
 	results := make([][]*Node, len(starters))
 	errs := make([]error, len(starters))

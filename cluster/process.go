@@ -5,59 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/locklab/locklab/spawn"
 )
-
-// spawner starts every server process from one goroutine locked to its OS
-// thread. Pdeathsig fires when the *thread* that forked the child dies, so
-// pinning the forks to a thread that lives exactly as long as the cluster
-// means the servers die with locklab, also when locklab crashes or is killed.
-type spawner struct {
-	reqs chan spawnReq
-	done chan struct{}
-}
-
-type spawnReq struct {
-	cmd   *exec.Cmd
-	reply chan error
-}
-
-func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan spawnReq), done: make(chan struct{})}
-	ready := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		// Never unlocked: when this goroutine returns the thread exits,
-		// and the kernel sends SIGKILL to every server it started.
-		close(ready)
-		for {
-			select {
-			case r := <-s.reqs:
-				r.reply <- r.cmd.Start()
-			case <-s.done:
-				return
-			}
-		}
-	}()
-	<-ready
-	return s
-}
-
-func (s *spawner) start(cmd *exec.Cmd) error {
-	r := spawnReq{cmd: cmd, reply: make(chan error, 1)}
-	select {
-	case s.reqs <- r:
-	case <-s.done:
-		return errors.New("cluster is closed")
-	}
-	return <-r.reply
-}
-
-func (s *spawner) close() { close(s.done) }
 
 // process is one server process that can be paused, killed and restarted
 // with the same command line (same port, same data dir).
@@ -67,7 +22,7 @@ type process struct {
 	env     []string
 	dir     string
 	logPath string
-	spawn   *spawner
+	spawn   *spawn.Spawner
 	uid     int // run as this user when > 0 (PostgreSQL refuses root)
 	gid     int
 	// stopSig asks for an orderly shutdown; default SIGTERM. PostgreSQL
@@ -99,16 +54,11 @@ func (p *process) start() error {
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Pdeathsig: syscall.SIGKILL,
-		// Own process group: a Ctrl-C at the terminal reaches locklab
-		// only, which then stops the servers in order.
-		Setpgid: true,
-	}
 	if p.uid > 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(p.uid), Gid: uint32(p.gid)}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(p.uid), Gid: uint32(p.gid)}}
 	}
-	if err := p.spawn.start(cmd); err != nil {
+	// With Pdeathsig, in its own process group (spawn.Spawner.Start).
+	if err := p.spawn.Start(cmd); err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
@@ -140,6 +90,10 @@ func (p *process) running() (bool, <-chan struct{}) {
 	}
 }
 
+// signal sends sig to the whole server: its process group (servers run in
+// their own). PostgreSQL is a postmaster and its backends, Redis forks for
+// background saves: a pause or a kill of the leader alone would leave
+// backends serving their connections and holding their locks.
 func (p *process) signal(sig syscall.Signal) error {
 	alive, _ := p.running()
 	if !alive {
@@ -147,10 +101,115 @@ func (p *process) signal(sig syscall.Signal) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if _, err := signalServer(p.cmd.Process.Pid, sig); err != nil {
 		return fmt.Errorf("signal %s: %w", p.name, err)
 	}
 	return nil
+}
+
+// signalServer sends sig to a server's process group and to every process
+// descended from its leader: PostgreSQL makes each backend the leader of a
+// group of its own (setsid in InitPostmasterChild), so the group alone
+// does not reach them. It returns the processes signalled, to wait for.
+func signalServer(leader int, sig syscall.Signal) ([]int, error) {
+	pids := append([]int{leader}, descendants(leader)...)
+	err := syscall.Kill(-leader, sig)
+	for _, pid := range pids[1:] {
+		_ = syscall.Kill(pid, sig)
+	}
+	if errors.Is(err, syscall.ESRCH) {
+		err = syscall.Kill(leader, sig)
+	}
+	return pids, err
+}
+
+// descendants lists the processes below pid, from /proc.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := procStat(child); ok {
+			children[st.ppid] = append(children[st.ppid], child)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+type stat struct {
+	state      string
+	ppid, pgrp int
+}
+
+// procStat reads a process's state, parent and group from /proc.
+func procStat(pid int) (stat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return stat{}, false
+	}
+	// pid (comm) state ppid pgrp ...: comm may hold spaces, so split
+	// after its closing parenthesis.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return stat{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 3 {
+		return stat{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	pgrp, _ := strconv.Atoi(f[2])
+	return stat{state: f[0], ppid: ppid, pgrp: pgrp}, true
+}
+
+// allGone waits until none of pids is alive (zombies hold nothing), or
+// limit passes.
+func allGone(pids []int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		alive := 0
+		for _, pid := range pids {
+			if st, ok := procStat(pid); ok && st.state != "Z" {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d processes of the server still alive after %v", alive, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// groupHasLive reports whether a process of group pgid is alive (not a
+// zombie), from /proc.
+func groupHasLive(pgid int) bool {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := procStat(pid); ok && st.pgrp == pgid && st.state != "Z" {
+			return true
+		}
+	}
+	return false
 }
 
 // stop ends the process: SIGTERM (after SIGCONT, in case it is paused), then
@@ -161,23 +220,33 @@ func (p *process) stop(grace time.Duration) {
 		return
 	}
 	p.mu.Lock()
-	proc := p.cmd.Process
+	leader := p.cmd.Process.Pid
 	p.mu.Unlock()
-	_ = proc.Signal(syscall.SIGCONT)
+	// Every process of the server, taken before any dies: once the
+	// leader is gone its children belong to init and cannot be found.
+	pids, _ := signalServer(leader, syscall.SIGCONT)
 	if grace > 0 {
 		sig := p.stopSig
 		if sig == 0 {
 			sig = syscall.SIGTERM
 		}
-		_ = proc.Signal(sig)
+		_ = syscall.Kill(leader, sig) // the leader shuts its children down in order
 		select {
 		case <-exited:
+			for _, pid := range pids { // anything it left behind
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			_ = allGone(pids, 5*time.Second)
 			return
 		case <-time.After(grace):
 		}
 	}
-	_ = proc.Signal(syscall.SIGKILL)
+	more, _ := signalServer(leader, syscall.SIGKILL)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 	<-exited
+	_ = allGone(append(pids, more...), 5*time.Second)
 }
 
 // logTail returns the last lines of the process log, for error messages.

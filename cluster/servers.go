@@ -28,17 +28,34 @@ func (c *Cluster) setVersion(b impls.Backend, v string) {
 
 // ---- Redis ----
 
-func (c *Cluster) startRedis(ctx context.Context, i int) (*Node, error) {
+// redisOptions say how every Redis node runs (LocalConfig's persistence
+// and faketime settings).
+type redisOptions struct {
+	persistence string // see redisPersistenceArgs
+	fakeTime    bool   // under libfaketime, its wall clock movable (faketime.go)
+}
+
+func (c *Cluster) startRedis(ctx context.Context, i int, opt redisOptions) (*Node, error) {
 	name := fmt.Sprintf("redis-%d", i)
 	dir := filepath.Join(c.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	persist, err := redisPersistenceArgs(opt.persistence)
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	if opt.fakeTime {
+		if env, err = fakeTimeEnv(dir, true); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
 	return c.startNode(ctx, name, impls.Redis, func(ports []int) (*process, string, func(context.Context) error, error) {
 		p := &process{
-			name: name, dir: dir, logPath: filepath.Join(dir, "redis.log"), spawn: c.spawn,
-			argv: []string{"redis-server", "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1",
-				"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"},
+			name: name, dir: dir, logPath: filepath.Join(dir, "redis.log"), spawn: c.spawn, env: env,
+			argv: append([]string{"redis-server", "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1",
+				"--dir", dir, "--daemonize", "no"}, persist...),
 		}
 		a := addr(ports[0])
 		return p, a, func(ctx context.Context) error {
@@ -122,6 +139,11 @@ func mysqlDSN(a string) string {
 	return cfg.FormatDSN()
 }
 
+// mariadbSocket is relative: mariadbd changes into its data dir at
+// start-up, so the socket lands there whatever the length of TMPDIR (a
+// Unix socket path is limited to 107 bytes; clients use TCP anyway).
+const mariadbSocket = "mariadbd.sock"
+
 func (c *Cluster) startMariaDB(ctx context.Context) (*Node, error) {
 	const name = "mysql-0"
 	dir := filepath.Join(c.dir, name)
@@ -138,7 +160,7 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*Node, error) {
 	return c.startNode(ctx, name, impls.MySQL, func(ports []int) (*process, string, func(context.Context) error, error) {
 		p := &process{
 			name: name, dir: dir, logPath: filepath.Join(dir, "mariadbd.log"), spawn: c.spawn,
-			argv: []string{"mariadbd", "--no-defaults", "--datadir=" + data, "--socket=" + filepath.Join(dir, "sock"),
+			argv: []string{"mariadbd", "--no-defaults", "--datadir=" + data, "--socket=" + mariadbSocket,
 				"--port=" + strconv.Itoa(ports[0]), "--bind-address=127.0.0.1", "--user=root", "--skip-log-bin",
 				"--skip-name-resolve", "--performance-schema=OFF", "--max-connections=2000",
 				"--innodb-buffer-pool-size=128M"},

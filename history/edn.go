@@ -29,17 +29,23 @@ type ednParser struct {
 // maxDepth bounds nesting, so a hostile file cannot exhaust the stack.
 const maxDepth = 200
 
+// maxToken bounds one token or string: a history holds short values, and
+// a file of zeros (or a 300 MB string) is not a history.
+const maxToken = 1 << 20
+
+var errTooLong = fmt.Errorf("a token or string longer than %d bytes: not a history", maxToken)
+
 func (p *ednParser) next() (rune, error) {
 	if n := len(p.back); n > 0 {
 		r := p.back[n-1]
 		p.back = p.back[:n-1]
 		return r, nil
 	}
-	r, _, err := p.r.ReadRune()
+	r, size, err := p.r.ReadRune()
 	if err != nil {
 		return 0, err
 	}
-	if r == utf8.RuneError {
+	if r == utf8.RuneError && size == 1 { // a real U+FFFD is 3 bytes, and fine
 		return 0, errors.New("invalid UTF-8")
 	}
 	if r == '\n' {
@@ -107,6 +113,9 @@ func (p *ednParser) token(first rune) (string, error) {
 		if unicode.IsSpace(r) || strings.ContainsRune(delimiters, r) {
 			p.unread(r)
 			return sb.String(), nil
+		}
+		if sb.Len() > maxToken {
+			return "", errTooLong
 		}
 		sb.WriteRune(r)
 	}
@@ -201,6 +210,9 @@ func (p *ednParser) str() (string, error) {
 		r, err := p.next()
 		if err != nil {
 			return "", unexpectedEOF(err)
+		}
+		if sb.Len() > maxToken {
+			return "", errTooLong
 		}
 		switch r {
 		case '"':
@@ -379,7 +391,13 @@ func ednEvent(m map[string]any, n int64) (Event, error) {
 		return ev, errors.New("missing :f")
 	}
 	if ev.Proc == -1 {
+		// Keep the nemesis's own :f (start-partition, stop...) in the
+		// value, so fault windows can pair starts and stops.
+		nf := ev.F
 		ev.F = Nemesis
+		b, _ := json.Marshal(map[string]any{"f": nf, "value": toJSON(m[":value"])})
+		ev.Value = b
+		m[":value"] = nil
 	}
 	if i, ok := m[":index"].(int64); ok {
 		ev.Index = i
@@ -426,13 +444,15 @@ func keyString(k any) string {
 	}
 }
 
-// ReadFileFormat reads a history file as "jsonl" or "edn"; "" picks by the
-// file's extension (.edn is EDN, anything else JSONL).
+// ReadFileFormat reads a history file as "jsonl" (locklab's), "edn" or
+// "jepsen-json" (Jepsen's); "" detects the format from the file's start.
 func ReadFileFormat(r io.Reader, format, name string, fn func(Event) error) error {
 	if format == "" {
-		format = "jsonl"
-		if strings.HasSuffix(strings.ToLower(name), ".edn") {
-			format = "edn"
+		br := bufio.NewReaderSize(r, 64<<10)
+		head, _ := br.Peek(64 << 10)
+		format, r = DetectFormat(head), br
+		if len(head) >= 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF {
+			br.Discard(3) // a UTF-8 byte order mark, as some editors write
 		}
 	}
 	switch format {
@@ -440,7 +460,9 @@ func ReadFileFormat(r io.Reader, format, name string, fn func(Event) error) erro
 		return ReadJSONL(r, fn)
 	case "edn":
 		return ReadEDN(r, fn)
+	case "jepsen-json", "json":
+		return ReadJepsenJSON(r, fn)
 	default:
-		return fmt.Errorf("unknown history format %q (want jsonl or edn)", format)
+		return fmt.Errorf("unknown history format %q (want jsonl, edn or jepsen-json)", format)
 	}
 }

@@ -29,7 +29,7 @@ func TestReadEDNOnePerLine(t *testing.T) {
 	if e := evs[1]; e.Proc != 0 || e.Type != OK || e.F != Acquire || e.T != 22345 || e.Index != 1 || e.Value != nil {
 		t.Errorf("event 1: %+v", e)
 	}
-	if e := evs[2]; e.Proc != -1 || e.F != Nemesis || string(e.Value) != `"partition"` {
+	if e := evs[2]; e.Proc != -1 || e.F != Nemesis || string(e.Value) != `{"f":"start","value":"partition"}` {
 		t.Errorf("nemesis: %+v value %s", e, e.Value)
 	}
 	if e := evs[3]; e.Type != Fail || e.Error != `["not-held","k"]` {
@@ -81,6 +81,10 @@ func TestReadEDNErrorsNameTheLine(t *testing.T) {
 		{"stray close", "}", "unexpected"},
 		{"deep", strings.Repeat("[", 1000), "nested too deeply"},
 		{"bad string", `{:process 0, :type :ok, :f "acq`, "line 1"},
+		// /dev/zero, or a corrupt file: bounded, not read into memory whole.
+		{"endless token", strings.Repeat("x", 2<<20), "longer than 1048576 bytes"},
+		{"endless string", `{:process 0, :f "` + strings.Repeat("y", 2<<20), "longer than 1048576 bytes"},
+		{"invalid UTF-8", "{:process 0, :type :ok, :f :acq\xffuire}", "invalid UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,4 +122,11 @@ func FuzzReadJSONL(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+// A real U+FFFD (three bytes) is valid UTF-8, unlike a stray 0xff.
+func TestReadEDNAcceptsReplacementCharacter(t *testing.T) {
+	if _, err := readEDN(t, "{:process 0, :type :ok, :f :acquire, :value \"\uFFFD\"}"); err != nil {
+		t.Fatal(err)
+	}
 }

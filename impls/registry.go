@@ -19,6 +19,9 @@ const (
 	ZooKeeper Backend = "zookeeper"
 	Postgres  Backend = "postgres"
 	Etcd      Backend = "etcd"
+	// RedisSentinel is a Redis primary with one asynchronous replica and
+	// three Sentinels that fail over to it.
+	RedisSentinel Backend = "redis-sentinel"
 )
 
 // Endpoints are the addresses of the servers, as clients should reach them
@@ -29,6 +32,10 @@ type Endpoints struct {
 	ZooKeeper []string // ensemble members
 	Postgres  string   // pgx connection string
 	Etcd      []string // cluster members' client addresses (host:port)
+	// RedisSentinels are the Sentinels' addresses; they name the current
+	// primary of RedisSentinelMaster.
+	RedisSentinels      []string
+	RedisSentinelMaster string
 }
 
 // Env is what a constructor gets for one client.
@@ -93,7 +100,7 @@ func (r *Registry) Register(a Approach) {
 func (r *Registry) Get(name string) (Approach, error) {
 	a, ok := r.byName[name]
 	if !ok {
-		return Approach{}, fmt.Errorf("unknown backend %q (known: %s)", name, strings.Join(r.Names(), ", "))
+		return Approach{}, fmt.Errorf("unknown approach %q (known: %s)", name, strings.Join(r.Names(), ", "))
 	}
 	return a, nil
 }

@@ -13,7 +13,7 @@ func TestRegistryUnknownNameListsKnown(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := r.Get("zz")
-	if err == nil || !strings.Contains(err.Error(), `unknown backend "zz" (known: a, b)`) {
+	if err == nil || !strings.Contains(err.Error(), `unknown approach "zz" (known: a, b)`) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -43,7 +43,7 @@ func (b *Backoff) Wait(ctx context.Context) error {
 
 // NotAcquiredBy is the error for a wait that ctx ended: nothing was granted.
 func NotAcquiredBy(ctx context.Context) error {
-	return fmt.Errorf("%w: gave up waiting: %w", ErrNotAcquired, context.Cause(ctx))
+	return fmt.Errorf("%w: gave up waiting: %w", ErrNotAcquired, Expired(ctx))
 }
 
 // Poll repeats one attempt with back-off until it grants the lock, fails
@@ -93,4 +93,15 @@ func NewToken() string {
 func DialFailed(err error) bool {
 	var opErr *net.OpError
 	return errors.As(err, &opErr) && opErr.Op == "dial"
+}
+
+// DialOutcome is the outcome of a request whose connection could not be
+// made. Nothing was sent either way; when the caller's own deadline cut
+// the dial short the server says nothing about its health, so the waiter
+// simply gave up (not acquired) rather than finding the server unavailable.
+func DialOutcome(ctx context.Context, op string, err error) error {
+	if exp := Expired(ctx); exp != nil {
+		return fmt.Errorf("%s: %w: %w (%w)", op, ErrNotAcquired, err, exp)
+	}
+	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
 }

@@ -37,6 +37,14 @@ func (percentileTicks) Ticks(min, max float64) []plot.Tick {
 type latencyTicks struct{}
 
 func (latencyTicks) Ticks(min, max float64) []plot.Tick {
+	// gonum was seen to ask for ticks from 0 (a run whose latencies were
+	// all at the 1 µs floor): a decade loop from 0 never ends, and grew
+	// memory until the machine thrashed. Latencies are at least 1 µs.
+	if math.IsNaN(min) || math.IsNaN(max) || math.IsInf(max, 0) {
+		return nil
+	}
+	min = math.Max(min, 1)
+	max = math.Max(max, min)
 	var ticks []plot.Tick
 	for decade := math.Pow(10, math.Floor(math.Log10(min))); decade <= max*10; decade *= 10 {
 		for _, m := range []float64{1, 2, 5} {
@@ -103,48 +111,83 @@ func PlotPercentiles(path, title string, series []Series) error {
 	if drawn == 0 {
 		return fmt.Errorf("plot %s: no data", path)
 	}
-	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
+	// Both axes are logarithmic and every point is at least 1 on each:
+	// say so, rather than leave gonum a range it may pad down to 0.
+	p.X.Min, p.Y.Min = 1, math.Max(1, p.Y.Min)
+	p.X.Max = math.Max(p.X.Max, 10)
+	p.Y.Max = math.Max(p.Y.Max, 2)
+	return savePlot(p, 9*vg.Inch, 5.5*vg.Inch, path)
 }
 
-// PlotThroughput draws acquires/s against client count, one line per backend.
+// PlotThroughput draws acquires/s against client count, one line per approach.
 func PlotThroughput(path string, runs []Run) error {
-	byBackend := map[string]plotter.XYs{}
-	var names []string
-	for _, r := range runs {
-		if _, ok := byBackend[r.Backend]; !ok {
-			names = append(names, r.Backend)
-		}
-		byBackend[r.Backend] = append(byBackend[r.Backend], plotter.XY{X: float64(r.Clients), Y: r.AcquiresPerSec})
-	}
-	p := plot.New()
-	p.Title.Text = "Throughput: lock cycles per second"
-	p.X.Label.Text = "clients"
-	p.Y.Label.Text = "acquires/s"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = clientTicks(runs)
+	names, pts := byClients(runs, func(r Run) (float64, bool) { return r.AcquiresPerSec, true })
+	p := clientsPlot("Throughput: lock cycles per second", "acquires/s", runs)
 	p.Y.Min = 0
 	p.Y.Tick.Marker = plainTicks{}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
 	maxY := 0.0
 	for _, r := range runs {
 		maxY = math.Max(maxY, r.AcquiresPerSec)
 	}
 	p.Y.Max = maxY * 1.35 // room for the legend above the lines
 	for i, name := range names {
-		pts := byBackend[name]
-		sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
-		lp, sc, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			return fmt.Errorf("plot %s: %w", name, err)
+		if err := addClientsLine(p, i, name, pts[name], false); err != nil {
+			return err
 		}
-		lp.Color, sc.Color = plotutil.Color(i), plotutil.Color(i)
-		sc.Shape = draw.CircleGlyph{}
-		p.Add(lp, sc)
+	}
+	return savePlot(p, 7*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// byClients collects one value per run against its client count, by
+// approach in the order they first appear; a run for which value says
+// false is left out.
+func byClients(runs []Run, value func(Run) (float64, bool)) ([]string, map[string]plotter.XYs) {
+	var names []string
+	pts := map[string]plotter.XYs{}
+	for _, r := range runs {
+		v, ok := value(r)
+		if !ok {
+			continue
+		}
+		if _, seen := pts[r.Approach]; !seen {
+			names = append(names, r.Approach)
+		}
+		pts[r.Approach] = append(pts[r.Approach], plotter.XY{X: float64(r.Clients), Y: v})
+	}
+	return names, pts
+}
+
+// clientsPlot is a plot with client count on a log x axis, legend top left.
+func clientsPlot(title, yLabel string, runs []Run) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "clients"
+	p.Y.Label.Text = yLabel
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = clientTicks(runs)
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p
+}
+
+// addClientsLine draws pts (sorted by client count) in the i-th colour,
+// dashed or solid; a solid line gets the legend entry.
+func addClientsLine(p *plot.Plot, i int, name string, pts plotter.XYs, dashed bool) error {
+	sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
+	lp, sc, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", name, err)
+	}
+	lp.Color, sc.Color = plotutil.Color(i), plotutil.Color(i)
+	sc.Shape = draw.CircleGlyph{}
+	if dashed {
+		lp.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	} else {
 		p.Legend.Add(name, lp, sc)
 	}
-	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+	p.Add(lp, sc)
+	return nil
 }
 
 type clientTicks []Run
@@ -172,4 +215,33 @@ func (plainTicks) Ticks(min, max float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// PlotLatencyVsClients draws acquire latency p50 (solid) and p99 (dashed)
+// against client count, one colour per approach: how waiting grows with
+// contention.
+func PlotLatencyVsClients(path string, runs []Run) error {
+	granted := func(r Run) bool { return r.Acquire.Count > 0 }
+	names, p50 := byClients(runs, func(r Run) (float64, bool) { return r.Acquire.P50, granted(r) })
+	_, p99 := byClients(runs, func(r Run) (float64, bool) { return r.Acquire.P99, granted(r) })
+	if len(names) == 0 {
+		return fmt.Errorf("plot %s: no data", path)
+	}
+	p := clientsPlot("Acquire latency against clients: p50 solid, p99 dashed", "latency", runs)
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = latencyTicks{}
+	maxY := 0.0
+	for _, r := range runs {
+		maxY = math.Max(maxY, r.Acquire.P99)
+	}
+	p.Y.Max = maxY * 4 // room for the legend above the lines (log scale)
+	for i, name := range names {
+		if err := addClientsLine(p, i, name, p50[name], false); err != nil {
+			return err
+		}
+		if err := addClientsLine(p, i, name, p99[name], true); err != nil {
+			return err
+		}
+	}
+	return savePlot(p, 7*vg.Inch, 4.5*vg.Inch, path)
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -93,7 +95,7 @@ func TestArtifactsAreWritten(t *testing.T) {
 	if err != nil || img.Bounds().Dx() < 500 {
 		t.Fatalf("png: %v", err)
 	}
-	runs := []Run{{Backend: "x", Clients: 1, AcquiresPerSec: 10}, {Backend: "x", Clients: 8, AcquiresPerSec: 50}}
+	runs := []Run{{Approach: "x", Clients: 1, AcquiresPerSec: 10}, {Approach: "x", Clients: 8, AcquiresPerSec: 50}}
 	if err := PlotThroughput(filepath.Join(dir, "t.png"), runs); err != nil {
 		t.Fatal(err)
 	}
@@ -111,5 +113,42 @@ func TestArtifactsAreWritten(t *testing.T) {
 	}
 	if err := PlotPercentiles(filepath.Join(dir, "e.png"), "t", []Series{{"a", hist()}}); err == nil {
 		t.Fatal("plot with no data must fail")
+	}
+}
+
+// Degenerate axis ranges end, with ticks inside the range.
+func TestLatencyTicksDegenerateRanges(t *testing.T) {
+	for _, r := range [][2]float64{{0, 2}, {0, 0}, {1, 1}, {-5, 3}, {1, math.Inf(1)}, {math.NaN(), 2}, {0.001, 5e6}} {
+		ticks := latencyTicks{}.Ticks(r[0], r[1])
+		if len(ticks) > 100 {
+			t.Fatalf("Ticks(%v, %v): %d ticks", r[0], r[1], len(ticks))
+		}
+		for _, tk := range ticks {
+			if tk.Value <= 0 || math.IsInf(tk.Value, 0) || math.IsNaN(tk.Value) {
+				t.Fatalf("Ticks(%v, %v): tick %v", r[0], r[1], tk.Value)
+			}
+		}
+	}
+}
+
+// Percentile plots of degenerate histograms (one sample, every sample at
+// the floor, hand-offs of 1 ns) are drawn, not panics or endless loops.
+func TestPlotPercentilesDegenerateHistograms(t *testing.T) {
+	dir := t.TempDir()
+	one := hdrhistogram.New(1, int64(time.Hour), 3)
+	_ = one.RecordValue(1)
+	floor := hdrhistogram.New(1000, int64(time.Hour), 3)
+	for i := 0; i < 1000; i++ {
+		_ = floor.RecordValue(1000)
+	}
+	ones := hdrhistogram.New(1, int64(time.Hour), 3)
+	for i := 0; i < 3; i++ {
+		_ = ones.RecordValue(1)
+	}
+	for name, h := range map[string]*hdrhistogram.Histogram{"one": one, "floor": floor, "ones": ones} {
+		path := filepath.Join(dir, name+".png")
+		if err := PlotPercentiles(path, name, []Series{{Label: name, Hist: h}}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

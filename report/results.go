@@ -6,11 +6,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/locklab/locklab/metrics"
 )
 
 // Results is results.json: everything needed to compare one run with another.
@@ -34,9 +37,11 @@ type Host struct {
 	OS   string `json:"os"`
 }
 
-// Run is one backend at one client count.
+// Run is one case: one approach at one setting (a client count, a
+// scenario, a matrix cell).
 type Run struct {
-	Backend        string  `json:"backend"`
+	Case           string  `json:"case"`     // unique name within the results folder
+	Approach       string  `json:"approach"` // the lock approach
 	Clients        int     `json:"clients"`
 	Seconds        float64 `json:"seconds"`
 	Acquired       int64   `json:"acquired"`
@@ -48,7 +53,11 @@ type Run struct {
 	ReleaseNotHeld int64   `json:"release_not_held"`
 	Acquire        Latency `json:"acquire_latency"`
 	Release        Latency `json:"release_latency"`
-	DoubleGrants   int     `json:"double_grants"`
+	// HandOff is how long the lock stayed free between a release and the
+	// grant to a client already waiting for it, per key.
+	HandOff      Latency          `json:"hand_off"`
+	Fairness     metrics.Fairness `json:"fairness"`
+	DoubleGrants int              `json:"double_grants"`
 	// ViolationCount counts every anomaly: double grants, lost updates,
 	// stale writes, tasks processed twice, fencing tokens out of order.
 	ViolationCount       int            `json:"violation_count"`
@@ -58,6 +67,31 @@ type Run struct {
 	RefusedStaleRequests int            `json:"refused_stale_requests,omitempty"`
 	Artifacts            []string       `json:"artifacts,omitempty"` // timeline, visualizations
 	Complete             bool           `json:"complete"`
+	ViaProxy             bool           `json:"via_proxy"` // clients went through the fault-injecting proxies
+	Renewals             int64          `json:"renewals,omitempty"`
+	Lost                 int64          `json:"lost,omitempty"`     // holders told their lock was gone
+	Replaced             int64          `json:"replaced,omitempty"` // clients retired (indeterminate outcome, crash) and replaced
+	Crashed              int64          `json:"crashed,omitempty"`  // client processes killed by a fault
+	Late                 int64          `json:"late,omitempty"`     // open loop: requests that started behind their schedule
+	Faults               []Fault        `json:"faults,omitempty"`   // what chaos injected, in order
+	Expected             []string       `json:"expected,omitempty"` // the outcomes the case had to show
+	Observed             []string       `json:"observed,omitempty"` // the outcomes it showed
+	Missing              []string       `json:"missing,omitempty"`  // expected outcomes that never showed
+	Status               string         `json:"status,omitempty"`   // as expected, contradicts expectation, undecided
+	// FirstViolationAt is when the first double grant came, in seconds
+	// after the case's first fault took effect (after its start without
+	// faults); -1: none.
+	FirstViolationAt float64 `json:"first_violation_at_s"`
+	Explanation      string  `json:"explanation,omitempty"`
+}
+
+// Fault is one injection as results.json lists it.
+type Fault struct {
+	Fault  string  `json:"fault"`
+	Target string  `json:"target"`
+	At     float64 `json:"at_s"`            // seconds into the case
+	For    float64 `json:"for_s,omitempty"` // seconds it lasted; 0 = until the end
+	Error  string  `json:"error,omitempty"` // the injection failed
 }
 
 // Latency summarises a histogram in microseconds.
@@ -94,6 +128,10 @@ type Verdict struct {
 	Violations      int  `json:"violations"`       // every kind, double grants included
 	NonLinearizable int  `json:"non_linearizable"` // runs with a non-linearizable key
 	Safe            bool `json:"safe"`             // no violation found
+	// Cases counts the cases by how they compared with their expectation.
+	AsExpected   int `json:"as_expected"`
+	Contradicted int `json:"contradicted"`
+	Undecided    int `json:"undecided"`
 }
 
 // WriteFileAtomic writes data to path through a temp file and a rename, so
@@ -143,4 +181,36 @@ func WriteHgrm(path string, h *hdrhistogram.Histogram) error {
 		return fmt.Errorf("hgrm %s: %w", path, err)
 	}
 	return WriteFileAtomic(path, buf.Bytes())
+}
+
+// maxResultsSize bounds what ReadResults reads: a results.json is a few
+// hundred KB even for a full matrix.
+const maxResultsSize = 64 << 20
+
+// ReadResults reads a results.json, given as the file or as the results
+// folder that holds it.
+func ReadResults(path string) (*Results, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "results.json")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxResultsSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxResultsSize {
+		return nil, fmt.Errorf("%s: larger than %d MB: not a results.json", path, maxResultsSize>>20)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a results.json: %w", path, err)
+	}
+	if r.RunID == "" || len(r.Runs) == 0 {
+		return nil, fmt.Errorf("%s: a results.json without runs", path)
+	}
+	return &r, nil
 }

@@ -6,18 +6,23 @@ import (
 	"text/tabwriter"
 )
 
-// PrintTable writes the bench table: one row per backend and client count.
+// PrintTable writes the bench table: one row per approach and client count.
+// Fairness is Jain's index of the grants per client (1: even).
 func PrintTable(w io.Writer, runs []Run) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\tclients\tacquires/s\tp50\tp99\tp99.9\tmax\tdouble grants\tother anomalies\tlinearizable\tfailed\t")
+	fmt.Fprintln(tw, "approach\tclients\tacquires/s\tp50\tp99\tp99.9\tmax\thand-off p50\thand-off p99\tfairness\tdouble grants\tother anomalies\tlinearizable\tfailed\t")
 	for _, r := range runs {
-		name := r.Backend
+		name := r.Approach
 		if !r.Complete {
 			name += " (incomplete)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t\n", name, r.Clients, r.AcquiresPerSec,
+		fairness := "-"
+		if r.Fairness.Jain > 0 {
+			fairness = fmt.Sprintf("%.2f", r.Fairness.Jain)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t\n", name, r.Clients, r.AcquiresPerSec,
 			FormatMicros(r.Acquire.P50), FormatMicros(r.Acquire.P99), FormatMicros(r.Acquire.P999),
-			FormatMicros(r.Acquire.Max), r.DoubleGrants, r.ViolationCount-r.DoubleGrants, r.Linearizable, r.Errors+r.Indeterminate)
+			FormatMicros(r.Acquire.Max), FormatMicros(r.HandOff.P50), FormatMicros(r.HandOff.P99), fairness, r.DoubleGrants, r.ViolationCount-r.DoubleGrants, r.Linearizable, r.Errors+r.Indeterminate)
 	}
 	return tw.Flush()
 }

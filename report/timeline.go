@@ -210,7 +210,7 @@ func PlotTimeline(path string, tl *Timeline) error {
 		p.Legend.Add("fault in force", legendBox{faultColor})
 	}
 	height := vg.Length(2+0.22*float64(len(names))) * vg.Inch
-	return p.Save(12*vg.Inch, height, path)
+	return savePlot(p, 12*vg.Inch, height, path)
 }
 
 type legendBox struct{ c color.Color }

@@ -14,15 +14,19 @@ import (
 // writeArtifacts writes the .hgrm files and plots for what ran, returning
 // their names. A failed plot is logged, not fatal: the numbers are in
 // results.json either way.
-func writeArtifacts(dir string, cfg BenchConfig, runs []report.Run, hists map[string]map[int][2]*hdrhistogram.Histogram, logf func(string, ...any)) []string {
+func writeArtifacts(dir string, p Plan, runs []report.Run, hists map[string][3]*hdrhistogram.Histogram, logf func(string, ...any)) []string {
 	var files []string
-	ops := []string{"acquire", "release"}
+	// hand-off: from a release to the grant to a client already waiting.
+	ops := []string{"acquire", "release", "hand-off"}
 	clientSet := map[int]bool{}
 	for _, r := range runs {
 		clientSet[r.Clients] = true
-		h := hists[r.Backend][r.Clients]
+		h := hists[r.Case]
 		for i, op := range ops {
-			name := fmt.Sprintf("%s-%s-c%d.hgrm", op, r.Backend, r.Clients)
+			if h[i] == nil || h[i].TotalCount() == 0 {
+				continue // no waiter was ever handed the lock (one client)
+			}
+			name := fmt.Sprintf("%s-%s.hgrm", op, r.Case)
 			if err := report.WriteHgrm(filepath.Join(dir, name), h[i]); err != nil {
 				logf("warning: %v", err)
 				continue
@@ -39,12 +43,20 @@ func writeArtifacts(dir string, cfg BenchConfig, runs []report.Run, hists map[st
 		for i, op := range ops {
 			var series []report.Series
 			for _, r := range runs {
-				if r.Clients == c {
-					series = append(series, report.Series{Label: r.Backend, Hist: hists[r.Backend][c][i]})
+				if h := hists[r.Case][i]; r.Clients == c && h != nil && h.TotalCount() > 0 {
+					label := r.Case
+					if p.Kind == "bench" {
+						label = r.Approach
+					}
+					series = append(series, report.Series{Label: label, Hist: h})
 				}
 			}
+			if len(series) == 0 {
+				continue
+			}
 			name := fmt.Sprintf("latency-%s-c%d.png", op, c)
-			title := fmt.Sprintf("%s latency, %d client(s), %d key(s), hold %s", op, c, cfg.Keys, cfg.Hold)
+			w := p.Cases[0].Workload
+			title := fmt.Sprintf("%s latency, %d client(s), %d key(s), hold %s", op, c, w.Keys, w.Hold)
 			if err := report.PlotPercentiles(filepath.Join(dir, name), title, series); err != nil {
 				logf("warning: %v", err)
 				continue
@@ -53,38 +65,45 @@ func writeArtifacts(dir string, cfg BenchConfig, runs []report.Run, hists map[st
 		}
 	}
 	if len(clients) > 1 {
-		if err := report.PlotThroughput(filepath.Join(dir, "throughput.png"), runs); err != nil {
-			logf("warning: %v", err)
-		} else {
-			files = append(files, "throughput.png")
+		for _, plot := range []struct {
+			name string
+			draw func(string, []report.Run) error
+		}{{"throughput.png", report.PlotThroughput}, {"latency-vs-clients.png", report.PlotLatencyVsClients}} {
+			if err := plot.draw(filepath.Join(dir, plot.name), runs); err != nil {
+				logf("warning: %v", err)
+				continue
+			}
+			files = append(files, plot.name)
 		}
 	}
 	return files
 }
 
-// writeSummary writes summary.md: the table and the verdict, for humans.
-func writeSummary(path string, res *report.Results) error {
+// writeSummary writes summary.md: the table and each case's verdict in
+// words, for humans.
+func writeSummary(path, kind string, res *report.Results) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# locklab bench %s\n\n", res.RunID)
+	fmt.Fprintf(&b, "# locklab %s %s\n\n", kind, res.RunID)
 	if !res.Complete {
 		fmt.Fprintf(&b, "**Incomplete**: %s\n\n", res.Note)
 	}
-	verdict := "no double grants"
-	if !res.Verdict.Safe {
-		verdict = fmt.Sprintf("**%d double grants**", res.Verdict.DoubleGrants)
-	}
-	fmt.Fprintf(&b, "Verdict: %s.\n\n```\n", verdict)
+	v := res.Verdict
+	fmt.Fprintf(&b, "Verdict: %d case(s) as expected, %d contradicting their expectation, %d undecided; "+
+		"%d violation(s) in all (%d double grants), %d case(s) not linearizable.\n\n```\n",
+		v.AsExpected, v.Contradicted, v.Undecided, v.Violations, v.DoubleGrants, v.NonLinearizable)
 	if err := report.PrintTable(&b, res.Runs); err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "```\n\nAcquire latency counts waiting for the lock; release is one round trip.\n")
+	fmt.Fprintf(&b, "```\n\nAcquire latency counts waiting for the lock; release is one round trip.\n\n")
 	for _, r := range res.Runs {
+		fmt.Fprintf(&b, "## %s\n\n%s: %s.\n", r.Case, r.Status, r.Explanation)
 		for _, v := range r.Violations {
-			fmt.Fprintf(&b, "- %s c%d: %s\n", r.Backend, r.Clients, v)
+			fmt.Fprintf(&b, "- %s\n", v)
 		}
 		if r.FirstError != "" {
-			fmt.Fprintf(&b, "- %s c%d first error: %s\n", r.Backend, r.Clients, r.FirstError)
+			fmt.Fprintf(&b, "- first error: %s\n", r.FirstError)
 		}
+		b.WriteString("\n")
 	}
 	return report.WriteFileAtomic(path, b.Bytes())
 }

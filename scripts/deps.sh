@@ -10,7 +10,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 PACKAGES=(make git ca-certificates curl unzip
   redis-server redis-tools mariadb-server zookeeper default-jre-headless
-  postgresql etcd-server faketime libtcmalloc-minimal4)
+  postgresql etcd-server faketime libtcmalloc-minimal4 redis-sentinel)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

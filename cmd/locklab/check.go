@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -17,14 +19,12 @@ import (
 	"github.com/locklab/locklab/report"
 )
 
-const exitUndecided = 3 // the linearizability check hit its time limit
-
 func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", stdout)
-	format := fs.String("format", "", "history format: jsonl or edn (default: by extension, .edn is EDN)")
+	format := fs.String("format", "", "history format: jsonl (locklab's), edn or jepsen-json (Jepsen's); default: detected")
 	html := fs.String("html", "", "directory for porcupine's visualization of non-linearizable keys")
 	timeline := fs.String("timeline", "", "write a timeline PNG of holder intervals to this file")
-	timeLimit := fs.Duration("time-limit", 10*time.Second, "linearizability time limit per key")
+	timeLimit := fs.Duration("time-limit", 10*time.Second, "time limit for drawing a failing key's visualization (the verdict itself is exact and needs none)")
 	asJSON := fs.Bool("json", false, "print the verdict as JSON")
 	linear := fs.Bool("linear", true, "check linearizability too (keeps every operation in memory)")
 	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
@@ -35,78 +35,106 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	path := fs.Arg(0)
-	f, err := os.Open(path)
-	if err != nil {
-		fmt.Fprintf(stderr, "locklab check: %v\n", err)
+	if *timeLimit <= 0 {
+		fmt.Fprintf(stderr, "locklab check: --time-limit %v: must be positive\n", *timeLimit)
 		return exitUsage
 	}
-	defer f.Close()
 	c := checker.New(*linear)
-	var faults []report.Window
-	var openFault *report.Window
+	var nemesis []history.Event
 	var last int64
-	err = history.ReadFileFormat(f, *format, path, func(ev history.Event) error {
-		c.Add(ev)
-		last = max(last, ev.T)
-		if ev.F == history.Nemesis {
-			faults, openFault = nemesisWindow(ev, faults, openFault)
-		}
-		return nil
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "locklab check: %s: %v\n", path, err)
-		return exitUsage
+	lockOps := 0
+	var seq history.Sequence
+	// Opening and reading run beside a watch on ctx: a FIFO with no writer
+	// blocks open(2), and a quiet pipe blocks read(2), where no check of
+	// ctx between events can see a Ctrl-C or SIGTERM.
+	read := make(chan error, 1)
+	go func() {
+		read <- readHistory(ctx, path, *format, func(ev history.Event) error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := seq.Check(ev); err != nil {
+				return err
+			}
+			c.Add(ev)
+			last = max(last, ev.T)
+			switch ev.F {
+			case history.Nemesis:
+				nemesis = append(nemesis, ev)
+			case history.Acquire, history.Release:
+				lockOps++
+			}
+			return nil
+		})
+	}()
+	var err error
+	select {
+	case err = <-read:
+	case <-ctx.Done():
 	}
-	v, err := c.Verdict(ctx, checker.Options{TimeLimit: *timeLimit, HTMLDir: *html})
-	if err != nil {
-		fmt.Fprintf(stderr, "locklab check: %v\n", err)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "locklab check: interrupted")
 		return exitInterrupted
 	}
-	if openFault != nil {
-		openFault.End = last
-		faults = append(faults, *openFault)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab check: %v\n", err)
+		return exitUsage
+	}
+	if lockOps == 0 {
+		// A gate fed an empty or broken pipeline must not go green.
+		fmt.Fprintf(stderr, "locklab check: no acquire or release operations in %s\n", path)
+		return exitUsage
+	}
+	var faults []report.Window
+	for _, w := range history.FaultWindows(nemesis) {
+		end := w.End
+		if end == 0 {
+			end = last
+		}
+		faults = append(faults, report.Window{Start: w.Start, End: end, Label: w.Fault})
+	}
+	// The verdict is printed whatever happens to the files asked for
+	// beside it; a file that could not be written is an error after it.
+	v, verr := c.Verdict(ctx, checker.Options{TimeLimit: *timeLimit, HTMLDir: *html})
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "locklab check: interrupted")
+		return exitInterrupted
+	}
+	var werr error
+	if verr != nil {
+		werr = fmt.Errorf("visualization: %w", verr)
 	}
 	if *timeline != "" {
 		tl := &report.Timeline{Title: "holders of " + path, Origin: v.Origin, End: last, Intervals: c.Intervals(),
 			Grants: v.DoubleGrants, Faults: faults}
 		tl.ByKey = lanes(tl) > 64
 		if err := report.PlotTimeline(*timeline, tl); err != nil {
-			fmt.Fprintf(stderr, "locklab check: %v\n", err)
+			werr = errors.Join(werr, err)
 		}
 	}
+	out := &errWriter{w: stdout}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		enc.Encode(v)
 	} else {
-		printVerdict(stdout, path, v)
+		printVerdict(out, path, v)
+	}
+	if out.err != nil {
+		werr = errors.Join(werr, fmt.Errorf("write the verdict: %w", out.err))
+	}
+	if werr != nil {
+		fmt.Fprintf(stderr, "locklab check: %v\n", strings.ReplaceAll(werr.Error(), "\n", "; "))
 	}
 	switch {
 	case len(v.Violations) > 0 || v.Linearizable == "no":
-		return exitUnsafe
+		return exitUnsafe // the verdict matters most to a gate
+	case werr != nil:
+		return exitInfra
 	case v.Linearizable == "unknown":
 		return exitUndecided
 	}
 	return exitOK
-}
-
-// nemesisWindow turns fault events into windows: a window opens at an
-// event whose value (or Jepsen :f) starts with "start" and closes at the
-// next one starting with "stop".
-func nemesisWindow(ev history.Event, faults []report.Window, open *report.Window) ([]report.Window, *report.Window) {
-	what := strings.Trim(string(ev.Value), `"`)
-	var v struct{ F, Fault string }
-	if json.Unmarshal(ev.Value, &v) == nil && v.F != "" {
-		what = v.F
-	}
-	switch {
-	case strings.HasPrefix(what, "start") && open == nil:
-		return faults, &report.Window{Start: ev.T, Label: v.Fault}
-	case strings.HasPrefix(what, "stop") && open != nil && ev.Type != history.Invoke:
-		open.End = ev.T
-		return append(faults, *open), nil
-	}
-	return faults, open
 }
 
 func lanes(tl *report.Timeline) int {
@@ -163,7 +191,12 @@ func printVerdict(w io.Writer, path string, v checker.Verdict) {
 	}
 	switch {
 	case len(v.Violations) > 0 || v.Linearizable == "no":
-		fmt.Fprintf(w, "verdict: VIOLATION (%d violations, linearizable: %s)\n", len(v.Violations), v.Linearizable)
+		var classes []string
+		for k, n := range v.Classes {
+			classes = append(classes, fmt.Sprintf("%d %s", n, k))
+		}
+		sort.Strings(classes)
+		fmt.Fprintf(w, "verdict: VIOLATION: %s (linearizable: %s)\n", strings.Join(classes, ", "), v.Linearizable)
 	case v.Linearizable == "unknown":
 		fmt.Fprintln(w, "verdict: UNDECIDED (no violation found, but a linearizability check hit its time limit)")
 	case v.Linearizable == "skipped":
@@ -202,4 +235,18 @@ func takesValue(fs *flag.FlagSet, a string) bool {
 	}
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return !ok || !b.IsBoolFlag()
+}
+
+// readHistory opens path and passes each event to fn. An error names the
+// file.
+func readHistory(ctx context.Context, path, format string, fn func(history.Event) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := history.ReadFileFormat(f, format, path, fn); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

@@ -14,15 +14,20 @@ import (
 
 func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "up" {
-		fmt.Fprintln(stderr, "locklab cluster: want 'locklab cluster up [--json] [--backends redis,mysql,zookeeper]'")
+		fmt.Fprintln(stderr, "locklab cluster: want 'locklab cluster up [--json] [--servers redis,mysql,zookeeper,postgres,etcd]'")
 		return exitUsage
 	}
 	fs := newFlags("cluster up", stdout)
 	asJSON := fs.Bool("json", false, "print the addresses as JSON")
-	only := listFlag{"redis", "mysql", "zookeeper"}
-	fs.Var(&only, "backends", "which servers to start: redis (5 nodes), mysql, zookeeper (3 nodes), postgres, etcd (3 nodes)")
+	only := listFlag{"redis", "mysql", "zookeeper", "postgres", "etcd"}
+	fs.Var(&only, "servers", "which servers to start: redis (5 nodes), mysql, zookeeper (3 nodes), postgres, etcd (3 nodes)")
+	fs.Var(&only, "backends", "deprecated: the same as --servers")
 	if code := parseFlags(fs, args[1:], stdout, stderr); code >= 0 {
 		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "locklab cluster up: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
 	}
 	var bs []impls.Backend
 	for _, b := range only {
@@ -59,9 +64,12 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{
+		if err := enc.Encode(map[string]any{
 			"healthy_after_seconds": took.Seconds(), "nodes": nodes, "endpoints": c.Endpoints(), "versions": c.Versions,
-		})
+		}); err != nil {
+			fmt.Fprintf(stderr, "locklab cluster up: write: %v\n", err)
+			return exitInfra
+		}
 	} else {
 		fmt.Fprintf(stdout, "%d nodes healthy after %.2fs (clients connect through the proxy address)\n", len(nodes), took.Seconds())
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)

@@ -81,3 +81,43 @@ func (l *intsFlag) Set(s string) error {
 	}
 	return nil
 }
+
+// clusterFlags checks --cluster and --config together; it returns the
+// external config path ("" for local) or an exit code >= 0 on bad usage.
+func clusterFlags(cmd, mode, config string, stderr io.Writer) (string, int) {
+	switch mode {
+	case "local":
+		if config != "" {
+			fmt.Fprintf(stderr, "locklab %s: --config goes with --cluster external\n", cmd)
+			return "", exitUsage
+		}
+		return "", -1
+	case "external":
+		if config == "" {
+			fmt.Fprintf(stderr, "locklab %s: --cluster external needs --config FILE\n", cmd)
+			return "", exitUsage
+		}
+		return config, -1
+	}
+	fmt.Fprintf(stderr, "locklab %s: --cluster %q: want local or external\n", cmd, mode)
+	return "", exitUsage
+}
+
+// errWriter remembers the first write error, so a command can say its
+// output was lost (a full disk, a closed pipe) instead of exiting 0.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	e.err = err
+	return n, err
+}

@@ -7,16 +7,36 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/impls"
 )
 
 func cmdList(reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("list", stdout)
 	asJSON := fs.Bool("json", false, "print as JSON")
+	faults := fs.Bool("faults", false, "list the faults scenarios can inject instead, with their options")
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
-	if *asJSON {
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "locklab list: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	out := &errWriter{w: stdout}
+	if *faults {
+		listFaults(*asJSON, out)
+	} else if code := listTo(reg, *asJSON, out); code != exitOK {
+		return code
+	}
+	if out.err != nil {
+		fmt.Fprintf(stderr, "locklab list: write: %v\n", out.err)
+		return exitInfra
+	}
+	return exitOK
+}
+
+func listTo(reg *impls.Registry, asJSON bool, stdout io.Writer) int {
+	if asJSON {
 		type entry struct {
 			Name         string             `json:"name"`
 			Family       impls.Backend      `json:"family"`
@@ -59,19 +79,39 @@ func cmdList(reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 }
 
 func caps(c impls.Capabilities) string {
-	var out []string
-	for _, f := range []struct {
-		on   bool
-		name string
-	}{{c.TTL, "ttl"}, {c.Reentrant, "reentrant"}, {c.Fair, "fair"}, {c.Blocking, "blocking"},
-		{c.Fencing, "fencing"}, {c.FaultTolerant, "fault-tolerant"}, {c.Renewal, "renewal"}, {c.LossSignal, "loss-signal"},
-		{c.FreedOnDisconnect, "freed-on-disconnect"}} {
-		if f.on {
-			out = append(out, f.name)
+	if names := c.Names(); len(names) > 0 {
+		return strings.Join(names, ",")
+	}
+	return "-"
+}
+
+// listFaults prints every fault kind with its options and what it does to
+// a lock holder.
+func listFaults(asJSON bool, w io.Writer) {
+	type entry struct {
+		Fault   string   `json:"fault"`
+		Threat  string   `json:"threat"`
+		Options []string `json:"options"`
+	}
+	var out []entry
+	for _, k := range chaos.Kinds() {
+		f, _ := chaos.New(k)
+		out = append(out, entry{k, f.Threat(), chaos.Options(f)})
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(out)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAULT\tTO A LOCK HOLDER\tOPTIONS")
+	for _, e := range out {
+		opts := strings.Join(e.Options, ", ")
+		if opts == "" {
+			opts = "-"
 		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Fault, e.Threat, opts)
 	}
-	if len(out) == 0 {
-		return "-"
-	}
-	return strings.Join(out, ",")
+	tw.Flush()
 }

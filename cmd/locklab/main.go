@@ -10,14 +10,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/locklab/locklab/impls"
-	"github.com/locklab/locklab/impls/etcd"
-	"github.com/locklab/locklab/impls/mysql"
-	"github.com/locklab/locklab/impls/pg"
-	"github.com/locklab/locklab/impls/redis"
-	"github.com/locklab/locklab/impls/zk"
+	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/runner"
 )
 
@@ -26,7 +23,8 @@ const (
 	exitOK          = 0
 	exitUnsafe      = 1 // a safety verdict contradicts the expectation
 	exitUsage       = 2 // bad usage or input
-	exitInfra       = 3 // a server could not be started or reached
+	exitInfra       = 3 // a server could not be started or reached, or did not recover
+	exitUndecided   = 4 // the verdict could not be decided: a gate never passes it
 	exitInterrupted = 130
 )
 
@@ -34,21 +32,14 @@ const usage = `locklab: benchmark distributed locks and check whether they are s
 
 usage:
   locklab bench [flags]            compare lock approaches across client counts
+  locklab run SCENARIO.yaml        run a scenario: approaches under faults, judged against what it expects
+  locklab matrix [flags]           every approach against every fault: expected versus observed
   locklab cluster up [flags]       start the embedded servers, print addresses, wait for Ctrl-C
   locklab list                     the lock approaches and what they promise
   locklab check HISTORY [flags]    verdict for a recorded history (JSONL or Jepsen EDN)
+  locklab compare BASELINE NEW     two bench results side by side; exit 1 when NEW regressed
   locklab help [COMMAND]           flags of a command
 `
-
-func registry() *impls.Registry {
-	r := impls.NewRegistry()
-	redis.Register(r)
-	mysql.Register(r)
-	zk.Register(r)
-	etcd.Register(r)
-	pg.Register(r)
-	return r
-}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -56,7 +47,9 @@ func main() {
 
 // run is main without os.Exit, so tests can drive it.
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed) is a Ctrl-C too: stop in order, keep
+	// what ran, remove the servers and temp dirs.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	go func() {
 		// After the first Ctrl-C, a second one kills locklab at once (its
@@ -68,7 +61,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	reg := registry()
+	reg := all.Registry()
+	return dispatch(ctx, reg, args, stdout, stderr)
+}
+
+// dispatch runs one sub-command.
+func dispatch(ctx context.Context, reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "bench":
@@ -79,16 +77,44 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdList(reg, rest, stdout, stderr)
 	case "check":
 		return cmdCheck(ctx, rest, stdout, stderr)
+	case "compare":
+		return cmdCompare(rest, stdout, stderr)
+	case "run":
+		return cmdRun(ctx, reg, rest, stdout, stderr)
+	case "matrix":
+		return cmdMatrix(ctx, reg, rest, stdout, stderr)
+	case "worker":
+		return cmdWorker(ctx, reg, rest, stderr)
 	case "help", "-h", "--help":
-		if len(rest) > 0 {
-			return run([]string{rest[0], "-h"}, stdout, stderr)
-		}
-		fmt.Fprint(stdout, usage)
-		return exitOK
+		return cmdHelp(ctx, reg, rest, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "locklab: unknown command %q (commands: bench, cluster, list, check, help)\n", cmd)
+		fmt.Fprintf(stderr, "locklab: unknown command %q (commands: bench, run, matrix, cluster, list, check, compare, help)\n", cmd)
 		return exitUsage
 	}
+}
+
+// helpTopics are the commands `help` knows, with the arguments that
+// reach their flags.
+var helpTopics = map[string][]string{
+	"bench": {"bench"}, "run": {"run"}, "matrix": {"matrix"}, "check": {"check"}, "compare": {"compare"}, "list": {"list"}, "cluster": {"cluster", "up"},
+	"cluster up": {"cluster", "up"},
+}
+
+// cmdHelp prints the usage, or one command's flags. It never recurses:
+// "help help" and "help -h" are the usage itself.
+func cmdHelp(ctx context.Context, reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
+	topic := strings.Join(args, " ")
+	switch topic {
+	case "", "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	cmd, ok := helpTopics[topic]
+	if !ok {
+		fmt.Fprintf(stderr, "locklab help: no command %q (commands: bench, run, matrix, cluster up, list, check, compare)\n", topic)
+		return exitUsage
+	}
+	return dispatch(ctx, reg, append(cmd, "-h"), stdout, stderr)
 }
 
 // exitCode maps an error to the exit code and prints it as one line.
@@ -96,17 +122,17 @@ func exitCode(stderr io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, errInterrupted) {
 		fmt.Fprintln(stderr, "locklab: interrupted; what ran so far is kept, marked incomplete")
 		return exitInterrupted
 	}
 	fmt.Fprintf(stderr, "locklab: %v\n", err)
-	switch {
-	case errors.Is(err, runner.ErrUsage):
+	if errors.Is(err, runner.ErrUsage) {
 		return exitUsage
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
-	default:
-		return exitInfra
 	}
+	return exitInfra
 }
+
+// errInterrupted marks an error that happened because of a Ctrl-C (a server
+// start cut short), whatever the error says.
+var errInterrupted = errors.New("interrupted")

@@ -96,7 +96,7 @@ func readResults(t *testing.T, resultsDir string) (string, report.Results) {
 func TestBenchEndToEnd(t *testing.T) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
-	cmd := locklab(tmp, "bench", "--backends", "redis-setnx-px-lua,mysql-insert-delete",
+	cmd := locklab(tmp, "bench", "--approaches", "redis-setnx-px-lua,mysql-insert-delete",
 		"--clients", "1,4", "--duration", "1s", "--results", results)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -113,14 +113,23 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	for _, r := range res.Runs {
 		if r.Acquired == 0 || r.Acquire.P50 <= 0 || r.DoubleGrants != 0 || r.Linearizable != "yes" {
-			t.Errorf("run %s c%d: %+v", r.Backend, r.Clients, r)
+			t.Errorf("run %s c%d: %+v", r.Approach, r.Clients, r)
+		}
+		// Four clients on one key: waiters are handed the lock, and each
+		// client gets some of it.
+		if f := r.Fairness; f.Clients != r.Clients || f.Jain < 1/float64(r.Clients) || f.Jain > 1 || f.LongestWaitUs < 0.9*r.Acquire.Max {
+			t.Errorf("run %s c%d: fairness %+v (acquire max %v µs)", r.Approach, r.Clients, f, r.Acquire.Max)
+		}
+		if handedOff := r.HandOff.Count > 0; handedOff != (r.Clients > 1) || handedOff && r.HandOff.P50 <= 0 {
+			t.Errorf("run %s c%d: hand-off %+v", r.Approach, r.Clients, r.HandOff)
 		}
 	}
 	if res.Versions["redis"] == "" || res.Versions["mysql"] == "" {
 		t.Errorf("server versions missing: %v", res.Versions)
 	}
-	for _, f := range []string{"history.jsonl", "summary.md", "latency-acquire-c1.png", "latency-acquire-c4.png",
+	for _, f := range []string{"history.jsonl", "summary.md", "index.html", "latency-acquire-c1.png", "latency-acquire-c4.png",
 		"throughput.png", "acquire-redis-setnx-px-lua-c4.hgrm", "release-mysql-insert-delete-c1.hgrm",
+		"hand-off-mysql-insert-delete-c4.hgrm", "latency-hand-off-c4.png", "latency-vs-clients.png",
 		"timeline-redis-setnx-px-lua-c4.png", "timeline-mysql-insert-delete-c1.png"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("artifact %s: %v", f, err)
@@ -137,7 +146,7 @@ func TestBenchEndToEnd(t *testing.T) {
 func TestBenchSIGINTLeavesValidResultsAndNoServers(t *testing.T) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
-	cmd := locklab(tmp, "bench", "--backends", "redis-setnx-px-lua,mysql-insert-delete",
+	cmd := locklab(tmp, "bench", "--approaches", "redis-setnx-px-lua,mysql-insert-delete",
 		"--clients", "2", "--duration", "30s", "--results", results)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -226,7 +235,7 @@ func TestSIGKILLOfLocklabKillsItsServers(t *testing.T) {
 	if stale, _ := filepath.Glob(filepath.Join(tmp, "locklab-*")); len(stale) != 1 {
 		t.Fatalf("want the crashed run's temp dir, got %v", stale)
 	}
-	out, err := locklab(tmp, "bench", "--backends", "redis-setnx-px-lua", "--clients", "1", "--duration", "200ms",
+	out, err := locklab(tmp, "bench", "--approaches", "redis-setnx-px-lua", "--clients", "1", "--duration", "200ms",
 		"--results", filepath.Join(tmp, "r")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
@@ -246,7 +255,7 @@ func TestBadInputExitCodes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"unknown backend", []string{"bench", "--backends", "nope"}, exitUsage, `unknown backend "nope" (known: `},
+		{"unknown approach", []string{"bench", "--approaches", "nope"}, exitUsage, `unknown approach "nope" (known: `},
 		{"bad clients", []string{"bench", "--clients", "0"}, exitUsage, "not a positive integer"},
 		{"bad hold", []string{"bench", "--hold", "gauss:1ms"}, exitUsage, "unknown kind"},
 		{"bad workload", []string{"bench", "--workload", "nope"}, exitUsage, `unknown workload "nope"`},

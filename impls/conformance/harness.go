@@ -36,23 +36,43 @@ func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Regist
 			if len(nodes) == 0 {
 				t.Fatalf("no %s nodes in the cluster", a.Backend)
 			}
-			var drop, slow, cut chaos.All
+			targets := chaos.NodeTargets(nodes)
 			var crashable []Node
 			for _, n := range nodes {
 				crashable = append(crashable, n)
-				drop = append(drop, chaos.DropReplies{Proxy: n.Proxy()})
-				cut = append(cut, chaos.Partition{Proxy: n.Proxy()})
-				slow = append(slow, chaos.SlowReplies{Proxy: n.Proxy(), Latency: 400 * time.Millisecond})
 			}
 			Run(t, Harness{
 				Approach:        a,
 				Endpoints:       c.Endpoints(),
 				DirectEndpoints: c.DirectEndpoints(),
-				DropReplies:     drop,
-				SlowReplies:     slow,
-				Partition:       cut,
+				DropReplies:     &fault{f: chaos.DropReplies{}, targets: targets},
+				SlowReplies:     &fault{f: chaos.SlowReplies{Latency: chaos.Duration(400 * time.Millisecond)}, targets: targets},
+				Partition:       &fault{f: chaos.Partition{}, targets: targets},
 				Nodes:           crashable,
 			})
 		})
 	}
+}
+
+// fault adapts a chaos fault on fixed targets to the suite's Inject/Heal.
+type fault struct {
+	f       chaos.Fault
+	targets []chaos.Target
+	heal    chaos.Heal
+}
+
+func (x *fault) Inject(ctx context.Context) error {
+	h, err := chaos.InjectAll(ctx, x.f, x.targets)
+	x.heal = h
+	return err
+}
+
+// Heal undoes the last injection; a second call does nothing.
+func (x *fault) Heal(ctx context.Context) error {
+	h := x.heal
+	x.heal = nil
+	if h == nil {
+		return nil
+	}
+	return h(ctx)
 }

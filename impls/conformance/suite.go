@@ -340,6 +340,12 @@ func (s *suite) cancelReturnsPromptly(t *testing.T) {
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	held := acquire(t, a, key, impls.AcquireOptions{})
 	defer release(t, held)
+	// A first try connects b: on a loaded machine a dial alone can outlast
+	// the deadline below, and a dial cut short is "unavailable", which
+	// says nothing about how a waiter gives up.
+	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("try on a held key: err = %v, want ErrNotAcquired", err)
+	}
 	const wait = 200 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -820,12 +826,25 @@ func (s *suite) backendDownIsUnavailable(t *testing.T) {
 	}
 	defer s.restartAll(t, s.h.Nodes)
 	const wait = 3 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	start := time.Now()
-	_, err := l.Acquire(ctx, s.key(t), impls.AcquireOptions{})
-	if took := time.Since(start); took > wait+time.Second {
-		t.Errorf("acquire against dead servers took %v", took)
+	try := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		start := time.Now()
+		_, err := l.Acquire(ctx, s.key(t), impls.AcquireOptions{})
+		if took := time.Since(start); took > wait+time.Second {
+			t.Errorf("acquire against dead servers took %v", took)
+		}
+		return err
+	}
+	err := try()
+	// A request sent in the instant between the kill and the client
+	// noticing it honestly is indeterminate: it went out on a connection
+	// the client still believed live, and no client can tell a peer that
+	// never read it from one that applied it and died. Once the client has
+	// seen the connection fail, the answer must be "unavailable".
+	if errors.Is(err, impls.ErrIndeterminate) && !errors.Is(err, impls.ErrUnavailable) {
+		t.Logf("first acquire raced the kill: %v", err)
+		err = try()
 	}
 	if !errors.Is(err, impls.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)

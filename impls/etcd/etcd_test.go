@@ -18,3 +18,7 @@ func TestMain(m *testing.M) {
 func TestConformance(t *testing.T) { conformance.RunRegistered(t, testCluster, Register) }
 
 func BenchmarkApproaches(b *testing.B) { conformance.BenchRegistered(b, testCluster, Register) }
+
+func TestBeliefFollowsKeepAlives(t *testing.T) {
+	conformance.BeliefFollowsHeartbeats(t, testCluster, LeaseApproach, DefaultTTL)
+}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -59,12 +60,24 @@ var LeaseApproach = impls.Approach{
 			c.Close()
 			return nil, fmt.Errorf("etcd-lease: %w: %w", impls.ErrUnavailable, err)
 		}
-		return &Lease{c: c}, nil
+		clk := env.Clock
+		if clk == nil {
+			clk = systemClock{}
+		}
+		return &Lease{c: c, clock: clk}, nil
 	},
 }
 
+// systemClock is the real clock, for clients given none.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
 // Lease is one client of the approach.
-type Lease struct{ c *clientv3.Client }
+type Lease struct {
+	c     *clientv3.Client
+	clock clock.Clock // the client's lease clock
+}
 
 func lockPrefix(key string) (string, error) {
 	if key == "" || len(key) > 1000 || !utf8.ValidString(key) {
@@ -92,6 +105,7 @@ func (l *Lease) Acquire(ctx context.Context, key string, opt impls.AcquireOption
 		ttl = DefaultTTL
 	}
 	secs := int64((ttl + time.Second - 1) / time.Second)
+	sent := l.clock.Now()
 	grant, err := l.c.Grant(ctx, secs)
 	if err != nil {
 		if l.unreachable() {
@@ -111,6 +125,22 @@ func (l *Lease) Acquire(ctx context.Context, key string, opt impls.AcquireOption
 		stop()
 		l.revoke(grant.ID) // deletes our queue key with the lease
 	}
+	// The holder's belief: the lease lives TTL after the last keep-alive
+	// the server acknowledged (the grant, to begin with), as the client
+	// library itself reckons. Once the lease is gone no answer comes and
+	// the belief stops moving.
+	belief := &leaseBelief{}
+	belief.set(sent, sent.Add(time.Duration(grant.TTL)*time.Second))
+	if acks, err := l.c.KeepAlive(sctx, grant.ID); err == nil {
+		go func() {
+			for resp := range acks {
+				if resp.TTL > 0 {
+					now := l.clock.Now()
+					belief.set(now, now.Add(time.Duration(resp.TTL)*time.Second))
+				}
+			}
+		}()
+	}
 	m := concurrency.NewMutex(sess, pfx)
 	if opt.Try {
 		err = m.TryLock(ctx)
@@ -119,7 +149,7 @@ func (l *Lease) Acquire(ctx context.Context, key string, opt impls.AcquireOption
 	}
 	switch {
 	case err == nil:
-		return &lease{l: l, key: key, mutex: m, sess: sess, stop: stop, id: grant.ID, rev: uint64(m.Header().Revision)}, nil
+		return &lease{l: l, key: key, mutex: m, sess: sess, stop: stop, id: grant.ID, rev: uint64(m.Header().Revision), belief: belief}, nil
 	case errors.Is(err, concurrency.ErrLocked):
 		abandon()
 		return nil, fmt.Errorf("%w: %s is held", impls.ErrNotAcquired, key)
@@ -154,13 +184,43 @@ type lease struct {
 	stop     context.CancelFunc
 	id       clientv3.LeaseID
 	rev      uint64
+	belief   *leaseBelief
 	mu       sync.Mutex
 	released bool
 }
 
+// leaseBelief is the expiry a holder believes in, moved by keep-alives.
+type leaseBelief struct {
+	mu    sync.Mutex
+	until time.Time
+	dead  bool
+}
+
+// set moves the belief to until on an acknowledgement read at now. An
+// answer read after the lease had already run out on the holder's own
+// reckoning (a reply held back while it was paused or cut off) cannot
+// revive it: the belief stays frozen from then on.
+func (b *leaseBelief) set(now, until time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.dead:
+	case !b.until.IsZero() && now.After(b.until):
+		b.dead = true
+	default:
+		b.until = until
+	}
+}
+
+func (b *leaseBelief) get() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.until
+}
+
 func (s *lease) Key() string           { return s.key }
 func (s *lease) Token() (uint64, bool) { return s.rev, true }
-func (s *lease) ValidUntil() time.Time { return time.Time{} } // renewed while the client lives
+func (s *lease) ValidUntil() time.Time { return s.belief.get() }
 func (s *lease) Lost() <-chan struct{} { return s.sess.Done() }
 
 func (s *lease) Extend(context.Context, time.Duration) error {

@@ -133,7 +133,7 @@ func classify(ctx context.Context, op string, err error) error {
 	case errors.As(err, &me):
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
 	case impls.DialFailed(err):
-		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
+		return impls.DialOutcome(ctx, op, err)
 	case impls.Expired(ctx) != nil:
 		// The deadline struck mid-command; the driver may report it as a
 		// socket timeout, so say both.

@@ -40,7 +40,7 @@ var AdvisoryApproach = impls.Approach{
 		if env.Endpoints.Postgres == "" {
 			return nil, fmt.Errorf("pg-advisory: no postgres endpoint")
 		}
-		l := &Advisory{dsn: env.Endpoints.Postgres}
+		l := &Advisory{dsn: env.Endpoints.Postgres, chunk: waitChunk}
 		if err := l.connect(ctx); err != nil {
 			return nil, err
 		}
@@ -50,10 +50,12 @@ var AdvisoryApproach = impls.Approach{
 
 // Advisory is one client: one session, whose locks it tracks.
 type Advisory struct {
-	dsn  string
-	mu   sync.Mutex // one statement at a time on the connection
-	conn *pgx.Conn
-	lost chan struct{} // closed when the session (and its locks) is gone
+	dsn   string
+	chunk time.Duration // lock_timeout of one server-side wait
+	mu    sync.Mutex    // one statement at a time on the connection
+	conn  *pgx.Conn
+	lost  chan struct{}  // closed when the session (and its locks) is gone
+	held  map[string]int // leases this session holds per key (its locks are reentrant)
 }
 
 func checkKey(key string) error {
@@ -69,12 +71,12 @@ func (l *Advisory) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pg-advisory: %w", err)
 	}
-	cfg.RuntimeParams["lock_timeout"] = fmt.Sprint(waitChunk.Milliseconds())
+	cfg.RuntimeParams["lock_timeout"] = fmt.Sprint(l.chunk.Milliseconds())
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("pg-advisory: %w: %w", impls.ErrUnavailable, err)
+		return impls.DialOutcome(ctx, "pg-advisory", err)
 	}
-	l.conn, l.lost = conn, make(chan struct{})
+	l.conn, l.lost, l.held = conn, make(chan struct{}), map[string]int{}
 	return nil
 }
 
@@ -109,11 +111,19 @@ func (l *Advisory) Acquire(ctx context.Context, key string, opt impls.AcquireOpt
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
+	retried := false
 	for {
 		if err := impls.Expired(ctx); err != nil {
 			return nil, impls.NotAcquiredBy(ctx)
 		}
 		lease, err := l.attempt(ctx, key, opt.Try)
+		if errors.Is(err, errSessionLost) && !retried {
+			// The session died under the request (a restarted or killed
+			// server): nothing is ours. Once more on a new session: it
+			// either queues again or finds the server unreachable.
+			retried = true
+			continue
+		}
 		if lease != nil || err != nil {
 			return lease, err
 		}
@@ -128,8 +138,8 @@ func (l *Advisory) attempt(ctx context.Context, key string, try bool) (impls.Lea
 	defer l.mu.Unlock()
 	// The statement gets a little longer than the caller: lock_timeout ends
 	// the wait first, and only a stalled network runs into this deadline.
-	qctx, cancel := context.WithTimeout(context.Background(), waitChunk+2*time.Second)
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl)+150*time.Millisecond < waitChunk+2*time.Second {
+	qctx, cancel := context.WithTimeout(context.Background(), l.chunk+2*time.Second)
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl)+150*time.Millisecond < l.chunk+2*time.Second {
 		cancel()
 		qctx, cancel = context.WithDeadline(context.Background(), dl.Add(150*time.Millisecond))
 	}
@@ -143,8 +153,19 @@ func (l *Advisory) attempt(ctx context.Context, key string, try bool) (impls.Lea
 		ok = err == nil
 	}
 	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" && l.held[key] == 0 {
+		// lock_timeout can fire in the instant the lock is granted: the
+		// server keeps the grant and still raises the error, and a session
+		// lock outlives it. Ask whether the session holds the key (a key it
+		// already held would have been granted at once, without a wait).
+		ok, err = l.exec(qctx, grantedHere, key)
+		if err == nil && !ok {
+			return nil, nil // lock_timeout: still held; wait another chunk
+		}
+	}
 	switch {
 	case ok:
+		l.held[key]++
 		return &lease{l: l, key: key, lost: l.lost}, nil
 	case err == nil:
 		return nil, nil // try: held
@@ -158,11 +179,23 @@ func (l *Advisory) attempt(ctx context.Context, key string, try bool) (impls.Lea
 		if impls.DialFailed(err) {
 			return nil, fmt.Errorf("pg-advisory: %w: %w", impls.ErrUnavailable, err)
 		}
-		return nil, fmt.Errorf("pg-advisory %s: %w: session lost: %w", key, impls.ErrNotAcquired, err)
+		return nil, fmt.Errorf("pg-advisory %s: %w: %w: %w", key, impls.ErrNotAcquired, errSessionLost, err)
 	default:
 		return nil, fmt.Errorf("pg-advisory %s: %w: %w", key, impls.ErrUnavailable, err)
 	}
 }
+
+// grantedHere asks whether this session holds the advisory lock on a key:
+// a bigint key shows in pg_locks as its high half in classid and its low
+// half in objid, with objsubid 1.
+const grantedHere = `SELECT EXISTS (
+	SELECT 1 FROM pg_locks, (SELECT hashtextextended($1, 0) AS h) k
+	WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted AND objsubid = 1
+	  AND classid::bigint = (k.h >> 32) & 4294967295 AND objid::bigint = k.h & 4294967295)`
+
+// errSessionLost: the connection died under a request; the server ends the
+// session, so no lock of it is ours.
+var errSessionLost = errors.New("session lost")
 
 // Close drops the connection, as a crash would: the server frees the locks.
 func (l *Advisory) Close() error {
@@ -218,8 +251,12 @@ func (s *lease) Release(ctx context.Context) error {
 		return fmt.Errorf("release %s: %w: %w", s.key, impls.ErrUnavailable, err)
 	case !ok:
 		s.released = true
+		delete(s.l.held, s.key)
 		return fmt.Errorf("release %s: %w", s.key, impls.ErrNotHeld)
 	}
 	s.released = true
+	if s.l.held[s.key]--; s.l.held[s.key] <= 0 {
+		delete(s.l.held, s.key)
+	}
 	return nil
 }

@@ -23,6 +23,8 @@ func Register(r *impls.Registry) {
 	r.Register(RedlockApproach)
 	r.Register(RedsyncApproach)
 	r.Register(RedislockApproach)
+	r.Register(SentinelLuaApproach)
+	r.Register(SentinelLuaWaitApproach)
 }
 
 // DefaultTTL is the lease length when AcquireOptions.TTL is zero.
@@ -71,7 +73,7 @@ func newClientNoPing(addr string) *goredis.Client {
 func classify(ctx context.Context, op string, err error) error {
 	switch {
 	case impls.DialFailed(err):
-		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
+		return impls.DialOutcome(ctx, op, err)
 	case isRedisError(err):
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
 	case impls.Expired(ctx) != nil:

@@ -12,7 +12,7 @@ var testCluster *cluster.Cluster
 
 // TestMain starts the real servers for the package's tests.
 func TestMain(m *testing.M) {
-	os.Exit(conformance.Main(m, cluster.LocalConfig{RedisNodes: 5}, func(c *cluster.Cluster) { testCluster = c }))
+	os.Exit(conformance.Main(m, cluster.LocalConfig{RedisNodes: 5, RedisSentinel: true}, func(c *cluster.Cluster) { testCluster = c }))
 }
 
 func TestConformance(t *testing.T) { conformance.RunRegistered(t, testCluster, Register) }

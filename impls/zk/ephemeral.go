@@ -24,7 +24,7 @@ var EphemeralApproach = impls.Approach{
 	Summary:         "create one ephemeral node; waiters watch it and race again when it is deleted",
 	Fails:           "a holder paused past its session timeout keeps working after its node is gone (it learns only from the loss signal); every release wakes all waiters",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		s, err := connectUnder(ctx, env.Endpoints.ZooKeeper, root+"/ephemeral")
+		s, err := connectUnder(ctx, env.Clock, env.Endpoints.ZooKeeper, root+"/ephemeral")
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +63,7 @@ func (l *Ephemeral) Acquire(ctx context.Context, key string, opt impls.AcquireOp
 		})
 		switch {
 		case err == nil:
-			return &zkLease{s: l.s, key: key, path: path, token: token, lost: lost}, nil
+			return &zkLease{s: l.s, key: key, path: path, token: token, lost: lost, sid: l.s.sessionID()}, nil
 		case errors.Is(err, zk.ErrSessionExpired):
 			continue // the node, if created, died with the session
 		case !errors.Is(err, zk.ErrNodeExists):

@@ -29,7 +29,7 @@ var RecipeApproach = impls.Approach{
 	Summary:         "go-zookeeper zk.NewLock(...).Lock(): sequential nodes, watch the predecessor",
 	Fails:           "no context, no try, no loss signal: a caller cannot stop waiting, and after a session expiry the holder is not told",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		s, err := connect(ctx, env.Endpoints.ZooKeeper)
+		s, err := connect(ctx, env.Clock, env.Endpoints.ZooKeeper)
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +59,7 @@ func (l *Recipe) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 	})
 	switch {
 	case err == nil:
-		return &recipeLease{key: key, lock: lock}, nil
+		return &recipeLease{key: key, lock: lock, s: l.s, sid: l.s.sessionID()}, nil
 	case opt.Try && errors.Is(err, impls.ErrIndeterminate):
 		return nil, fmt.Errorf("%w: %s is held (waited %v)", impls.ErrNotAcquired, key, tryBudget)
 	default:
@@ -74,11 +74,17 @@ type recipeLease struct {
 	key  string
 	mu   sync.Mutex
 	lock *zk.Lock
+	s    *session
+	sid  int64 // the session the lock was taken in
 }
 
 func (r *recipeLease) Key() string           { return r.key }
 func (r *recipeLease) Token() (uint64, bool) { return 0, false }
-func (r *recipeLease) ValidUntil() time.Time { return time.Time{} }
+
+// ValidUntil is the holder's belief: last heard from the ensemble in the
+// lock's session, plus the session timeout (the recipe itself tells the
+// holder nothing).
+func (r *recipeLease) ValidUntil() time.Time { return r.s.validUntil(r.sid) }
 func (r *recipeLease) Lost() <-chan struct{} { return nil }
 
 func (r *recipeLease) Extend(context.Context, time.Duration) error {

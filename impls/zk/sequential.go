@@ -30,7 +30,7 @@ var SequentialApproach = impls.Approach{
 	Summary:         "ephemeral sequential node under the key; lowest holds; each waiter watches its predecessor",
 	Fails:           "a holder paused past its session timeout keeps working after its node is gone; only the fencing token (sequence) can stop its writes",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		s, err := connectUnder(ctx, env.Endpoints.ZooKeeper, root+"/sequential")
+		s, err := connectUnder(ctx, env.Clock, env.Endpoints.ZooKeeper, root+"/sequential")
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +114,7 @@ func (l *Sequential) Acquire(ctx context.Context, key string, opt impls.AcquireO
 			// Our node is gone: the session expired while we waited.
 			return nil, fmt.Errorf("%w: %s: our queue node vanished (session expired)", impls.ErrNotAcquired, key)
 		case pos == 0:
-			return &zkLease{s: l.s, unique: true, key: key, path: node, token: token, fence: seq, fenced: true, lost: lost}, nil
+			return &zkLease{s: l.s, unique: true, key: key, path: node, token: token, fence: seq, fenced: true, lost: lost, sid: l.s.sessionID()}, nil
 		case opt.Try:
 			leave()
 			return nil, fmt.Errorf("%w: %s is held", impls.ErrNotAcquired, key)

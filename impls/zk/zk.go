@@ -9,12 +9,14 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -66,7 +68,17 @@ func (nopLogger) Printf(string, ...any) {}
 // an unreachable ensemble is "unavailable" rather than a hang, and can be
 // closed like a crash: the connection drops, the session is left to expire.
 type session struct {
-	conn *zk.Conn
+	conn  *zk.Conn
+	clock clock.Clock // the client's lease clock
+	// heard is, for each session, the send time of the latest request
+	// the ensemble is known to have received (it answered), on the
+	// client's own clock. A holder believes its lock lives until heard +
+	// SessionTimeout: the ensemble expires a session that long after it
+	// last heard from the client, and the client cannot know better.
+	heard   map[int64]time.Time
+	dead    map[int64]bool // sessions the client can no longer believe in
+	heardMu sync.Mutex     // apart from mu: the dialer holds mu while it dials
+	connP   atomic.Pointer[zk.Conn]
 
 	mu       sync.Mutex
 	ensured  map[string]bool // persistent nodes known to exist
@@ -78,8 +90,8 @@ type session struct {
 
 // connectUnder connects a client and makes sure its approach's directory
 // exists.
-func connectUnder(ctx context.Context, servers []string, dir string) (*session, error) {
-	s, err := connect(ctx, servers)
+func connectUnder(ctx context.Context, clk clock.Clock, servers []string, dir string) (*session, error) {
+	s, err := connect(ctx, clk, servers)
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +102,15 @@ func connectUnder(ctx context.Context, servers []string, dir string) (*session, 
 	return s, nil
 }
 
-func connect(ctx context.Context, servers []string) (*session, error) {
+func connect(ctx context.Context, clk clock.Clock, servers []string) (*session, error) {
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("zookeeper: no endpoint")
 	}
-	s := &session{lost: make(chan struct{}), stopLoop: make(chan struct{}), ensured: map[string]bool{}}
+	if clk == nil {
+		clk = systemClock{}
+	}
+	s := &session{lost: make(chan struct{}), stopLoop: make(chan struct{}), ensured: map[string]bool{}, clock: clk,
+		heard: map[int64]time.Time{}, dead: map[int64]bool{}}
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -104,6 +120,7 @@ func connect(ctx context.Context, servers []string) (*session, error) {
 		c, err := net.DialTimeout(network, address, timeout)
 		if err == nil {
 			s.sockets = append(s.sockets, c)
+			c = &heardConn{Conn: c, s: s}
 		}
 		return c, err
 	}
@@ -112,6 +129,7 @@ func connect(ctx context.Context, servers []string) (*session, error) {
 		return nil, fmt.Errorf("zookeeper: %w", err)
 	}
 	s.conn = conn
+	s.connP.Store(conn)
 	go s.watch(events)
 	if err := s.waitSession(ctx); err != nil {
 		s.Close()
@@ -145,6 +163,98 @@ func (s *session) watch(events <-chan zk.Event) {
 		}
 	}
 }
+
+// heardConn dates what the ensemble has certainly received. A reply read
+// proves the server got the request it answers, so the session was alive
+// on the server when that request was sent: the holder may count its
+// session from then. The time a reply is read proves less: a reply queued
+// while the holder was paused (SIGSTOP) is read after the pause, long after
+// the server last heard from it. ZooKeeper answers in order, so each read
+// is taken to answer the oldest write not yet answered.
+type heardConn struct {
+	net.Conn
+	s      *session
+	mu     sync.Mutex
+	writes []time.Time // send times of requests not yet answered, oldest first
+}
+
+func (c *heardConn) Write(b []byte) (int, error) {
+	now := c.s.clock.Now()
+	c.mu.Lock()
+	if len(c.writes) < 1024 {
+		c.writes = append(c.writes, now)
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+func (c *heardConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.mu.Lock()
+		if len(c.writes) > 0 {
+			sent := c.writes[0]
+			c.writes = c.writes[1:]
+			c.mu.Unlock()
+			c.s.heardAt(sent)
+		} else {
+			c.mu.Unlock()
+		}
+	}
+	return n, err
+}
+
+func (s *session) heardAt(sent time.Time) {
+	conn := s.connP.Load()
+	if conn == nil {
+		return // still connecting: no session yet
+	}
+	sid := conn.SessionID()
+	if sid == 0 {
+		return
+	}
+	now := s.clock.Now()
+	s.heardMu.Lock()
+	defer s.heardMu.Unlock()
+	last, seen := s.heard[sid]
+	switch {
+	case s.dead[sid]:
+	case seen && now.Sub(last) > SessionTimeout:
+		// Longer than a session without a confirmed contact (a pause, a
+		// partition): the ensemble has expired the session, whatever
+		// arrives now (replies held back, the expiry notice itself).
+		s.dead[sid] = true
+	case sent.After(last):
+		s.heard[sid] = sent
+	}
+}
+
+// sessionID is the session requests go out in now.
+func (s *session) sessionID() int64 {
+	if conn := s.connP.Load(); conn != nil {
+		return conn.SessionID()
+	}
+	return 0
+}
+
+// validUntil is a holder's belief about a lock taken in session sid: when
+// it last sent a request the ensemble answered in that session, plus the
+// session timeout. Once the session is gone nothing more is heard in it, so the
+// belief stops moving.
+func (s *session) validUntil(sid int64) time.Time {
+	s.heardMu.Lock()
+	defer s.heardMu.Unlock()
+	h, ok := s.heard[sid]
+	if !ok {
+		return time.Time{}
+	}
+	return h.Add(SessionTimeout)
+}
+
+// systemClock is the real clock, for clients given none.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 func (s *session) lostChan() <-chan struct{} {
 	s.mu.Lock()
@@ -266,13 +376,14 @@ type zkLease struct {
 	fence     uint64
 	fenced    bool
 	lost      <-chan struct{}
+	sid       int64 // the session the lock was taken in
 	releaseMu sync.Mutex
 	released  bool
 }
 
 func (l *zkLease) Key() string           { return l.key }
 func (l *zkLease) Token() (uint64, bool) { return l.fence, l.fenced }
-func (l *zkLease) ValidUntil() time.Time { return time.Time{} } // held while the session lives
+func (l *zkLease) ValidUntil() time.Time { return l.s.validUntil(l.sid) }
 func (l *zkLease) Lost() <-chan struct{} { return l.lost }
 
 func (l *zkLease) Extend(context.Context, time.Duration) error {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/conformance"
 )
 
@@ -18,3 +19,9 @@ func TestMain(m *testing.M) {
 func TestConformance(t *testing.T) { conformance.RunRegistered(t, testCluster, Register) }
 
 func BenchmarkApproaches(b *testing.B) { conformance.BenchRegistered(b, testCluster, Register) }
+
+func TestBeliefFollowsHeartbeats(t *testing.T) {
+	for _, a := range []impls.Approach{SequentialApproach, EphemeralApproach, RecipeApproach} {
+		t.Run(a.Name, func(t *testing.T) { conformance.BeliefFollowsHeartbeats(t, testCluster, a, SessionTimeout) })
+	}
+}

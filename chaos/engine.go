@@ -1,0 +1,319 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Resolver turns a step's selector into targets at the moment it fires: the
+// runner knows the clients, which of them holds a key, and (through
+// ResolveNodes) the nodes. rng, seeded from the plan, is for its random
+// choices, so a seed fixes the targets too. ErrNoTarget (wrapped) means
+// nothing matches now.
+type Resolver interface {
+	Resolve(ctx context.Context, sel Selector, rng *rand.Rand) ([]Target, error)
+}
+
+// ResolverFunc adapts a function to Resolver.
+type ResolverFunc func(ctx context.Context, sel Selector, rng *rand.Rand) ([]Target, error)
+
+// Resolve calls f.
+func (f ResolverFunc) Resolve(ctx context.Context, sel Selector, rng *rand.Rand) ([]Target, error) {
+	return f(ctx, sel, rng)
+}
+
+// Waiter blocks until an event-driven step's condition holds (or ctx ends).
+// The runner provides it from its live view of holders.
+type Waiter interface {
+	Wait(ctx context.Context, w When) error
+}
+
+// Recorder takes nemesis events. The engine calls it from one goroutine at
+// a time, in the order the events happen.
+type Recorder interface {
+	Nemesis(NemesisEvent)
+}
+
+// Nemesis event ops and types. Every injection is a start invoke followed
+// by a start ok (injected) or fail (nothing was injected: no target, not
+// available, the injection failed and rolled back); an injected fault ends
+// with a stop ok (healed) or info (the heal failed: the fault may still be
+// in place). An instantaneous fault (a crash) has its stop right after its
+// start. Events of one injection share its ID, so windows can overlap.
+const (
+	OpStart = "start"
+	OpStop  = "stop"
+
+	EventInvoke = "invoke"
+	EventOK     = "ok"
+	EventFail   = "fail"
+	EventInfo   = "info"
+)
+
+// NemesisEvent is one step in the life of an injection, for the history:
+// {"id":3,"op":"start","fault":"client-pause","target":"client 4",...}.
+type NemesisEvent struct {
+	ID       int               `json:"id"`
+	Op       string            `json:"op"`   // OpStart, OpStop
+	Type     string            `json:"type"` // EventInvoke, EventOK, EventFail, EventInfo
+	Fault    string            `json:"fault"`
+	Threat   string            `json:"threat,omitempty"`
+	Selector string            `json:"selector,omitempty"` // the step's target as written
+	Target   string            `json:"target,omitempty"`   // what it resolved to; empty if nothing
+	Params   map[string]string `json:"params,omitempty"`
+	For      Duration          `json:"for,omitempty"` // planned length; 0: until the end
+	Error    string            `json:"error,omitempty"`
+}
+
+// Engine runs a compiled plan: it resolves, injects, records, and heals
+// each injection after its `for`; HealAll heals what is left. One engine
+// per run.
+type Engine struct {
+	resolver Resolver
+	rec      Recorder
+	waiter   Waiter
+	// HealTimeout bounds each heal. Heals run on a context detached from
+	// the run's, so a cancelled run (Ctrl-C) still heals: a server left
+	// paused or a partition left in place would outlive the run.
+	HealTimeout time.Duration
+
+	recMu sync.Mutex // serializes recorder calls
+
+	mu     sync.Mutex
+	nextID int
+	active []*injection // injected and not yet healed, in injection order
+	closed bool         // HealAll ran: inject nothing more, heal late ones at once
+	errs   []error
+}
+
+type injection struct {
+	id   int
+	stop NemesisEvent // the stop event, filled in but for Type and Error
+	heal Heal
+	done bool
+}
+
+// NewEngine returns an engine resolving targets with r and recording with
+// rec. w may be nil when the plan has no event-driven steps.
+func NewEngine(r Resolver, rec Recorder, w Waiter) *Engine {
+	return &Engine{resolver: r, rec: rec, waiter: w, HealTimeout: time.Minute}
+}
+
+// Run runs plan against a run that started at start, and returns when every
+// planned injection has fired and its timed heal is done, or when ctx ends
+// (then injections still in place are left for HealAll). It returns the
+// failures that point at the lab rather than at the moment (an injection or
+// heal that failed, a fault not available on its target); "no target now"
+// and the end of ctx are not errors.
+func (e *Engine) Run(ctx context.Context, start time.Time, plan []Planned) error {
+	for _, p := range plan {
+		if p.When != nil && e.waiter == nil {
+			return fmt.Errorf("step %d waits for %s, but the engine has no Waiter", p.Step+1, p.When)
+		}
+	}
+	var wg sync.WaitGroup
+	// Triggers wait from the start; timed injections are started by one
+	// loop as their times come, so a long plan is not a goroutine each.
+	for _, p := range plan {
+		if p.When != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); e.fire(ctx, start, p) }()
+		}
+	}
+	for _, p := range plan {
+		if p.When != nil {
+			continue
+		}
+		if !sleepUntil(ctx, start.Add(p.At)) {
+			break
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); e.fire(ctx, start, p) }()
+	}
+	wg.Wait()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return errors.Join(e.errs...)
+}
+
+// fire runs one planned injection through its life.
+func (e *Engine) fire(ctx context.Context, start time.Time, p Planned) {
+	if p.When != nil {
+		if !sleepUntil(ctx, start.Add(p.At)) {
+			return
+		}
+		if err := e.waiter.Wait(ctx, *p.When); err != nil {
+			if ctx.Err() == nil {
+				e.fail(fmt.Errorf("step %d: wait for %s: %w", p.Step+1, p.When, err))
+			}
+			return
+		}
+	}
+	// Resolve before the invoke: finding the holder of a key may wait, and
+	// the invoke should mark when the fault is being applied, to what.
+	targets, err := e.resolve(ctx, p)
+	e.mu.Lock()
+	if e.closed || ctx.Err() != nil {
+		e.mu.Unlock()
+		return
+	}
+	e.nextID++
+	id := e.nextID
+	e.mu.Unlock()
+	ev := NemesisEvent{ID: id, Op: OpStart, Type: EventInvoke, Fault: p.Fault.Kind(), Threat: p.Fault.Threat(),
+		Selector: p.Target.String(), Target: targetNames(targets), Params: Params(p.Fault), For: Duration(p.For)}
+	e.record(ev)
+	var heal Heal
+	if err == nil {
+		heal, err = InjectAll(ctx, p.Fault, targets)
+	}
+	if err != nil {
+		ev.Type, ev.Error = EventFail, err.Error()
+		e.record(ev)
+		if !errors.Is(err, ErrNoTarget) && ctx.Err() == nil {
+			e.fail(fmt.Errorf("%s on %s: %w", p.Fault.Kind(), p.Target, err))
+		}
+		return
+	}
+	ev.Type = EventOK
+	e.record(ev)
+	stop := ev
+	stop.Op = OpStop
+	inj := &injection{id: id, stop: stop, heal: heal}
+	if inj.heal == nil { // instantaneous: nothing to undo
+		stop.Type = EventOK
+		e.record(stop)
+		return
+	}
+	e.mu.Lock()
+	late := e.closed
+	e.active = append(e.active, inj)
+	e.mu.Unlock()
+	if late {
+		_ = e.healOne(ctx, inj)
+		return
+	}
+	if p.For <= 0 {
+		return // healed by HealAll
+	}
+	select {
+	case <-time.After(p.For):
+		_ = e.healOne(ctx, inj)
+	case <-ctx.Done():
+	}
+}
+
+// resolve finds the targets and checks the fault can act on each.
+func (e *Engine) resolve(ctx context.Context, p Planned) ([]Target, error) {
+	rng := rand.New(rand.NewPCG(p.Seed, 0))
+	targets, err := e.resolver.Resolve(ctx, p.Target, rng)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", p.Target, err)
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("resolve %s: %w", p.Target, ErrNoTarget)
+	}
+	for _, t := range targets {
+		if err := p.Fault.Available(t); err != nil {
+			return targets, err
+		}
+	}
+	return targets, nil
+}
+
+func targetNames(targets []Target) string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// healOne heals inj unless someone already did, and records the stop.
+func (e *Engine) healOne(ctx context.Context, inj *injection) error {
+	e.mu.Lock()
+	if inj.done {
+		e.mu.Unlock()
+		return nil
+	}
+	inj.done = true
+	for i, a := range e.active {
+		if a == inj {
+			e.active = append(e.active[:i], e.active[i+1:]...)
+			break
+		}
+	}
+	e.mu.Unlock()
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.HealTimeout)
+	defer cancel()
+	err := inj.heal(hctx)
+	stop := inj.stop
+	stop.Type = EventOK
+	if err != nil {
+		stop.Type, stop.Error = EventInfo, err.Error()
+		err = fmt.Errorf("heal %s on %s: %w", stop.Fault, stop.Target, err)
+		e.fail(err)
+	}
+	e.record(stop)
+	return err
+}
+
+// HealAll heals every injection still in place, newest first, and makes the
+// engine inject nothing more (an injection completing later is healed at
+// once). It heals also when ctx has ended: each heal gets HealTimeout on a
+// context detached from ctx. Call it after Run returns, also on Ctrl-C.
+func (e *Engine) HealAll(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	left := append([]*injection(nil), e.active...)
+	e.mu.Unlock()
+	var errs []error
+	for i := len(left) - 1; i >= 0; i-- {
+		errs = append(errs, e.healOne(ctx, left[i]))
+	}
+	return errors.Join(errs...)
+}
+
+// Active returns the IDs of injections in place, oldest first.
+func (e *Engine) Active() []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ids := make([]int, len(e.active))
+	for i, a := range e.active {
+		ids[i] = a.id
+	}
+	return ids
+}
+
+func (e *Engine) record(ev NemesisEvent) {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	e.rec.Nemesis(ev)
+}
+
+func (e *Engine) fail(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.errs = append(e.errs, err)
+}
+
+// sleepUntil waits until t; false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

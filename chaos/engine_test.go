@@ -1,0 +1,244 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/clock"
+)
+
+// memRecorder keeps nemesis events; the engine serializes its calls.
+type memRecorder struct{ events []NemesisEvent }
+
+func (m *memRecorder) Nemesis(ev NemesisEvent) { m.events = append(m.events, ev) }
+
+// lines renders events as "id op type target" for comparisons.
+func (m *memRecorder) lines() []string {
+	var out []string
+	for _, ev := range m.events {
+		out = append(out, fmt.Sprintf("%d %s %s %s %s", ev.ID, ev.Fault, ev.Op, ev.Type, ev.Target))
+	}
+	return out
+}
+
+// fakeProc records the signals it gets.
+type fakeProc struct {
+	mu    sync.Mutex
+	calls []string
+	err   error // returned by Resume
+}
+
+func (p *fakeProc) call(c string) { p.mu.Lock(); p.calls = append(p.calls, c); p.mu.Unlock() }
+func (p *fakeProc) Pause() error  { p.call("pause"); return nil }
+func (p *fakeProc) Resume() error { p.call("resume"); return p.err }
+func (p *fakeProc) Kill() error   { p.call("kill"); return nil }
+func (p *fakeProc) got() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.calls...)
+}
+
+// fakeLab resolves client selectors to fixed targets.
+type fakeLab map[string]Target
+
+func (l fakeLab) Resolve(_ context.Context, sel Selector, _ *rand.Rand) ([]Target, error) {
+	t, ok := l[sel.Client]
+	if !ok {
+		return nil, fmt.Errorf("client %q: %w", sel.Client, ErrNoTarget)
+	}
+	return []Target{t}, nil
+}
+
+func client(name string) Selector { return Selector{Client: name} }
+
+func plan(t *testing.T, dur time.Duration, steps ...Step) []Planned {
+	t.Helper()
+	p, err := Compile(steps, 1, dur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestEngineRunsPlan: timed heals, an instantaneous crash, and a fault left
+// for HealAll; every injection recorded as invoke, ok, stop under one id.
+func TestEngineRunsPlan(t *testing.T) {
+	p1, p2 := &fakeProc{}, &fakeProc{}
+	clk := &clock.Skewable{}
+	lab := fakeLab{
+		"1": {Kind: TargetClient, Name: "client 1", Process: p1, Clock: clk},
+		"2": {Kind: TargetClient, Name: "client 2", Process: p2},
+	}
+	rec := &memRecorder{}
+	e := NewEngine(lab, rec, nil)
+	start := time.Now()
+	err := e.Run(context.Background(), start, plan(t, time.Second,
+		Step{Fault: &ClientClock{Offset: Duration(time.Hour)}, Target: client("1")},
+		Step{Fault: &ClientPause{}, Target: client("1"), At: ms(10), For: ms(100)},
+		Step{Fault: &ClientCrash{}, Target: client("2"), At: ms(60)},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 110*time.Millisecond || took > time.Second {
+		t.Errorf("Run took %v, want the plan's 110ms (it waits for timed heals only)", took)
+	}
+	if got := p1.got(); !reflect.DeepEqual(got, []string{"pause", "resume"}) {
+		t.Errorf("client 1 got %v", got)
+	}
+	if got := p2.got(); !reflect.DeepEqual(got, []string{"kill"}) {
+		t.Errorf("client 2 got %v", got)
+	}
+	if clk.Offset() != time.Hour || !reflect.DeepEqual(e.Active(), []int{1}) {
+		t.Fatalf("before HealAll: offset %v, active %v; want the clock jump still in place", clk.Offset(), e.Active())
+	}
+	if err := e.HealAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if clk.Offset() != 0 || len(e.Active()) != 0 {
+		t.Fatalf("after HealAll: offset %v, active %v", clk.Offset(), e.Active())
+	}
+	want := []string{
+		"1 client-clock start invoke client 1", "1 client-clock start ok client 1",
+		"2 client-pause start invoke client 1", "2 client-pause start ok client 1",
+		"3 client-crash start invoke client 2", "3 client-crash start ok client 2", "3 client-crash stop ok client 2",
+		"2 client-pause stop ok client 1",
+		"1 client-clock stop ok client 1",
+	}
+	if got := rec.lines(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	ev := rec.events[0]
+	if ev.Selector != "{client: 1}" || ev.Params["offset"] != "1h0m0s" || ev.Threat != ThreatClockJump {
+		t.Errorf("first event %+v", ev)
+	}
+	if rec.events[2].For != ms(100) {
+		t.Errorf("pause event For = %v", rec.events[2].For)
+	}
+}
+
+// TestEngineFailures: a step with no target now is recorded and skipped; a
+// fault not available on its target, a failed injection and a failed heal
+// are recorded and returned.
+func TestEngineFailures(t *testing.T) {
+	bad := &fakeProc{err: errors.New("no such process")}
+	lab := fakeLab{
+		"goroutine": {Kind: TargetClient, Name: "client 3", Clock: &clock.Skewable{}},
+		"bad":       {Kind: TargetClient, Name: "client 4", Process: bad},
+	}
+	failing := fakeFault{healed: new([]string), inject: func(Target) error { return errors.New("boom") }}
+	rec := &memRecorder{}
+	e := NewEngine(lab, rec, nil)
+	err := e.Run(context.Background(), time.Now(), []Planned{
+		{At: 0, Fault: &ClientPause{}, Target: client("nobody")},
+		{At: ms(20).D(), Fault: &ClientPause{}, Target: client("goroutine")},
+		{At: ms(40).D(), Fault: failing, Target: client("bad")},
+		{At: ms(60).D(), Fault: &ClientPause{}, Target: client("bad"), For: ms(20).D()},
+	})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "no such process") {
+		t.Fatalf("Run error %v, want the unavailable fault, the failed injection and the failed heal", err)
+	}
+	if strings.Contains(err.Error(), "nobody") {
+		t.Errorf("no target now is not a lab failure: %v", err)
+	}
+	want := []string{
+		"1 client-pause start invoke ", "1 client-pause start fail ",
+		"2 client-pause start invoke client 3", "2 client-pause start fail client 3",
+		"3 fake start invoke client 4", "3 fake start fail client 4",
+		"4 client-pause start invoke client 4", "4 client-pause start ok client 4", "4 client-pause stop info client 4",
+	}
+	if got := rec.lines(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if rec.events[1].Error == "" || rec.events[8].Error == "" {
+		t.Error("fail and info events carry no error")
+	}
+}
+
+// TestEngineCancelThenHealAll: a run cancelled while faults are in place
+// returns at once and leaves them to HealAll, which heals newest first even
+// on the cancelled context, and stops further injections.
+func TestEngineCancelThenHealAll(t *testing.T) {
+	order := []string{}
+	heals := fakeFault{healed: &order, inject: func(Target) error { return nil }}
+	lab := fakeLab{"a": {Name: "a"}, "b": {Name: "b"}}
+	rec := &memRecorder{}
+	e := NewEngine(lab, rec, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(30 * time.Millisecond); cancel() }()
+	start := time.Now()
+	err := e.Run(ctx, start, []Planned{
+		{At: 0, Fault: heals, Target: client("a"), For: time.Hour},
+		{At: ms(5).D(), Fault: heals, Target: client("b"), For: time.Hour},
+		{At: time.Hour, Fault: heals, Target: client("a")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Run returned %v after the cancel", took)
+	}
+	if !reflect.DeepEqual(e.Active(), []int{1, 2}) {
+		t.Fatalf("active %v, want [1 2]", e.Active())
+	}
+	if err := e.HealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(order, []string{"b", "a"}) {
+		t.Fatalf("healed %v, want newest first [b a]", order)
+	}
+	// After HealAll nothing more is injected.
+	before := len(rec.events)
+	if err := e.Run(context.Background(), time.Now(), []Planned{{Fault: heals, Target: client("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.events) != before {
+		t.Fatalf("an engine that healed all injected again: %v", rec.lines()[before:])
+	}
+}
+
+// chanWaiter lets a trigger fire when its channel closes.
+type chanWaiter chan struct{}
+
+func (w chanWaiter) Wait(ctx context.Context, _ When) error {
+	select {
+	case <-w:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestEngineTrigger: a when step injects once its condition holds, not
+// before; without a Waiter the plan is refused.
+func TestEngineTrigger(t *testing.T) {
+	p := &fakeProc{}
+	lab := fakeLab{"holder": {Kind: TargetClient, Name: "client 5", Process: p}}
+	holder := Selector{Client: ClientHolder, Key: "k0"}
+	steps := plan(t, time.Second, Step{Fault: &ClientPause{}, Target: holder, When: &When{Holding: "k0"}, For: ms(10)})
+	if err := NewEngine(lab, &memRecorder{}, nil).Run(context.Background(), time.Now(), steps); err == nil {
+		t.Fatal("a trigger ran without a Waiter")
+	}
+	w := make(chanWaiter)
+	e := NewEngine(lab, &memRecorder{}, w)
+	done := make(chan error)
+	go func() { done <- e.Run(context.Background(), time.Now(), steps) }()
+	time.Sleep(30 * time.Millisecond)
+	if got := p.got(); len(got) != 0 {
+		t.Fatalf("injected before the condition held: %v", got)
+	}
+	close(w)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := p.got(); !reflect.DeepEqual(got, []string{"pause", "resume"}) {
+		t.Fatalf("got %v", got)
+	}
+}

@@ -1,0 +1,160 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+)
+
+// ThreatFailover: the primary of an asynchronously replicated server dies
+// and a replica that never received the latest writes takes its place.
+const ThreatFailover = "failover"
+
+// Failover fails the Sentinel topology over to its replica with the latest
+// writes certainly lost, as antirez's and the Redis docs' warning describes
+// (FAULTS.md F8): a lock granted by the primary after the cut is gone on
+// the promoted replica, so the next client is granted it while its holder's
+// lease is valid.
+//
+// Inject, in order: hold back replication from the target (the current
+// primary) to its replica, so what the primary acknowledges from now on
+// cannot reach it (the outcome is certain, not a race with asynchronous
+// replication); wait `after` with the primary still serving, so clients
+// take the lock on it alone; kill it (mode: kill) or stop it (mode: pause);
+// wait until Sentinel promotes the replica (at most `within`). The heal
+// brings the old primary back (restart: empty, as without persistence; or
+// resume), waits until Sentinel has made it a replica of the new primary
+// and in step, and ends the hold. The topology is then whole again with
+// the roles swapped: the next failover targets the new primary
+// (`node: leader` follows it).
+//
+// Options: mode (kill, the default, or pause), replication (hold, the
+// default, or keep: no cut, so what the primary acknowledged has almost
+// certainly replicated, the control case), after (time between the cut and
+// the kill; default 0), within (bound on the promotion and on the heal's
+// wait; default 20s). Targets: the primary of the Sentinel topology:
+// {node: leader, server: redis-sentinel}.
+type Failover struct {
+	Mode        string   `yaml:"mode"`
+	Replication string   `yaml:"replication"`
+	After       Duration `yaml:"after"`
+	Within      Duration `yaml:"within"`
+}
+
+// FailoverNode is what the fault needs of a node (cluster.Node has it).
+type FailoverNode interface {
+	Process
+	Restarter
+	CanFailover() error
+	HoldReplication(ctx context.Context) (*cluster.HeldReplication, error)
+	ObserveReplication(ctx context.Context) (*cluster.HeldReplication, error)
+	WaitReplicaOf(ctx context.Context, within time.Duration) error
+}
+
+func (Failover) Kind() string   { return "failover" }
+func (Failover) Threat() string { return ThreatFailover }
+
+func (f Failover) Validate() error {
+	switch f.Mode {
+	case "", "kill", "pause":
+	default:
+		return fmt.Errorf("failover: mode %q: want kill or pause", f.Mode)
+	}
+	switch f.Replication {
+	case "", "hold", "keep":
+	default:
+		return fmt.Errorf("failover: replication %q: want hold or keep", f.Replication)
+	}
+	if f.After < 0 || f.Within < 0 {
+		return errors.New("failover: after and within must not be negative")
+	}
+	return nil
+}
+
+func (f Failover) within() time.Duration {
+	if f.Within > 0 {
+		return f.Within.D()
+	}
+	return 20 * time.Second
+}
+
+func (f Failover) Available(t Target) error {
+	if err := needNodeProcess(f, t); err != nil {
+		return err
+	}
+	n, ok := t.Process.(FailoverNode)
+	if !ok {
+		// A stand-in for a node not started yet (the runner's check before
+		// the run); the engine asks again at injection time.
+		return nil
+	}
+	if err := n.CanFailover(); err != nil {
+		return unavailable(f, t, err.Error())
+	}
+	return nil
+}
+
+func (f Failover) Inject(ctx context.Context, t Target) (Heal, error) {
+	n, ok := t.Process.(FailoverNode)
+	if !ok {
+		return nil, unavailable(f, t, "not a node of the Sentinel topology")
+	}
+	if err := n.CanFailover(); err != nil {
+		return nil, unavailable(f, t, err.Error())
+	}
+	var held *cluster.HeldReplication
+	var err error
+	if f.Replication == "keep" {
+		held, err = n.ObserveReplication(ctx)
+	} else {
+		held, err = n.HoldReplication(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err)
+	}
+	// undo is the heal, also used to roll back a failed injection.
+	var stopped bool
+	undo := func(ctx context.Context) error {
+		var errs []error
+		if stopped {
+			if f.Mode == "pause" {
+				errs = append(errs, n.Resume())
+			} else {
+				errs = append(errs, n.Restart(ctx))
+			}
+			if errs[0] == nil {
+				// Until Sentinel has turned the old primary into a
+				// replica, two nodes say "master": not yet whole.
+				errs = append(errs, n.WaitReplicaOf(ctx, f.within()))
+			}
+		}
+		errs = append(errs, held.Reopen(ctx))
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("heal %s %s: %w", f.Kind(), t.Name, err)
+		}
+		return nil
+	}
+	if f.After > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, rollback(ctx, ctx.Err(), []Heal{undo})
+		case <-time.After(f.After.D()):
+		}
+	}
+	if f.Mode == "pause" {
+		err = n.Pause()
+	} else {
+		err = n.Kill()
+	}
+	if err != nil {
+		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err), []Heal{undo})
+	}
+	stopped = true
+	if _, err := cluster.WaitPromoted(ctx, held.Replicas, f.within()); err != nil {
+		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err), []Heal{undo})
+	}
+	return once(undo), nil
+}

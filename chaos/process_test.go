@@ -1,0 +1,227 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/cluster"
+)
+
+// TestServerFaults: each server fault, through cluster.Node, on a real
+// Redis: what a client sees during it, and that the heal brings the node
+// back. Redis runs without persistence, so a kill loses the key.
+func TestServerFaults(t *testing.T) {
+	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	node := c.Nodes()[0]
+	for _, tc := range []struct {
+		fault     Fault
+		minInject time.Duration // the injection itself takes this long
+		answers   bool          // the server answers during the fault
+		keyKept   bool          // a key set before survives
+		instant   bool          // no heal
+	}{
+		{fault: &ServerPause{}, keyKept: true},
+		{fault: &ServerKill{}},
+		{fault: &ServerRestart{Delay: Duration(300 * time.Millisecond)}, minInject: 300 * time.Millisecond, answers: true, instant: true},
+	} {
+		t.Run(tc.fault.Kind(), func(t *testing.T) {
+			key := randomKey("server")
+			before := dialRedis(t, node.DirectAddr())
+			before.must("SET", key, "v")
+			target := NodeTarget(node)
+			if err := tc.fault.Available(target); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			h, err := tc.fault.Inject(context.Background(), target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took < tc.minInject {
+				t.Fatalf("injection took %v, want at least %v", took, tc.minInject)
+			}
+			if (h == nil) != tc.instant {
+				t.Fatalf("heal is nil: %v, want %v", h == nil, tc.instant)
+			}
+			answered := pingDirect(node.DirectAddr()) == nil
+			if answered != tc.answers {
+				t.Fatalf("during %s the server answered: %v, want %v", tc.fault.Kind(), answered, tc.answers)
+			}
+			if h != nil {
+				heal(t, h)
+			}
+			want := "$-1"
+			if tc.keyKept {
+				want = "v"
+			}
+			if r := dialRedis(t, node.DirectAddr()).must("GET", key); r != want {
+				t.Fatalf("after the heal GET = %q, want %q", r, want)
+			}
+		})
+	}
+}
+
+// pingDirect is one PING on a fresh connection that gives up after quiet.
+func pingDirect(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, quiet)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(quiet))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// TestServerFaultsUnavailable: an external server (no process) takes
+// network faults but no server faults, and says why.
+func TestServerFaultsUnavailable(t *testing.T) {
+	external := Target{Kind: TargetNode, Name: "redis-0"}
+	for _, f := range []Fault{&ServerPause{}, &ServerKill{}, &ServerRestart{}} {
+		if err := f.Available(external); !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s on an external node: %v, want ErrUnavailable", f.Kind(), err)
+		}
+	}
+	client := Target{Kind: TargetClient, Name: "client 1", Process: &osProcess{}}
+	if err := (&ServerPause{}).Available(client); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("server-pause on a client: %v", err)
+	}
+}
+
+// osProcess is a worker-like OS process for client faults.
+type osProcess struct {
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+func startProcess(t *testing.T) *osProcess {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &osProcess{cmd: cmd, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return p
+}
+
+func (p *osProcess) Pause() error  { return p.cmd.Process.Signal(syscall.SIGSTOP) }
+func (p *osProcess) Resume() error { return p.cmd.Process.Signal(syscall.SIGCONT) }
+func (p *osProcess) Kill() error   { return p.cmd.Process.Kill() }
+
+// TestClientProcessFaults: client-pause stops a real process until the heal;
+// client-crash kills it, with nothing to heal; a goroutine client (no
+// Process) can take neither.
+func TestClientProcessFaults(t *testing.T) {
+	t.Run("client-pause", func(t *testing.T) {
+		p := startProcess(t)
+		target := Target{Kind: TargetClient, Name: "client 1", Process: p}
+		h := inject(t, &ClientPause{}, target)
+		waitState(t, p.cmd.Process.Pid, "T")
+		heal(t, h)
+		waitState(t, p.cmd.Process.Pid, "S")
+	})
+	t.Run("client-crash", func(t *testing.T) {
+		p := startProcess(t)
+		target := Target{Kind: TargetClient, Name: "client 1", Process: p}
+		h, err := (&ClientCrash{}).Inject(context.Background(), target)
+		if err != nil || h != nil {
+			t.Fatalf("crash: heal %v, err %v; want an instantaneous fault", h != nil, err)
+		}
+		select {
+		case err := <-p.exited:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("exit: %v, want killed by SIGKILL", err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("the process is still running")
+		}
+	})
+	t.Run("goroutine client", func(t *testing.T) {
+		target := Target{Kind: TargetClient, Name: "client 1", Clock: &clock.Skewable{}}
+		for _, f := range []Fault{&ClientPause{}, &ClientCrash{}} {
+			if err := f.Available(target); !errors.Is(err, ErrUnavailable) {
+				t.Errorf("%s on a goroutine client: %v, want ErrUnavailable", f.Kind(), err)
+			}
+		}
+		if err := (&ClientClock{Offset: Duration(time.Second)}).Available(target); err != nil {
+			t.Errorf("client-clock on a goroutine client: %v", err)
+		}
+	})
+}
+
+func waitState(t *testing.T, pid int, want string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got := procState(t, pid)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is in state %q, want %q", pid, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestClientClock: a jump moves the clock at once and the heal takes it
+// back; a drift moves it by rate per second until the heal; overlapping
+// injections on one clock compose, each heal taking back its own share.
+func TestClientClock(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		faults   []ClientClock
+		run      time.Duration
+		min, max time.Duration // offset while injected (wide: a loaded machine oversleeps)
+	}{
+		{"jump ahead", []ClientClock{{Offset: Duration(5 * time.Second)}}, 0, 5 * time.Second, 5 * time.Second},
+		{"jump back", []ClientClock{{Offset: Duration(-2 * time.Second)}}, 0, -2 * time.Second, -2 * time.Second},
+		{"drift", []ClientClock{{Rate: 0.5}}, 200 * time.Millisecond, 70 * time.Millisecond, 250 * time.Millisecond},
+		{"jump and drift overlap", []ClientClock{{Offset: Duration(time.Second)}, {Rate: -0.5}},
+			200 * time.Millisecond, time.Second - 250*time.Millisecond, time.Second - 70*time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &clock.Skewable{}
+			clk.SetOffset(time.Hour) // an offset from before: heals must keep it
+			target := Target{Kind: TargetClient, Name: "client 1", Clock: clk}
+			var heals []Heal
+			for _, f := range tc.faults {
+				if err := f.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				heals = append(heals, inject(t, &f, target))
+			}
+			time.Sleep(tc.run)
+			got := clk.Offset() - time.Hour
+			if got < tc.min || got > tc.max {
+				t.Fatalf("offset %v, want %v..%v", got, tc.min, tc.max)
+			}
+			for _, h := range heals { // oldest first: not the reverse of injection
+				heal(t, h)
+			}
+			if got := clk.Offset(); got != time.Hour {
+				t.Fatalf("after the heals offset %v, want the hour it had", got)
+			}
+		})
+	}
+}

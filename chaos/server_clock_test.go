@@ -1,0 +1,52 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/cluster"
+)
+
+// server-clock on a Redis node under libfaketime: a lock key whose TTL the
+// jump passes is gone at once; the heal takes the jump back; a node not
+// under libfaketime is refused before anything happens, saying why.
+func TestServerClockJumpExpiresRedisLock(t *testing.T) {
+	ctx := context.Background()
+	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1, FakeTime: true})
+	n := c.Nodes()[0]
+	rc := goredis.NewClient(&goredis.Options{Addr: n.Addr()})
+	defer rc.Close()
+	key := randomKey("lock")
+	if ok, err := rc.SetNX(ctx, key, "holder", 5*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("SET NX: %v %v", ok, err)
+	}
+	f := &ServerClock{Offset: Duration(6 * time.Second)}
+	tgt := NodeTarget(n)
+	if err := f.Available(tgt); err != nil {
+		t.Fatal(err)
+	}
+	h := inject(t, f, tgt)
+	if n, err := rc.Exists(ctx, key).Result(); err != nil || n != 0 {
+		t.Fatalf("after a jump past the TTL the lock key still exists (%d, %v)", n, err)
+	}
+	// The lock is free: another client is granted it while the first
+	// holder's 5 s lease has not run out on its own clock.
+	if ok, err := rc.SetNX(ctx, key, "second", 5*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("second SET NX: %v %v", ok, err)
+	}
+	heal(t, h)
+	if d, err := n.ClockOffset(); err != nil || d != 0 {
+		t.Fatalf("offset after heal = %v, %v; want 0", d, err)
+	}
+
+	plain := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	err := f.Available(NodeTarget(plain.Nodes()[0]))
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "libfaketime") {
+		t.Fatalf("Available on a node without libfaketime: %v", err)
+	}
+}

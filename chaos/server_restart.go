@@ -1,0 +1,59 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ServerRestart kills a server process (SIGKILL), waits Delay, starts it
+// again on the same port and data dir and waits until it is healthy, all
+// within the injection: the fault's window is the downtime. To a lock
+// holder this is a server restart: what was not persisted is lost (every
+// lock key of locklab's Redis), so another client may take a lock its
+// holder still believes in; a Delay of at least the longest TTL is antirez's
+// cure.
+//
+// It is instantaneous to the engine (no heal): the server is back when the
+// injection returns, so the window from invoke to ok is the downtime. A
+// server that did not come back fails the injection, and the runner's
+// health check after the run says so; restarting it silently would hide
+// that.
+//
+// Options: delay (default 0: restart at once). Targets: a node locklab runs.
+type ServerRestart struct {
+	Delay Duration `yaml:"delay"`
+}
+
+func (ServerRestart) Kind() string   { return "server-restart" }
+func (ServerRestart) Threat() string { return ThreatServerRestart }
+
+func (f ServerRestart) Validate() error {
+	if f.Delay < 0 {
+		return fmt.Errorf("server-restart: delay %v: want 0 or more", f.Delay)
+	}
+	return nil
+}
+
+func (f ServerRestart) Available(t Target) error { return ServerKill{}.Available(t) }
+
+func (f ServerRestart) Inject(ctx context.Context, t Target) (Heal, error) {
+	r := t.Process.(Restarter)
+	start := func(ctx context.Context) error {
+		if err := r.Restart(ctx); err != nil {
+			return fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err)
+		}
+		return nil
+	}
+	if err := t.Process.Kill(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err)
+	}
+	select {
+	case <-time.After(f.Delay.D()):
+	case <-ctx.Done():
+		// Roll back: a run that ends during the delay still gets its
+		// server back.
+		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, ctx.Err()), []Heal{start})
+	}
+	return nil, start(ctx)
+}

@@ -1,0 +1,42 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SlowReplies delays every reply on the target links by Latency (± Jitter)
+// while requests still arrive at once: the server's state moves on while the
+// client waits. To a lock holder this is a slow reply: a release read as
+// "still mine" may act after the lock expired and passed to another client;
+// an acquire's reply may arrive after much of its lease has gone.
+//
+// Options: latency (required, at least 1ms; toxiproxy works in whole
+// milliseconds), jitter (0 to latency: each chunk of bytes waits
+// latency ± a uniform jitter). Targets: a node or one client's links.
+// Connections survive the heal: the delayed bytes are delivered.
+type SlowReplies struct {
+	Latency Duration `yaml:"latency"`
+	Jitter  Duration `yaml:"jitter"`
+}
+
+func (SlowReplies) Kind() string   { return "slow-replies" }
+func (SlowReplies) Threat() string { return ThreatSlowReply }
+
+func (f SlowReplies) Validate() error {
+	if f.Latency.D() < time.Millisecond {
+		return fmt.Errorf("slow-replies: latency %v: want at least 1ms", f.Latency)
+	}
+	if f.Jitter < 0 || f.Jitter > f.Latency {
+		return fmt.Errorf("slow-replies: jitter %v: want 0 to latency (%v)", f.Jitter, f.Latency)
+	}
+	return nil
+}
+
+func (f SlowReplies) Available(t Target) error { return needLinks(f, t) }
+
+func (f SlowReplies) Inject(ctx context.Context, t Target) (Heal, error) {
+	return addToxics(ctx, f.Kind(), t.Links, toxic{Type: "latency", Stream: "downstream", Attributes: map[string]any{
+		"latency": f.Latency.D().Milliseconds(), "jitter": f.Jitter.D().Milliseconds()}})
+}

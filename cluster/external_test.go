@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/locklab/locklab/impls"
+)
+
+func TestParseExternalConfigAllServerKinds(t *testing.T) {
+	tests := []struct {
+		name, yaml, wantErr string
+		has                 []impls.Backend
+	}{
+		{"postgres and etcd", "postgres: postgres://postgres@127.0.0.1:5432/locklab?sslmode=disable\netcd: [127.0.0.1:2379, 127.0.0.1:2380]\n", "",
+			[]impls.Backend{impls.Postgres, impls.Etcd}},
+		{"postgres default port", "postgres: postgres://u:pw@localhost/db\n", "", []impls.Backend{impls.Postgres}},
+		{"postgres not a URL", "postgres: 'host=127.0.0.1 port=5432'\n", "want a URL", nil},
+		{"postgres remote", "postgres: postgres://u@10.1.2.3:5432/db\n", "not on loopback", nil},
+		{"etcd remote", "etcd: [192.168.1.2:2379]\n", "not on loopback", nil},
+		{"port out of range", "redis: [127.0.0.1:99999]\n", "is not a port", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg ExternalConfig
+			err := ParseExternalConfig([]byte(tt.yaml), &cfg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+				want := false
+				for _, h := range tt.has {
+					want = want || h == b
+				}
+				if cfg.Has(b) != want {
+					t.Errorf("Has(%s) = %v, want %v", b, cfg.Has(b), want)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadExternalConfigIsBounded(t *testing.T) {
+	if _, err := LoadExternalConfig("/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("err = %v, want the size bound named", err)
+	}
+}
+
+// An external PostgreSQL and etcd (here: locklab's own, addressed as a user
+// would address theirs) are reached through the proxies, with the user's
+// PostgreSQL URL pointed at the proxy.
+func TestConnectExternalPostgresAndEtcd(t *testing.T) {
+	ctx := context.Background()
+	local, err := StartLocal(ctx, ForBackends(impls.Postgres, impls.Etcd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	cfg := ExternalConfig{Postgres: fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", local.NodesOf(impls.Postgres)[0].DirectAddr(), PostgresDatabase)}
+	for _, n := range local.NodesOf(impls.Etcd) {
+		cfg.Etcd = append(cfg.Etcd, n.DirectAddr())
+	}
+	ext, err := ConnectExternal(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	ep := ext.Endpoints()
+	if len(ep.Etcd) != 3 || ep.Etcd[0] == cfg.Etcd[0] {
+		t.Fatalf("etcd endpoints %v must be the proxies in front of %v", ep.Etcd, cfg.Etcd)
+	}
+	if !strings.Contains(ep.Postgres, ext.NodesOf(impls.Postgres)[0].Addr()) {
+		t.Fatalf("postgres DSN %q does not go through the proxy %s", ep.Postgres, ext.NodesOf(impls.Postgres)[0].Addr())
+	}
+	conn, err := pgx.Connect(ctx, ep.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var one int
+	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("query through the proxy: %v", err)
+	}
+}

@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// Server clock jumps. A node started under libfaketime (LocalConfig.FakeTime)
+// reads its wall clock as the real one plus an offset kept in a file of its
+// own (FAKETIME_TIMESTAMP_FILE), re-read at every clock call
+// (FAKETIME_NO_CACHE=1): writing the file jumps that server's clock at once
+// and no other process's. The monotonic clock is left alone
+// (FAKETIME_DONT_FAKE_MONOTONIC=1), as an NTP step leaves it alone on a
+// real machine; the JVM also needs that to run at all.
+//
+// Which servers can take it:
+//   - Redis: yes, with tcmalloc preloaded before libfaketime (Debian's
+//     redis-server links jemalloc, which clashes with libfaketime: without
+//     tcmalloc it never starts). Key expiry uses the wall clock, so a jump
+//     forward expires keys early.
+//   - ZooKeeper (Java) and MariaDB: yes.
+//   - etcd: no. It is a Go program; Go reads the clock through the vDSO,
+//     never through libc, so libfaketime cannot move it.
+//   - PostgreSQL: not started under it (no lock approach here reads its
+//     clock).
+
+const (
+	libFakeTime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+	libTCMalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+	// fakeTimeFile is the offset file's name in the node's directory.
+	fakeTimeFile   = "faketime.rc"
+	fakeTimeEnvKey = "FAKETIME_TIMESTAMP_FILE="
+)
+
+// fakeTimeEnv writes a zero offset into dir's offset file and returns the
+// environment that starts a server under libfaketime reading it.
+// withTCMalloc preloads tcmalloc first (for jemalloc-linked Redis).
+func fakeTimeEnv(dir string, withTCMalloc bool) ([]string, error) {
+	preload := []string{libFakeTime}
+	if withTCMalloc {
+		preload = []string{libTCMalloc, libFakeTime}
+	}
+	for _, lib := range preload {
+		if _, err := os.Stat(lib); err != nil {
+			return nil, fmt.Errorf("server clock faults need %s: install the Debian packages faketime and libtcmalloc-minimal4", lib)
+		}
+	}
+	file := filepath.Join(dir, fakeTimeFile)
+	if err := writeOffset(file, 0); err != nil {
+		return nil, err
+	}
+	cache := "FAKETIME_NO_CACHE=1"
+	if !withTCMalloc {
+		// The JVM reads the wall clock so often that re-reading the file
+		// at every call starves it (a ZooKeeper ensemble never formed):
+		// re-read it once a second instead; a jump lands within 1 s.
+		cache = "FAKETIME_CACHE_DURATION=1"
+	}
+	return []string{
+		"LD_PRELOAD=" + strings.Join(preload, " "),
+		fakeTimeEnvKey + file,
+		cache,
+		"FAKETIME_DONT_FAKE_MONOTONIC=1",
+	}, nil
+}
+
+// writeOffset replaces the offset file at once (rename), so libfaketime
+// never reads a half-written offset.
+func writeOffset(file string, d time.Duration) error {
+	// libfaketime reads "+1.5" as 1.5 s ahead ("-2" behind); seconds with
+	// a decimal point keep millisecond offsets exact.
+	s := strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+	if d >= 0 {
+		s = "+" + s
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(s+"\n"), 0o644); err != nil {
+		return fmt.Errorf("clock offset: %w", err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("clock offset: %w", err)
+	}
+	return nil
+}
+
+// ErrNoFakeTime: the node's clock cannot be moved.
+var ErrNoFakeTime = errors.New("server clock cannot be moved")
+
+// offsetFile is the node's offset file, or why it has none.
+func (n *Node) offsetFile() (string, error) {
+	if n.proc == nil {
+		return "", fmt.Errorf("%s: locklab does not run this server: %w", n.Name, ErrNoFakeTime)
+	}
+	for _, kv := range n.proc.env {
+		if f, ok := strings.CutPrefix(kv, fakeTimeEnvKey); ok {
+			return f, nil
+		}
+	}
+	if n.Backend == impls.Etcd {
+		return "", fmt.Errorf("%s: etcd is a Go program, which reads the clock through the vDSO: libfaketime cannot move it (and its leases are timed on the monotonic clock anyway): %w", n.Name, ErrNoFakeTime)
+	}
+	if n.Backend == impls.Postgres {
+		return "", fmt.Errorf("%s: PostgreSQL is not run under libfaketime: %w", n.Name, ErrNoFakeTime)
+	}
+	return "", fmt.Errorf("%s: not started under libfaketime (LocalConfig.FakeTime; a plan with a server-clock fault sets it): %w", n.Name, ErrNoFakeTime)
+}
+
+// CanSetClock reports why SetClockOffset cannot work on n, or nil.
+func (n *Node) CanSetClock() error {
+	_, err := n.offsetFile()
+	return err
+}
+
+// SetClockOffset sets the server's wall clock to the real time plus d, at
+// once (a jump, both ways). It keeps its data; on Redis keys whose expiry
+// time the jump passes expire at once. The offset survives a restart of the
+// node.
+func (n *Node) SetClockOffset(d time.Duration) error {
+	f, err := n.offsetFile()
+	if err != nil {
+		return err
+	}
+	return writeOffset(f, d)
+}
+
+// ClockOffset is the node's current clock offset.
+func (n *Node) ClockOffset() (time.Duration, error) {
+	f, err := n.offsetFile()
+	if err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return 0, fmt.Errorf("clock offset of %s: %w", n.Name, err)
+	}
+	s, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(string(b)), "+"), 64)
+	if err != nil {
+		return 0, fmt.Errorf("clock offset of %s: %q: %w", n.Name, b, err)
+	}
+	return time.Duration(s * float64(time.Second)), nil
+}
+
+// restartUnderFakeTime starts already running nodes again under libfaketime
+// (same ports, same data): the starters of servers whose start code does
+// not take an environment (ZooKeeper, MariaDB) use it. All nodes go down
+// and come up together, so an ensemble forms again as at its first start.
+func restartUnderFakeTime(ctx context.Context, nodes []*Node) error {
+	for _, n := range nodes {
+		env, err := fakeTimeEnv(n.proc.dir, false)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		// Nothing is in it yet worth an orderly shutdown.
+		n.proc.stop(0)
+		n.proc.env = append(n.proc.env, env...)
+	}
+	for _, n := range nodes {
+		if err := n.proc.start(); err != nil {
+			return err
+		}
+	}
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func(i int, n *Node) { defer wg.Done(); errs[i] = waitHealthy(ctx, n) }(i, n)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// redisDo sends one inline command and returns the first reply line
+// (":-2", "+OK", "$5" ...), or the bulk string that follows "$n".
+func redisDo(t *testing.T, addr, cmd string) string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	head = strings.TrimSpace(head)
+	if strings.HasPrefix(head, "$") && head != "$-1" {
+		body, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(body)
+	}
+	return head
+}
+
+// A clock jump on a Redis node under libfaketime expires its keys at once;
+// the node keeps running and keeps its other data; the jump is its own
+// (another node's keys live on).
+func TestRedisServerClockJumpExpiresKeys(t *testing.T) {
+	ctx := context.Background()
+	c, err := StartLocal(ctx, LocalConfig{RedisNodes: 2, FakeTime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, b := c.NodesOf(impls.Redis)[0], c.NodesOf(impls.Redis)[1]
+	for _, n := range []*Node{a, b} {
+		if got := redisDo(t, n.Addr(), "SET lock me NX PX 30000"); got != "+OK" {
+			t.Fatalf("%s: SET: %s", n.Name, got)
+		}
+		redisDo(t, n.Addr(), "SET plain v")
+	}
+	if err := a.SetClockOffset(40 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := redisDo(t, a.Addr(), "PTTL lock"); got != ":-2" {
+		t.Errorf("%s after a 40 s jump: PTTL lock = %s, want :-2 (expired)", a.Name, got)
+	}
+	if got := redisDo(t, a.Addr(), "GET plain"); got != "v" {
+		t.Errorf("%s lost a key without expiry: GET plain = %q", a.Name, got)
+	}
+	if got := redisDo(t, b.Addr(), "PTTL lock"); !longTTL(got) {
+		t.Errorf("%s (not jumped): PTTL lock = %s, want about 30000", b.Name, got)
+	}
+	if d, err := a.ClockOffset(); err != nil || d != 40*time.Second {
+		t.Errorf("ClockOffset = %v, %v", d, err)
+	}
+	// Back to the real time: a new lock lives its full TTL again.
+	if err := a.SetClockOffset(0); err != nil {
+		t.Fatal(err)
+	}
+	redisDo(t, a.Addr(), "SET lock2 me NX PX 30000")
+	if got := redisDo(t, a.Addr(), "PTTL lock2"); !longTTL(got) {
+		t.Errorf("after the heal: PTTL lock2 = %s, want about 30000", got)
+	}
+}
+
+// longTTL: a PTTL reply of more than 20 s.
+func longTTL(reply string) bool {
+	ms, err := strconv.Atoi(strings.TrimPrefix(reply, ":"))
+	return err == nil && ms > 20000
+}
+
+// Without FakeTime a node says why its clock cannot move.
+func TestSetClockOffsetRefusedWithoutFakeTime(t *testing.T) {
+	c, err := StartLocal(context.Background(), LocalConfig{RedisNodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Nodes()[0].SetClockOffset(time.Second)
+	if !errors.Is(err, ErrNoFakeTime) || !strings.Contains(err.Error(), "FakeTime") {
+		t.Fatalf("SetClockOffset without faketime: %v", err)
+	}
+	etcd := &Node{Name: "etcd-1", Backend: impls.Etcd, proc: &process{}}
+	if err := etcd.CanSetClock(); !errors.Is(err, ErrNoFakeTime) || !strings.Contains(err.Error(), "vDSO") {
+		t.Fatalf("etcd: %v", err)
+	}
+}
+
+// What a lock key survives of a SIGKILL and restart, by persistence mode.
+func TestRedisPersistenceModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		wait  time.Duration // between the SET and the kill
+		keeps bool
+	}{
+		{RedisPersistNone, 0, false},
+		{RedisPersistAOFEverysec, 0, true}, // written before the reply; the kernel keeps it
+		{RedisPersistAOFAlways, 0, true},
+		{RedisPersistRDB, 2500 * time.Millisecond, true}, // after a snapshot ("save 1 1")
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			ctx := context.Background()
+			c, err := StartLocal(ctx, LocalConfig{RedisNodes: 1, RedisPersistence: tc.mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			n := c.Nodes()[0]
+			if got := redisDo(t, n.Addr(), "SET lock me NX PX 60000"); got != "+OK" {
+				t.Fatalf("SET: %s", got)
+			}
+			time.Sleep(tc.wait)
+			if err := n.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := redisDo(t, n.Addr(), "GET lock")
+			if kept := got == "me"; kept != tc.keeps {
+				t.Fatalf("after kill and restart with %s: GET lock = %q, want kept=%v", tc.mode, got, tc.keeps)
+			}
+		})
+	}
+}

@@ -1,0 +1,180 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// The Sentinel topology (impls.RedisSentinel): one Redis primary, one
+// asynchronous replica and three Sentinels, all on 127.0.0.1 behind proxies.
+//
+// Every address that Sentinel hands to clients is a proxy: the Sentinels
+// monitor the primary at its proxy, and the replica announces its own proxy
+// (replica-announce-port), so after a failover clients still go through a
+// proxy that faults can act on. The replica replicates through a proxy of
+// its own (ReplicationLink): cutting it first makes "the primary dies before
+// the key reached the replica" certain, not a race.
+
+// SentinelMaster is the name the Sentinels monitor the primary under.
+const SentinelMaster = "locklab"
+
+// sentinelCount is how many Sentinels the topology runs.
+const sentinelCount = 3
+
+// Node names of the topology.
+const (
+	SentinelPrimary = "rs-primary"
+	SentinelReplica = "rs-replica"
+)
+
+// sentinelBinary is redis-sentinel (Debian package redis-sentinel), or
+// redis-server in sentinel mode, which is the same program.
+func sentinelBinary() []string {
+	if _, err := exec.LookPath("redis-sentinel"); err == nil {
+		return []string{"redis-sentinel"}
+	}
+	return []string{"redis-server", "--sentinel"}
+}
+
+func (c *Cluster) startRedisSentinel(ctx context.Context) ([]*Node, error) {
+	var nodes []*Node
+	// primary: an ordinary node behind its proxy.
+	primary, err := c.startSentinelData(ctx, SentinelPrimary, nil)
+	if err != nil {
+		return nil, err
+	}
+	nodes = append(nodes, primary)
+	// The replication link: a proxy of its own in front of the primary.
+	// It lives in the proxy collection (with the per-client links), which
+	// Close stops, and is found there by name.
+	repl := toxiproxy.NewProxy(c.proxies, replicationLink, "127.0.0.1:0", primary.direct)
+	if err := c.proxies.Collection.Add(repl, true); err != nil {
+		return nodes, fmt.Errorf("proxy %s: %w", replicationLink, err)
+	}
+	replica, err := c.startSentinelData(ctx, SentinelReplica, func(proxyPort int) []string {
+		return []string{"--replicaof", "127.0.0.1", strconv.Itoa(portOf(repl.Listen)),
+			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(proxyPort)}
+	})
+	if err != nil {
+		return nodes, err
+	}
+	nodes = append(nodes, replica)
+	for i := 1; i <= sentinelCount; i++ {
+		n, err := c.startSentinel(ctx, i, primary.Addr())
+		if err != nil {
+			return nodes, err
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
+
+// startSentinelData starts the primary or the replica: no persistence (a
+// restarted primary comes back empty, as in antirez's warning), its proxy
+// made first so the replica can announce it.
+func (c *Cluster) startSentinelData(ctx context.Context, name string, extra func(proxyPort int) []string) (*Node, error) {
+	dir := filepath.Join(c.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	direct := addr(ports[0])
+	proxy, err := c.addProxy(name, direct)
+	if err != nil {
+		return nil, err
+	}
+	argv := []string{"redis-server", "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", dir,
+		"--daemonize", "no", "--save", "", "--appendonly", "no",
+		// A replica syncs at once, not after the default 5 s wait for others.
+		"--repl-diskless-sync-delay", "0"}
+	if extra != nil {
+		argv = append(argv, extra(portOf(proxy.Listen))...)
+	}
+	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
+		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "redis.log"), spawn: c.spawn, argv: argv},
+		health: func(ctx context.Context) error {
+			_, err := redisCommand(ctx, direct, "PING")
+			return err
+		}}
+	if err := n.proc.start(); err != nil {
+		return nil, err
+	}
+	if err := waitHealthy(ctx, n); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// startSentinel starts Sentinel i watching the primary at its proxy. A
+// primary silent for 500 ms is down; two Sentinels must agree.
+func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*Node, error) {
+	name := fmt.Sprintf("sentinel-%d", i)
+	dir := filepath.Join(c.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	host, port := "127.0.0.1", strconv.Itoa(portOf(primary))
+	proxy, err := c.addProxy(name, addr(ports[0]))
+	if err != nil {
+		return nil, err
+	}
+	// Sentinel rewrites its config file, so each has its own, writable.
+	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel announce-ip 127.0.0.1\nsentinel announce-port %d\n"+
+		"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s 500\n"+
+		"sentinel failover-timeout %s 2000\nsentinel parallel-syncs %s 1\n",
+		ports[0], dir, portOf(proxy.Listen), SentinelMaster, host, port, SentinelMaster, SentinelMaster, SentinelMaster)
+	path := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	direct := addr(ports[0])
+	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
+		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "sentinel.log"), spawn: c.spawn,
+			argv: append(sentinelBinary()[:1:1], append([]string{path}, sentinelBinary()[1:]...)...)},
+		health: func(ctx context.Context) error {
+			_, err := redisCommand(ctx, direct, "PING")
+			return err
+		}}
+	if err := n.proc.start(); err != nil {
+		return nil, err
+	}
+	return n, waitHealthy(ctx, n)
+}
+
+// ReplicationLink is the proxy the Sentinel topology's replica replicates
+// through (nil without that topology): a fault on it holds replication back
+// while clients still reach the primary.
+func (c *Cluster) ReplicationLink() *toxiproxy.Proxy {
+	p, err := c.proxies.Collection.Get(replicationLink)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+const replicationLink = SentinelPrimary + " replication"
+
+func portOf(hostport string) int {
+	for i := len(hostport) - 1; i >= 0; i-- {
+		if hostport[i] == ':' {
+			p, _ := strconv.Atoi(hostport[i+1:])
+			return p
+		}
+	}
+	return 0
+}

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// The Sentinel topology: a lock key written to the primary while
+// replication is held back is gone after the primary dies and Sentinel
+// promotes the replica: the lost write of an asynchronous failover.
+func TestSentinelFailoverLosesUnreplicatedKey(t *testing.T) {
+	ctx := context.Background()
+	c, err := StartLocal(ctx, ForBackends(impls.RedisSentinel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	byName := map[string]*Node{}
+	var sentinels []string
+	for _, n := range c.NodesOf(impls.RedisSentinel) {
+		byName[n.Name] = n
+		if n.Name != SentinelPrimary && n.Name != SentinelReplica {
+			sentinels = append(sentinels, n.Addr())
+		}
+	}
+	if len(sentinels) != 3 || byName[SentinelPrimary] == nil || byName[SentinelReplica] == nil {
+		t.Fatalf("nodes: %v", byName)
+	}
+	fc := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: SentinelMaster, SentinelAddrs: sentinels,
+		MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
+	defer fc.Close()
+	// Replication works: a key reaches the replica.
+	if err := fc.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rc := goredis.NewClient(&goredis.Options{Addr: byName[SentinelReplica].Addr()})
+	defer rc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for rc.Get(ctx, "before").Val() != "1" {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica never got the key: replication is not running")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Hold replication back, take the lock on the primary, kill it.
+	link := c.ReplicationLink()
+	if link == nil {
+		t.Fatal("no replication link")
+	}
+	for _, stream := range []string{"upstream", "downstream"} {
+		if _, err := link.Toxics.AddToxicJson(toxicJSON(t, stream)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := fc.SetNX(ctx, "lock", "holder-1", 30*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("SET NX on the primary: %v %v", ok, err)
+	}
+	if err := byName[SentinelPrimary].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Sentinel promotes the replica (down after 500 ms, then a vote).
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		role, err := rc.Do(ctx, "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica was not promoted within 15 s (ROLE %v, %v)", role, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The new primary never saw the lock: a second client is granted it
+	// while the first holder's 30 s lease is valid.
+	var ok bool
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		ok, err = fc.SetNX(ctx, "lock", "holder-2", 30*time.Second).Result()
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || !ok {
+		t.Fatalf("after the failover SET NX = %v, %v; want the lock granted again (the key was lost)", ok, err)
+	}
+	if got := fc.Get(ctx, "before").Val(); got != "1" {
+		t.Errorf("a replicated key was lost too: %q", got)
+	}
+}
+
+func toxicJSON(t *testing.T, stream string) *strings.Reader {
+	t.Helper()
+	return strings.NewReader(`{"name":"cut-` + stream + `","type":"timeout","stream":"` + stream + `","toxicity":1,"attributes":{"timeout":0}}`)
+}

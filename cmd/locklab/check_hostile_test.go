@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A verdict is always printed; a file asked for beside it that cannot be
+// written makes the exit non-zero (and a violation still exits 1).
+func TestCheckUnwritableOutputs(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		history string
+		args    []string
+		code    int
+	}{
+		{"clean history, unwritable timeline", "ok-lost-replies.jsonl", []string{"--timeline", "/nonexistent/t.png"}, exitInfra},
+		{"clean history, unwritable html", "ok-lost-replies.jsonl", []string{"--html", "/proc/nope"}, exitOK}, // nothing to draw
+		{"violation, unwritable html", "double-grant-outlived.jsonl", []string{"--html", "/proc/nope"}, exitUnsafe},
+		{"empty of lock operations", "", nil, exitUsage},
+		// Time running backwards is broken input, not a double grant.
+		{"ok before its invoke", "backwards", nil, exitUsage},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join("..", "..", "checker", "testdata", tt.history)
+			switch tt.history {
+			case "":
+				path = writeFile(t, t.TempDir(), "empty.jsonl", `{"proc":0,"type":"invoke","f":"read","t":1}
+{"proc":0,"type":"ok","f":"read","t":2}`)
+			case "backwards":
+				path = writeFile(t, t.TempDir(), "backwards.jsonl", `{"proc":1,"type":"invoke","f":"acquire","key":"k","t":10}
+{"proc":1,"type":"ok","f":"acquire","key":"k","t":20}
+{"proc":2,"type":"invoke","f":"acquire","key":"k","t":30}
+{"proc":2,"type":"ok","f":"acquire","key":"k","t":25}`)
+			}
+			cmd := exec.Command(binary, append([]string{"check", path}, tt.args...)...)
+			out, _ := cmd.CombinedOutput()
+			if got := cmd.ProcessState.ExitCode(); got != tt.code {
+				t.Fatalf("exit %d, want %d\n%s", got, tt.code, out)
+			}
+			if tt.history == "backwards" && !strings.Contains(string(out), "event 4: ok acquire of process 2 at t=25, before its invoke at t=30") {
+				t.Fatalf("no line naming the event:\n%s", out)
+			}
+			if tt.history != "" && tt.history != "backwards" && !strings.Contains(string(out), "verdict:") {
+				t.Fatalf("no verdict printed:\n%s", out)
+			}
+		})
+	}
+}
+
+// check on a FIFO nobody writes to (open blocks) or a quiet pipe (read
+// blocks) still stops at SIGTERM, with the interrupted exit code.
+func TestCheckBlockedInputStopsOnSIGTERM(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "history.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "check", fifo)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+			t.Fatalf("exit %d, want %d", code, exitInterrupted)
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("check blocked on a FIFO ignored SIGTERM")
+	}
+}
+
+// A history saved by an editor that writes a UTF-8 byte order mark is
+// read like any other.
+func TestCheckAcceptsByteOrderMark(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "bom.jsonl", "\xef\xbb\xbf"+`{"proc":1,"type":"invoke","f":"acquire","key":"k","t":1}
+{"proc":1,"type":"ok","f":"acquire","key":"k","t":2}`)
+	out, err := exec.Command(binary, "check", path).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verdict: OK") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/report"
+)
+
+// The CI gate on a real bench: compared with itself it passes; compared
+// with a baseline ten times as fast it fails naming the regression, in the
+// table and in the JUnit file; a bad baseline is refused before anything
+// runs.
+func TestBenchBaselineGate(t *testing.T) {
+	tmp := t.TempDir()
+	results := filepath.Join(tmp, "results")
+	bench := func(extra ...string) (int, string) {
+		cmd := locklab(tmp, append([]string{"bench", "--approaches", "redis-setnx-px-lua", "--clients", "1,2",
+			"--duration", "1s", "--results", results}, extra...)...)
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	if code, out := bench(); code != exitOK {
+		t.Fatalf("first bench: exit %d\n%s", code, out)
+	}
+	dir, res := readResults(t, results)
+	base := filepath.Join(tmp, "baseline.json")
+	if err := os.Rename(filepath.Join(dir, "results.json"), base); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir)
+
+	// Itself as baseline: compare exits 0.
+	if out, err := locklab(tmp, "compare", base, base).CombinedOutput(); err != nil || !strings.Contains(string(out), "no regression beyond 15% in 2 case(s)") {
+		t.Fatalf("compare with itself: %v\n%s", err, out)
+	}
+
+	// A baseline a thousand times as fast as this machine: every case
+	// regressed, however noisy the machine (ten times was not enough: two
+	// 1 s runs of 2 clients differed by more than that under load).
+	fast := res
+	for i := range fast.Runs {
+		fast.Runs[i].AcquiresPerSec *= 1000
+	}
+	fastPath := filepath.Join(tmp, "fast.json")
+	if err := report.WriteJSON(fastPath, fast); err != nil {
+		t.Fatal(err)
+	}
+	junit := filepath.Join(tmp, "bench.xml")
+	code, out := bench("--baseline", fastPath, "--junit", junit)
+	if code != exitUnsafe || !strings.Contains(out, "REGRESSION redis-setnx-px-lua-c1: throughput") {
+		t.Fatalf("against a faster baseline: exit %d, want %d\n%s", code, exitUnsafe, out)
+	}
+	var suite struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Cases    []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"failure"`
+		} `xml:"testcase"`
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(b, &suite); err != nil {
+		t.Fatalf("junit: %v\n%s", err, b)
+	}
+	if suite.Tests != 2 || suite.Failures != 2 || len(suite.Cases) != 2 || suite.Cases[0].Failure == nil ||
+		!strings.Contains(suite.Cases[0].Failure.Message, "regression: throughput") {
+		t.Fatalf("junit: %+v\n%s", suite, b)
+	}
+
+	// Bad baselines and bounds: usage errors before any server starts.
+	os.RemoveAll(results)
+	for _, args := range [][]string{
+		{"--baseline", filepath.Join(tmp, "missing.json")},
+		{"--baseline", junit}, // not JSON
+		{"--baseline", base, "--max-regression", "15"},
+	} {
+		if code, out := bench(args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, out)
+		}
+	}
+	if _, err := os.Stat(results); !os.IsNotExist(err) {
+		t.Errorf("a refused bench left %s behind", results)
+	}
+	waitNoServers(t, tmp)
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Each case is a defect found by probing the CLI as a hostile user would
+// (issue 13); each must end at once with the documented exit code.
+func TestHostileArguments(t *testing.T) {
+	tmp := t.TempDir()
+	results := filepath.Join(tmp, "r")
+	cfg := filepath.Join(tmp, "bad.yaml")
+	os.WriteFile(cfg, []byte("redis: [127.0.0.1:99999]\n"), 0o644)
+	noPostgres := filepath.Join(tmp, "nopg.yaml")
+	os.WriteFile(noPostgres, []byte("redis: [127.0.0.1:16379]\n"), 0o644)
+	history := filepath.Join(tmp, "h.jsonl")
+	os.WriteFile(history, []byte(`{"proc":1,"type":"invoke","f":"acquire","key":"k","t":1}`+"\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // in the output
+	}{
+		{"help help", []string{"help", "help"}, exitOK, "usage:"},
+		{"check negative time limit", []string{"check", "--time-limit", "-5s", history}, exitUsage, "--time-limit -5s: must be positive"},
+		{"approach whose server the config lacks", []string{"bench", "--cluster", "external", "--config", noPostgres,
+			"--approaches", "pg-advisory", "--results", results}, exitUsage, "lists no postgres servers"},
+		{"help -h", []string{"help", "-h"}, exitOK, "usage:"},
+		{"help --help", []string{"help", "--help"}, exitOK, "usage:"},
+		{"-h -h", []string{"-h", "-h"}, exitOK, "usage:"},
+		{"--help --help", []string{"--help", "--help"}, exitOK, "usage:"},
+		{"help cluster up", []string{"help", "cluster", "up"}, exitOK, "-servers"},
+		{"help cluster", []string{"help", "cluster"}, exitOK, "-servers"},
+		{"help run", []string{"help", "run"}, exitOK, "-approach"},
+		{"help nonsense", []string{"help", "nonsense"}, exitUsage, `no command "nonsense"`},
+		{"help bench extra", []string{"help", "bench", "extra"}, exitUsage, "no command"},
+		{"list extra", []string{"list", "extra"}, exitUsage, `unexpected argument "extra"`},
+		{"cluster up extra", []string{"cluster", "up", "extra"}, exitUsage, `unexpected argument "extra"`},
+		{"negative acquire timeout", []string{"bench", "--acquire-timeout", "-1s", "--results", results}, exitUsage, "--acquire-timeout -1s: must be positive"},
+		{"zero acquire timeout", []string{"bench", "--acquire-timeout", "0", "--results", results}, exitUsage, "must be positive"},
+		{"zero ttl", []string{"bench", "--ttl", "0", "--results", results}, exitUsage, "--ttl 0s: must be positive"},
+		{"zero duration", []string{"bench", "--duration", "0", "--results", results}, exitUsage, "must be positive"},
+		{"port out of range", []string{"bench", "--cluster", "external", "--config", cfg, "--results", results}, exitUsage, "is not a port"},
+		{"config is /dev/zero", []string{"bench", "--cluster", "external", "--config", "/dev/zero", "--results", results}, exitUsage, "larger than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := locklab(tmp, tt.args...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("still running after 20 s")
+			}
+			if got := cmd.ProcessState.ExitCode(); got != tt.code {
+				t.Fatalf("exit %d, want %d\n%s", got, tt.code, out.String())
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Fatalf("output does not contain %q:\n%s", tt.want, out.String())
+			}
+			if _, err := os.Stat(results); !os.IsNotExist(err) {
+				t.Fatal("a results folder was created for bad usage")
+			}
+		})
+	}
+}
+
+func TestListToAFullDiskFails(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this system")
+	}
+	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := locklab(t.TempDir(), "list", "--json")
+	cmd.Stdout = f
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
+		t.Fatalf("exit: %v, want a failure; stderr: %s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "write") {
+		t.Fatalf("stderr does not say the write failed: %s", errOut.String())
+	}
+}
+
+// SIGHUP (the terminal closed) is handled like Ctrl-C: exit 130, results
+// kept, no server left.
+func TestBenchSIGHUPIsAnInterrupt(t *testing.T) {
+	tmp := t.TempDir()
+	results := filepath.Join(tmp, "r")
+	cmd := locklab(tmp, "bench", "--approaches", "redis-setnx-px-lua", "--clients", "1", "--duration", "20s", "--results", results)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, "results.json written", 30*time.Second, func() bool {
+		m, _ := filepath.Glob(filepath.Join(results, "*", "history.jsonl"))
+		return len(m) == 1
+	})
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGHUP)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit: %v, want %d", err, exitInterrupted)
+	}
+	_, res := readResults(t, results)
+	if res.Complete || !strings.Contains(res.Note, "interrupted") {
+		t.Fatalf("complete=%v note=%q", res.Complete, res.Note)
+	}
+	waitNoServers(t, tmp)
+}
+
+// Ctrl-C while the servers are still starting is an interrupt (130), not a
+// server failure (3), however the cut-short start reads.
+func TestSIGINTDuringClusterStartIsAnInterrupt(t *testing.T) {
+	for _, after := range []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond} {
+		tmp := t.TempDir()
+		results := filepath.Join(tmp, "r")
+		cmd := locklab(tmp, "bench", "--approaches", "redis-redlock,mysql-for-update,zk-sequential,etcd-lease,pg-advisory",
+			"--clients", "1", "--duration", "3s", "--results", results)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(after)
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+			t.Fatalf("SIGINT after %v: exit %v, want %d\n%s", after, err, exitInterrupted, out.String())
+		}
+		_, res := readResults(t, results)
+		if res.Complete || res.FinishedAt.IsZero() || !strings.Contains(res.Note, "interrupted") {
+			t.Fatalf("after %v: complete=%v finished=%v note=%q", after, res.Complete, res.FinishedAt, res.Note)
+		}
+		waitNoServers(t, tmp)
+	}
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/runner"
+)
+
+// cmdMatrix is `locklab matrix`: every approach against every fault, each
+// applicable cell run N times, expected versus observed.
+func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("matrix", stdout)
+	var approaches, faults listFlag
+	fs.Var(&approaches, "approaches", "comma-separated approaches (rows); default: all")
+	fs.Var(&faults, "faults", "comma-separated faults (columns); default: all (see matrix/expectations.yaml)")
+	runs := fs.Int("runs", 3, "runs per cell")
+	seed := fs.Uint64("seed", 1, "seed of the first run (run i uses seed+i)")
+	budget := fs.Duration("budget", 0, "stop after this long (what ran is kept and reported); 0: no limit")
+	results := fs.String("results", "results", "directory for results/<run-id>/")
+	junit := fs.String("junit", "", "also write JUnit XML (one test case per cell) to this file")
+	sequential := fs.Bool("sequential", false, "run one cell at a time (by default, cells of different server kinds run side by side)")
+	dir := fs.String("matrix", "", "a directory with expectations.yaml and faults/*.yaml to use instead of the built-in matrix")
+	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "locklab matrix: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *budget < 0 {
+		fmt.Fprintf(stderr, "locklab matrix: --budget %v: must not be negative\n", *budget)
+		return exitUsage
+	}
+	var src iofs.FS = matrix.Shipped
+	if *dir != "" {
+		src = os.DirFS(*dir)
+	}
+	m, err := matrix.Load(src, reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
+		return exitUsage
+	}
+	plan, cells, err := runner.MatrixPlan(reg, m, runner.MatrixOptions{Approaches: approaches, Faults: faults, Runs: *runs,
+		Seed: *seed, ResultsDir: *results})
+	if err != nil {
+		return exitCode(stderr, err)
+	}
+	var est time.Duration
+	for _, c := range plan.Cases {
+		est += c.Workload.Duration + 2*time.Second
+	}
+	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), est.Round(time.Minute))
+	runCtx := ctx
+	if *budget > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, *budget, fmt.Errorf("the --budget of %v ran out", *budget))
+		defer cancel()
+	}
+	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: !*sequential}
+	r.Progress = func(s runner.Status) {
+		if s.Elapsed < 200*time.Millisecond {
+			fmt.Fprintf(stderr, "[%d/%d] %s\n", s.Step, s.Steps, s.Case)
+		}
+	}
+	out, err := r.Run(runCtx, plan)
+	if out == nil {
+		return exitCode(stderr, err)
+	}
+	mat := runner.MatrixResults(cells, out.Results.Runs, *runs)
+	mat.Generated = time.Now().UTC()
+	mat.Command = "locklab matrix " + strings.Join(args, " ")
+	if code := writeMatrix(out.Dir, mat, *junit, stderr); code != exitOK {
+		return code
+	}
+	fmt.Fprintf(stdout, "%s\nmatrix: %s\n", report.MatrixMarkdown(mat), filepath.Join(out.Dir, "matrix.html"))
+	interrupted := err != nil && ctx.Err() == nil && runCtx.Err() != nil // the budget ran out
+	if err != nil && !interrupted {
+		return exitCode(stderr, err)
+	}
+	bad, undecided := runner.MatrixExit(mat)
+	switch {
+	case len(bad) > 0:
+		fmt.Fprintf(stderr, "locklab matrix: %d cell(s) contradict their expectation: %s\n", len(bad), strings.Join(bad, "; "))
+		return exitUnsafe
+	case len(undecided) > 0:
+		fmt.Fprintf(stderr, "locklab matrix: %d cell(s) undecided: %s\n", len(undecided), strings.Join(undecided, "; "))
+		return exitUndecided
+	case interrupted:
+		fmt.Fprintln(stderr, "locklab matrix: the budget ran out; the cells that ran are reported")
+	}
+	return exitOK
+}
+
+func countApplies(cells []matrix.Cell) int {
+	n := 0
+	for _, c := range cells {
+		if c.Applies {
+			n++
+		}
+	}
+	return n
+}
+
+// writeMatrix writes matrix.md, matrix.json, matrix.png, matrix.html (and
+// the JUnit file when asked) into dir.
+func writeMatrix(dir string, m *report.Matrix, junit string, stderr io.Writer) int {
+	if err := report.WriteFileAtomic(filepath.Join(dir, "matrix.md"), report.MatrixMarkdown(m)); err != nil {
+		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
+		return exitInfra
+	}
+	if err := report.WriteJSON(filepath.Join(dir, "matrix.json"), m); err != nil {
+		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
+		return exitInfra
+	}
+	if err := report.PlotMatrix(filepath.Join(dir, "matrix.png"), m); err != nil {
+		fmt.Fprintf(stderr, "locklab matrix: warning: %v\n", err)
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, "matrix.html"), report.MatrixHTML(m)); err != nil {
+		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
+		return exitInfra
+	}
+	if junit != "" {
+		b, err := report.MatrixJUnit(m)
+		if err == nil {
+			err = report.WriteFileAtomic(junit, b)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
+			return exitInfra
+		}
+	}
+	return exitOK
+}

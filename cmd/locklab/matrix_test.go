@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/report"
+)
+
+// A small matrix end to end, as CI runs it: 3 approaches x 3 faults x 2
+// runs, every file written, the verdict as expected, the JUnit valid.
+func TestMatrixSmallEndToEnd(t *testing.T) {
+	tmp := t.TempDir()
+	results := filepath.Join(tmp, "r")
+	junit := filepath.Join(tmp, "matrix.xml")
+	cmd := locklab(tmp, "matrix", "--approaches", "redis-setnx-px-lua,redis-setnx,redis-get-set",
+		"--faults", "none,client-pause,holder-crash", "--runs", "2", "--results", results, "--junit", junit)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(results, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("results: %v", dirs)
+	}
+	for _, f := range []string{"matrix.md", "matrix.json", "matrix.png", "matrix.html", "results.json"} {
+		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
+			t.Error(err)
+		}
+	}
+	var m report.Matrix
+	b, _ := os.ReadFile(filepath.Join(dirs[0], "matrix.json"))
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Cells) != 9 {
+		t.Fatalf("%d cells, want 9", len(m.Cells))
+	}
+	c, _ := m.Cell("redis-setnx-px-lua", "client-pause")
+	if c.Ran != 2 || c.Caught != 2 || !c.ExpectsViolation {
+		t.Errorf("the GC pause cell: %+v", c)
+	}
+	c, _ = m.Cell("redis-get-set", "none")
+	if c.Caught == 0 {
+		t.Errorf("the racy approach's double grant was not caught: %+v", c)
+	}
+	var suite struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	jb, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(jb, &suite); err != nil || suite.Tests != 9 || suite.Failures != 0 {
+		t.Fatalf("junit: %v, %+v", err, suite)
+	}
+}
+
+// A deliberately wrong expectation makes the matrix exit 1 naming the cell.
+func TestMatrixWrongExpectationFails(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "m")
+	os.MkdirAll(filepath.Join(dir, "faults"), 0o755)
+	exp, err := os.ReadFile("../../matrix/expectations.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Claim the Lua lock grants twice under plain contention.
+	wrong := strings.Replace(string(exp), "cells:\n  none:\n", "cells:\n  none:\n    - {match: redis-setnx-px-lua, expect: [double-grant], why: deliberately wrong, source: this test}\n", 1)
+	os.WriteFile(filepath.Join(dir, "expectations.yaml"), []byte(wrong), 0o644)
+	faults, _ := filepath.Glob("../../matrix/faults/*.yaml")
+	for _, f := range faults {
+		b, _ := os.ReadFile(f)
+		os.WriteFile(filepath.Join(dir, "faults", filepath.Base(f)), b, 0o644)
+	}
+	cmd := locklab(tmp, "matrix", "--matrix", dir, "--approaches", "redis-setnx-px-lua", "--faults", "none", "--runs", "1",
+		"--results", filepath.Join(tmp, "r"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUnsafe {
+		t.Fatalf("exit %v, want %d\n%s", err, exitUnsafe, out.String())
+	}
+	if !strings.Contains(out.String(), "redis-setnx-px-lua under none") {
+		t.Fatalf("the cell is not named:\n%s", out.String())
+	}
+}

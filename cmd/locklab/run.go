@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/scenario"
+)
+
+// cmdRun is `locklab run SCENARIO.yaml`: one case per approach of the
+// scenario, with its faults on their schedule, each judged against what
+// the scenario expects.
+func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("run", stdout)
+	var approaches listFlag
+	fs.Var(&approaches, "approach", "comma-separated approaches: run only these of the scenario's")
+	seed := fs.Uint64("seed", 0, "override the scenario's seed (the same seed gives the same fault timeline)")
+	duration := fs.Duration("duration", 0, "override the scenario's duration (repeating faults repeat for longer)")
+	results := fs.String("results", "results", "directory for results/<run-id>/")
+	clusterMode := fs.String("cluster", "local", "local: start the servers on 127.0.0.1; external: use --config")
+	config := fs.String("config", "", "YAML with server addresses, for --cluster external")
+	g := gateFlags(fs, "run", false)
+	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
+		return code
+	}
+	if code := g.load(stderr); code >= 0 {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "locklab run: want one scenario file: locklab run SCENARIO.yaml (see scenarios/)")
+		return exitUsage
+	}
+	ext, code := clusterFlags("run", *clusterMode, *config, stderr)
+	if code >= 0 {
+		return code
+	}
+	s, err := scenario.Load(fs.Arg(0), reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab run: %v\n", err)
+		return exitUsage
+	}
+	if *duration < 0 {
+		fmt.Fprintf(stderr, "locklab run: --duration %v: must be positive\n", *duration)
+		return exitUsage
+	}
+	opt := runner.ScenarioOptions{Approaches: approaches, ResultsDir: *results, External: ext, Duration: *duration}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "seed" {
+			opt.Seed = seed
+		}
+	})
+	plan, err := runner.ScenarioPlan(reg, s, opt)
+	if err != nil {
+		return exitCode(stderr, err)
+	}
+	if s.Description != "" {
+		fmt.Fprintf(stdout, "%s: %s\n\n", s.Name, firstParagraph(s.Description))
+	}
+	return runPlan(ctx, plan, g, stdout, stderr)
+}
+
+// firstParagraph is a scenario's description up to its first blank line,
+// on one line.
+func firstParagraph(s string) string {
+	para, _, _ := strings.Cut(s, "\n\n")
+	return strings.Join(strings.Fields(para), " ")
+}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/runner"
+)
+
+// cmdWorker is `locklab worker`, started by locklab itself: one workload
+// client in its own process, talking to its parent over stdin and stdout.
+// Not for people: it prints nothing readable.
+func cmdWorker(ctx context.Context, reg *impls.Registry, args []string, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "locklab worker: takes no arguments (locklab starts it itself)")
+		return exitUsage
+	}
+	// A Ctrl-C is for the parent: it stops the workers itself, by closing
+	// their stdin, so that held locks are released first.
+	signal.Ignore(os.Interrupt, syscall.SIGHUP)
+	if err := runner.ServeWorker(ctx, reg, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(stderr, "locklab worker: %v\n", err)
+		return exitInfra
+	}
+	return exitOK
+}

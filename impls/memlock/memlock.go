@@ -1,0 +1,169 @@
+// Package memlock is an in-memory lock service (Jepsen's atom-client): no
+// server, so the runner, the chaos engine and the verdict logic are tested
+// in milliseconds. It is never offered as an approach to users: it proves
+// nothing about any real lock.
+//
+// Knobs make it misbehave on purpose: Racy checks then sets (double grants
+// under contention), LoseReplies makes acquires take effect but answer
+// indeterminate, as a dropped reply does.
+package memlock
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// Service is the shared lock table every client of one test talks to.
+type Service struct {
+	// Racy: acquire reads "free", yields, then writes: two clients can both
+	// be granted the lock.
+	Racy bool
+	// LoseReplies is the probability that a granted acquire answers
+	// ErrIndeterminate (the grant stands: the lock is held by nobody who
+	// knows it until its TTL ends).
+	LoseReplies float64
+
+	mu    sync.Mutex
+	locks map[string]entry
+	fence uint64
+	rng   *rand.Rand
+}
+
+type entry struct {
+	owner   string
+	expires time.Time // zero: no expiry
+}
+
+// NewService returns an empty lock table; seed drives LoseReplies.
+func NewService(seed uint64) *Service {
+	return &Service{locks: map[string]entry{}, rng: rand.New(rand.NewPCG(seed, 1))}
+}
+
+// Approach describes the in-memory lock as an approach named name, with no
+// server (Backend ""), for registries built by tests.
+func (s *Service) Approach(name string) impls.Approach {
+	return impls.Approach{
+		Name: name, Caps: impls.Capabilities{TTL: true, Fencing: true, Renewal: true},
+		Weak: impls.Weaknesses{RacyAcquire: s.Racy}, Safe: !s.Racy,
+		Summary: "in-memory lock table (tests only)", Fails: "racy when told to be",
+		New: func(_ context.Context, env impls.Env) (impls.Locker, error) {
+			return &Locker{svc: s, id: fmt.Sprintf("client-%d", env.ClientID), env: env}, nil
+		},
+	}
+}
+
+// Locker is one client of the service.
+type Locker struct {
+	svc    *Service
+	id     string
+	env    impls.Env
+	n      int
+	closed bool
+}
+
+// Acquire polls every 50 µs until the key is free (or expired) or ctx ends.
+func (l *Locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
+	l.n++
+	owner := fmt.Sprintf("%s/%d", l.id, l.n)
+	for {
+		if lease, ok, lost := l.svc.try(key, owner, opt.TTL, l); ok {
+			if lost {
+				return nil, fmt.Errorf("acquire %s: reply lost: %w", key, impls.ErrIndeterminate)
+			}
+			return lease, nil
+		}
+		if opt.Try {
+			return nil, fmt.Errorf("acquire %s: %w", key, impls.ErrNotAcquired)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("acquire %s: %w: %w", key, impls.ErrNotAcquired, ctx.Err())
+		case <-time.After(50 * time.Microsecond):
+		}
+	}
+}
+
+func (s *Service) try(key, owner string, ttl time.Duration, l *Locker) (impls.Lease, bool, bool) {
+	now := time.Now()
+	s.mu.Lock()
+	e, held := s.locks[key]
+	free := !held || (!e.expires.IsZero() && now.After(e.expires))
+	if s.Racy {
+		// Check, then set in a separate step: the window two clients need.
+		s.mu.Unlock()
+		time.Sleep(20 * time.Microsecond)
+		s.mu.Lock()
+	}
+	if !free {
+		s.mu.Unlock()
+		return nil, false, false
+	}
+	ne := entry{owner: owner}
+	if ttl > 0 {
+		ne.expires = now.Add(ttl)
+	}
+	s.locks[key] = ne
+	s.fence++
+	lost := s.LoseReplies > 0 && s.rng.Float64() < s.LoseReplies
+	tok := s.fence
+	s.mu.Unlock()
+	lease := &Lease{svc: s, key: key, owner: owner, token: tok}
+	if ttl > 0 {
+		lease.validUntil = l.env.Clock.Now().Add(ttl)
+	}
+	return lease, true, lost
+}
+
+// Close drops the client: its locks stay until they expire, as a crash.
+func (l *Locker) Close() error { l.closed = true; return nil }
+
+// Lease is a granted in-memory lock.
+type Lease struct {
+	svc        *Service
+	key, owner string
+	token      uint64
+	validUntil time.Time
+}
+
+// Key is the locked key.
+func (l *Lease) Key() string { return l.key }
+
+// Token is the grant's fencing token.
+func (l *Lease) Token() (uint64, bool) { return l.token, true }
+
+// ValidUntil is the holder's belief about expiry.
+func (l *Lease) ValidUntil() time.Time { return l.validUntil }
+
+// Lost: the in-memory lock cannot tell.
+func (l *Lease) Lost() <-chan struct{} { return nil }
+
+// Extend moves the expiry if the lock is still this lease's.
+func (l *Lease) Extend(_ context.Context, ttl time.Duration) error {
+	l.svc.mu.Lock()
+	defer l.svc.mu.Unlock()
+	e, ok := l.svc.locks[l.key]
+	if !ok || e.owner != l.owner || (!e.expires.IsZero() && time.Now().After(e.expires)) {
+		return fmt.Errorf("extend %s: %w", l.key, impls.ErrNotHeld)
+	}
+	e.expires = time.Now().Add(ttl)
+	l.svc.locks[l.key] = e
+	l.validUntil = time.Now().Add(ttl)
+	return nil
+}
+
+// Release deletes the lock if it is still this lease's.
+func (l *Lease) Release(_ context.Context) error {
+	l.svc.mu.Lock()
+	defer l.svc.mu.Unlock()
+	e, ok := l.svc.locks[l.key]
+	if !ok || e.owner != l.owner {
+		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+	}
+	delete(l.svc.locks, l.key)
+	return nil
+}

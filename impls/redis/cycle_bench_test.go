@@ -1,0 +1,67 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/impls"
+)
+
+// BenchmarkCycle measures one uncontended lock cycle (acquire, release) on
+// the package's real servers, one client, no history: what the lock costs,
+// without locklab's recording. "bare-go-redis" is the floor any Go client
+// can reach: the same two commands as redis-setnx-px-lua (SET NX PX, then
+// the compare-and-delete script) on one go-redis connection, with nothing
+// around them. Run with -count N: each count runs every sub-benchmark in
+// turn, so the ratios come from measurements taken side by side.
+//
+//	go test ./impls/redis -run '^$' -bench Cycle -count 5
+//
+// Redlock against the single-node lock and against lib-redsync, on the same
+// 5 nodes, is the same comparison for the algorithm.
+func BenchmarkCycle(b *testing.B) {
+	ctx := context.Background()
+	b.Run("bare-go-redis", func(b *testing.B) {
+		c := newClientNoPing(testCluster.DirectEndpoints().Redis[0])
+		defer c.Close()
+		for i := 0; b.Loop(); i++ {
+			key, token := fmt.Sprintf("bare-%d", i%64), fmt.Sprintf("t%d", i)
+			ok, err := c.SetNX(ctx, key, token, 10*time.Second).Result()
+			if err != nil || !ok {
+				b.Fatalf("SET NX PX: %v %v", ok, err)
+			}
+			if n, err := compareAndDelete.Run(ctx, c, []string{key}, token).Int(); err != nil || n != 1 {
+				b.Fatalf("release: %v %v", n, err)
+			}
+		}
+	})
+	for _, a := range []impls.Approach{SetNXPXLuaApproach, RedlockApproach, RedsyncApproach} {
+		b.Run(a.Name, func(b *testing.B) {
+			l, err := a.New(ctx, impls.Env{Endpoints: testCluster.DirectEndpoints(), Clock: &clock.Skewable{}, ClientID: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			for i := 0; b.Loop(); i++ {
+				lease, err := l.Acquire(ctx, fmt.Sprintf("cycle-%d", i%64), impls.AcquireOptions{TTL: 10 * time.Second, Try: true})
+				if err != nil {
+					var held []string
+					for _, a := range testCluster.DirectEndpoints().Redis {
+						c := newClientNoPing(a)
+						v, _ := c.Get(ctx, fmt.Sprintf("cycle-%d", i%64)).Result()
+						ttl, _ := c.PTTL(ctx, fmt.Sprintf("cycle-%d", i%64)).Result()
+						held = append(held, v+"/"+ttl.String())
+						c.Close()
+					}
+					b.Fatalf("acquire %d: %v; held %v", i, err, held)
+				}
+				if err := lease.Release(ctx); err != nil {
+					b.Fatalf("release: %v", err)
+				}
+			}
+		})
+	}
+}

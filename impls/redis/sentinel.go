@@ -1,0 +1,72 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/impls"
+)
+
+// newSentinelClient connects one lock client to the current primary of the
+// Sentinel topology through go-redis's failover client: it asks the
+// Sentinels for the primary and follows their +switch-master after a
+// failover. As newClient: one connection, no retries (a retried SET NX
+// whose first attempt succeeded would report "not set"), deadlines on the
+// socket.
+func newSentinelClient(ctx context.Context, ep impls.Endpoints) (*goredis.Client, error) {
+	if len(ep.RedisSentinels) == 0 || ep.RedisSentinelMaster == "" {
+		return nil, fmt.Errorf("no redis-sentinel endpoints")
+	}
+	c := goredis.NewFailoverClient(&goredis.FailoverOptions{
+		MasterName:            ep.RedisSentinelMaster,
+		SentinelAddrs:         ep.RedisSentinels,
+		Protocol:              2,
+		DisableIdentity:       true,
+		MaxRetries:            -1,
+		PoolSize:              1,
+		DialTimeout:           2 * time.Second,
+		ReadTimeout:           3 * time.Second,
+		WriteTimeout:          3 * time.Second,
+		ContextTimeoutEnabled: true,
+	})
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("redis sentinel %s: %w: %w", ep.RedisSentinelMaster, impls.ErrUnavailable, err)
+	}
+	return c, nil
+}
+
+// newSentinelSingle builds the constructor of a one-primary approach on the
+// Sentinel topology: the single-node shape, with the failover client.
+func newSentinelSingle(mk func(c *goredis.Client, clk clock.Clock) *single) func(context.Context, impls.Env) (impls.Locker, error) {
+	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		c, err := newSentinelClient(ctx, env.Endpoints)
+		if err != nil {
+			return nil, err
+		}
+		return mk(c, env.Clock), nil
+	}
+}
+
+// SentinelLuaApproach: redis-setnx-px-lua against a primary with an
+// asynchronous replica that Sentinel fails over to. The primary grants the
+// lock and replies before the key reaches the replica; if it dies in
+// between, the promoted replica never saw the key and grants the lock to
+// the next client while the first holder's lease is valid (the Redis
+// docs' and antirez's warning, FAULTS.md F8).
+var SentinelLuaApproach = impls.Approach{
+	Name:     "redis-sentinel-lua",
+	Backend:  impls.RedisSentinel,
+	Caps:     impls.Capabilities{TTL: true, Renewal: true},
+	Safe:     true,
+	Survives: "client crashes (the TTL frees the lock), a failover after the key replicated; not a failover that loses it",
+	Summary:  "SET NX PX with a random token on the Sentinel-named primary; Lua compare-and-delete release",
+	Fails:    "a primary that dies before its async replica got the key: the promoted replica grants the lock again (both leases valid)",
+	New: newSentinelSingle(func(c *goredis.Client, clk clock.Clock) *single {
+		return &single{client: c, clock: clk, try: setNXPX, release: delIfOwner, extend: pexpireIfOwner, hasTTL: true}
+	}),
+}

@@ -1,0 +1,326 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"image/color"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Matrix is the known-outcome matrix as run: approaches (rows) against
+// faults (columns), expected versus observed per cell.
+type Matrix struct {
+	Generated  time.Time    `json:"generated"`
+	Command    string       `json:"command"`
+	Runs       int          `json:"runs_per_cell"`
+	Approaches []string     `json:"approaches"`
+	Faults     []string     `json:"faults"`
+	Cells      []MatrixCell `json:"cells"`
+}
+
+// MatrixCell is one approach under one fault.
+type MatrixCell struct {
+	Approach string `json:"approach"`
+	Fault    string `json:"fault"`
+	Applies  bool   `json:"applies"` // false: n/a
+	Why      string `json:"why,omitempty"`
+	Source   string `json:"source,omitempty"`
+	// Expected are the outcomes the literature expects; Observed every
+	// outcome seen in any run.
+	Expected         []string `json:"expected,omitempty"`
+	Observed         []string `json:"observed,omitempty"`
+	ExpectsViolation bool     `json:"expects_violation,omitempty"`
+	Ran              int      `json:"ran"`
+	Agreed           int      `json:"agreed"`
+	Contradicted     int      `json:"contradicted"` // runs where something happened that must not
+	Undecided        int      `json:"undecided"`
+	// Caught counts the runs that showed the expected violation (catch
+	// rate = Caught/Ran); TimesToViolation how soon after the fault each did.
+	Caught           int       `json:"caught,omitempty"`
+	TimesToViolation []float64 `json:"times_to_violation_s,omitempty"`
+	Operations       int64     `json:"operations"` // grants checked, over all runs
+	Status           string    `json:"status"`
+	Explanations     []string  `json:"explanations,omitempty"`
+	RunCases         []string  `json:"run_cases,omitempty"` // the cases (timelines: timeline-<case>.png)
+}
+
+// Cell returns the cell of approach a under fault f.
+func (m *Matrix) Cell(a, f string) (MatrixCell, bool) {
+	for _, c := range m.Cells {
+		if c.Approach == a && c.Fault == f {
+			return c, true
+		}
+	}
+	return MatrixCell{}, false
+}
+
+// CatchRate is the share of runs that showed the expected violation.
+func (c MatrixCell) CatchRate() float64 {
+	if c.Ran == 0 {
+		return 0
+	}
+	return float64(c.Caught) / float64(c.Ran)
+}
+
+func (c MatrixCell) medianTimeToViolation() (float64, bool) {
+	if len(c.TimesToViolation) == 0 {
+		return 0, false
+	}
+	t := append([]float64(nil), c.TimesToViolation...)
+	sort.Float64s(t)
+	return t[len(t)/2], true
+}
+
+// short is how a cell reads in the table.
+func (c MatrixCell) short() string {
+	if !c.Applies {
+		return "n/a"
+	}
+	exp := strings.Join(c.Expected, " + ")
+	obs := "no violation"
+	if len(c.Observed) > 0 {
+		obs = strings.Join(c.Observed, ", ")
+	}
+	s := fmt.Sprintf("expected %s; observed %s", exp, obs)
+	if c.ExpectsViolation {
+		s += fmt.Sprintf("; caught %d/%d", c.Caught, c.Ran)
+		if t, ok := c.medianTimeToViolation(); ok {
+			s += fmt.Sprintf(" (median %.1f s after the fault)", t)
+		}
+	} else {
+		s += fmt.Sprintf("; %d/%d runs clean, %d grants checked", c.Agreed, c.Ran, c.Operations)
+	}
+	if c.Status != "as expected" {
+		s = "**" + strings.ToUpper(c.Status) + ": " + s + "**"
+	}
+	return s
+}
+
+// MatrixMarkdown is matrix.md: one row per approach, one column per fault,
+// mismatches in bold, then each cell's mechanism and source.
+func MatrixMarkdown(m *Matrix) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# The known-outcome matrix\n\nGenerated %s by `%s`, %d run(s) per cell.\n\n",
+		m.Generated.Format("2006-01-02"), m.Command, m.Runs)
+	fmt.Fprintf(&b, "| approach | %s |\n|---|%s\n", strings.Join(m.Faults, " | "), strings.Repeat("---|", len(m.Faults)))
+	for _, a := range m.Approaches {
+		row := make([]string, len(m.Faults))
+		for i, f := range m.Faults {
+			c, _ := m.Cell(a, f)
+			row[i] = c.short()
+		}
+		fmt.Fprintf(&b, "| %s | %s |\n", a, strings.Join(row, " | "))
+	}
+	b.WriteString("\n## Why each cell is expected so\n\n")
+	for _, f := range m.Faults {
+		fmt.Fprintf(&b, "### %s\n\n", f)
+		for _, a := range m.Approaches {
+			c, _ := m.Cell(a, f)
+			if !c.Applies {
+				continue
+			}
+			fmt.Fprintf(&b, "- **%s**: %s. %s (%s).\n", a, strings.Join(c.Expected, " + "), c.Why, c.Source)
+			for _, e := range c.Explanations {
+				fmt.Fprintf(&b, "  - %s\n", e)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.Bytes()
+}
+
+// Outcome colours of the heat map.
+var (
+	safeColor     = color.RGBA{R: 0x4c, G: 0xaf, B: 0x50, A: 0xff} // expected safe, observed safe
+	violColor     = color.RGBA{R: 0xe5, G: 0x73, B: 0x73, A: 0xff} // a violation, as expected
+	blockedColor  = color.RGBA{R: 0xff, G: 0xb7, B: 0x4d, A: 0xff} // blocked / unavailable
+	naColor       = color.RGBA{R: 0xee, G: 0xee, B: 0xee, A: 0xff}
+	undecColor    = color.RGBA{R: 0x90, G: 0xa4, B: 0xae, A: 0xff}
+	mismatchColor = color.RGBA{A: 0xff}
+)
+
+// PlotMatrix draws the heat map: approach rows, fault columns, colour =
+// what was observed, a black frame and an X where it differs from what was
+// expected.
+func PlotMatrix(path string, m *Matrix) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("known-outcome matrix, %d run(s) per cell (X: observed differs from expected)", m.Runs)
+	p.X.Label.Text = "fault"
+	p.HideY()
+	rows, cols := len(m.Approaches), len(m.Faults)
+	p.X.Min, p.X.Max = 0, float64(cols)
+	p.Y.Min, p.Y.Max = 0, float64(rows)
+	var cells []matrixCellBox
+	for i, a := range m.Approaches {
+		for j, f := range m.Faults {
+			c, _ := m.Cell(a, f)
+			cells = append(cells, matrixCellBox{x: float64(j), y: float64(rows - 1 - i), c: c})
+		}
+	}
+	p.Add(&matrixBoxes{cells: cells})
+	var ticks []plot.Tick
+	for j, f := range m.Faults {
+		ticks = append(ticks, plot.Tick{Value: float64(j) + 0.5, Label: f})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Add(&rowLabels{names: m.Approaches})
+	w := vg.Length(260+110*cols) * vg.Millimeter / 4
+	h := vg.Length(90+22*rows) * vg.Millimeter / 4
+	if err := savePlot(p, w, h, path); err != nil {
+		return fmt.Errorf("matrix plot: %w", err)
+	}
+	return nil
+}
+
+type matrixCellBox struct {
+	x, y float64
+	c    MatrixCell
+}
+
+type matrixBoxes struct{ cells []matrixCellBox }
+
+func cellColor(c MatrixCell) color.Color {
+	switch {
+	case !c.Applies || c.Ran == 0:
+		return naColor
+	case c.Status == "undecided":
+		return undecColor
+	}
+	for _, o := range c.Observed {
+		if o != "stale-write-refused" && o != "blocked" && o != "unavailable" {
+			return violColor
+		}
+	}
+	for _, o := range c.Observed {
+		if o == "blocked" || o == "unavailable" {
+			return blockedColor
+		}
+	}
+	return safeColor
+}
+
+func (mb *matrixBoxes) Plot(c draw.Canvas, p *plot.Plot) {
+	tx, ty := p.Transforms(&c)
+	for _, b := range mb.cells {
+		x0, y0 := tx(b.x+0.04), ty(b.y+0.08)
+		x1, y1 := tx(b.x+0.96), ty(b.y+0.92)
+		rect := vg.Path{}
+		rect.Move(vg.Point{X: x0, Y: y0})
+		rect.Line(vg.Point{X: x1, Y: y0})
+		rect.Line(vg.Point{X: x1, Y: y1})
+		rect.Line(vg.Point{X: x0, Y: y1})
+		rect.Close()
+		c.SetColor(cellColor(b.c))
+		c.Fill(rect)
+		label := "n/a"
+		if b.c.Applies && b.c.Ran > 0 {
+			if b.c.ExpectsViolation {
+				label = fmt.Sprintf("caught %d/%d", b.c.Caught, b.c.Ran)
+			} else {
+				label = fmt.Sprintf("clean %d/%d", b.c.Agreed, b.c.Ran)
+			}
+		}
+		c.FillText(draw.TextStyle{Color: color.Black, Font: p.X.Tick.Label.Font, XAlign: draw.XCenter, YAlign: draw.YCenter,
+			Handler: p.X.Tick.Label.Handler}, vg.Point{X: (x0 + x1) / 2, Y: (y0 + y1) / 2}, label)
+		if b.c.Status == "contradicts expectation" {
+			c.SetLineStyle(draw.LineStyle{Color: mismatchColor, Width: vg.Points(2)})
+			c.Stroke(rect)
+			cross := vg.Path{}
+			cross.Move(vg.Point{X: x0, Y: y0})
+			cross.Line(vg.Point{X: x1, Y: y1})
+			cross.Move(vg.Point{X: x0, Y: y1})
+			cross.Line(vg.Point{X: x1, Y: y0})
+			c.Stroke(cross)
+		}
+	}
+}
+
+// rowLabels writes the approach names left of the rows.
+type rowLabels struct{ names []string }
+
+func (r *rowLabels) Plot(c draw.Canvas, p *plot.Plot) {
+	_, ty := p.Transforms(&c)
+	n := len(r.names)
+	for i, name := range r.names {
+		y := ty(float64(n-1-i) + 0.5)
+		c.FillText(draw.TextStyle{Color: color.Black, Font: p.X.Tick.Label.Font, XAlign: draw.XRight, YAlign: draw.YCenter,
+			Handler: p.X.Tick.Label.Handler}, vg.Point{X: c.Min.X - vg.Millimeter, Y: y}, name)
+	}
+}
+
+// GlyphBoxes reserves room left of the plot for the row labels.
+func (r *rowLabels) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	longest := 0
+	for _, n := range r.names {
+		longest = max(longest, len(n))
+	}
+	w := vg.Length(float64(longest)) * p.X.Tick.Label.Font.Size * 0.55
+	return []plot.GlyphBox{{X: 0, Y: 0.5, Rectangle: vg.Rectangle{Min: vg.Point{X: -w - vg.Millimeter*2}, Max: vg.Point{}}}}
+}
+
+// MatrixJUnit is JUnit XML with one test case per applicable cell: a
+// contradicted cell fails with its explanation, so CI systems show which
+// pair disagreed.
+func MatrixJUnit(m *Matrix) ([]byte, error) {
+	j := NewJUnit("locklab matrix")
+	for _, c := range m.Cells {
+		name, class := c.Approach+" under "+c.Fault, "locklab.matrix."+c.Fault
+		switch {
+		case !c.Applies:
+			j.Skip(class, name, "n/a: the fault does not apply to this approach")
+		case c.Status == "contradicts expectation":
+			j.Fail(class, name, 0, "expected "+strings.Join(c.Expected, " + ")+", observed "+strings.Join(c.Observed, ", "),
+				strings.Join(c.Explanations, "\n"))
+		case c.Status == "undecided", c.Status == "not run":
+			j.Skip(class, name, c.Status)
+		default:
+			j.Pass(class, name, 0)
+		}
+	}
+	return j.XML()
+}
+
+// MatrixHTML is matrix.html: the table with each cell linked to its runs'
+// timelines, self-contained but for those files beside it.
+func MatrixHTML(m *Matrix) []byte {
+	var b bytes.Buffer
+	esc := html.EscapeString
+	fmt.Fprintf(&b, "<!doctype html><meta charset=utf-8><title>locklab matrix</title>\n<style>body{font:14px sans-serif;margin:2em}"+
+		"table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top;font-size:12px}"+
+		".bad{background:#fdd;font-weight:bold}.na{color:#999}</style>\n<h1>The known-outcome matrix</h1>\n"+
+		"<p>Generated %s by <code>%s</code>, %d run(s) per cell. <img src=matrix.png style='max-width:100%%'></p>\n<table><tr><th>approach</th>",
+		m.Generated.Format("2006-01-02 15:04"), esc(m.Command), m.Runs)
+	for _, f := range m.Faults {
+		fmt.Fprintf(&b, "<th>%s</th>", esc(f))
+	}
+	b.WriteString("</tr>\n")
+	for _, a := range m.Approaches {
+		fmt.Fprintf(&b, "<tr><th>%s</th>", esc(a))
+		for _, f := range m.Faults {
+			c, _ := m.Cell(a, f)
+			if !c.Applies {
+				b.WriteString("<td class=na>n/a</td>")
+				continue
+			}
+			class := ""
+			if c.Status != "as expected" {
+				class = " class=bad"
+			}
+			fmt.Fprintf(&b, "<td%s title='%s'>%s", class, esc(c.Why+" ("+c.Source+")"), esc(strings.ReplaceAll(c.short(), "**", "")))
+			for i, rc := range c.RunCases {
+				fmt.Fprintf(&b, " <a href='timeline-%s.png'>run %d</a>", esc(rc), i+1)
+			}
+			b.WriteString("</td>")
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</table>\n<p>Files: <a href=matrix.md>matrix.md</a>, <a href=matrix.json>matrix.json</a>, <a href=results.json>results.json</a>, <a href=history.jsonl>history.jsonl</a>.</p>\n")
+	return b.Bytes()
+}

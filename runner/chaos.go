@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/report"
+)
+
+// nemesisRecorder writes the engine's events into the run's history (as
+// process -1, f "nemesis", Jepsen's convention) and keeps them for the
+// case's fault windows.
+type nemesisRecorder struct {
+	// idBase keeps injection ids unique in a history shared by cases
+	// (each engine numbers from 1).
+	idBase int64
+	rec    history.Recorder
+	clk    interface{ Nanos() int64 }
+	mu     sync.Mutex
+	evs    []history.Event
+	first  int64 // when the first injection took effect; 0: none did
+	last   int64 // when the last one did
+}
+
+func (n *nemesisRecorder) Nemesis(e chaos.NemesisEvent) {
+	v := history.NemesisValue{ID: n.idBase + int64(e.ID), Op: e.Op, Fault: e.Fault, Target: e.Target, Selector: e.Selector,
+		Error: e.Error, Params: e.Params, Threat: e.Threat}
+	if e.For > 0 {
+		v.For = e.For.String()
+	}
+	b, _ := json.Marshal(v)
+	ev := history.Event{Proc: -1, Type: history.Type(e.Type), F: history.Nemesis, Value: b, T: n.clk.Nanos(), Error: e.Error}
+	ev = n.rec.Record(ev)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.evs = append(n.evs, ev)
+	if e.Op == chaos.OpStart && e.Type == chaos.EventOK {
+		if n.first == 0 {
+			n.first = ev.T
+		}
+		n.last = ev.T
+	}
+}
+
+// windows are the case's fault windows for the timeline and results.json;
+// a fault never healed runs to end.
+func (n *nemesisRecorder) windows(origin, end int64) ([]report.Window, []report.Fault) {
+	n.mu.Lock()
+	evs := append([]history.Event(nil), n.evs...)
+	n.mu.Unlock()
+	var ws []report.Window
+	var fs []report.Fault
+	for _, w := range history.FaultWindows(evs) {
+		stop := w.End
+		if stop == 0 {
+			stop = end
+		}
+		ws = append(ws, report.Window{Start: w.Start, End: stop, Label: w.Fault})
+		f := report.Fault{Fault: w.Fault, Target: w.Target, At: time.Duration(w.Start - origin).Seconds()}
+		if w.End != 0 {
+			f.For = time.Duration(w.End - w.Start).Seconds()
+		}
+		fs = append(fs, f)
+	}
+	// Injections that failed are listed too, with their error.
+	for _, ev := range evs {
+		var v history.NemesisValue
+		if ev.Type == history.Fail && json.Unmarshal(ev.Value, &v) == nil && v.Op == chaos.OpStart {
+			target := v.Target
+			if target == "" {
+				target = v.Selector
+			}
+			fs = append(fs, report.Fault{Fault: v.Fault, Target: target, At: time.Duration(ev.T - origin).Seconds(), Error: ev.Error})
+		}
+	}
+	return ws, fs
+}
+
+// holdingWaiter makes `when: {holding: k}` steps wait for a holder.
+type holdingWaiter struct {
+	holders *holders
+	key     func(string) string
+}
+
+func (w holdingWaiter) Wait(ctx context.Context, when chaos.When) error {
+	_, _, err := w.holders.holderOf(ctx, w.key(when.Holding), 24*time.Hour)
+	return err
+}
+
+// compileFaults checks and compiles a case's fault steps.
+func compileFaults(c Case) ([]chaos.Planned, error) {
+	if len(c.Faults) == 0 {
+		return nil, nil
+	}
+	plan, err := chaos.Compile(c.Faults, c.Workload.Seed, c.Workload.Duration)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	return plan, nil
+}
+
+// checkAvailable asks every fault whether it can act on the kind of target
+// its step selects, before anything starts: an external server cannot be
+// paused, a goroutine client cannot be stopped.
+func checkAvailable(c Case, external bool) error {
+	for i, st := range c.Faults {
+		t := chaos.Target{Kind: st.Target.Kind(), Name: st.Target.String()}
+		switch t.Kind {
+		case chaos.TargetNode:
+			if !external {
+				t.Process = availableProcess{}
+			}
+			if !c.Direct {
+				t.Links = placeholderLinks
+			}
+		case chaos.TargetLink:
+			if !c.Direct {
+				t.Links = placeholderLinks
+			}
+		case chaos.TargetClient:
+			if c.Processes {
+				t.Process = availableProcess{}
+			}
+			t.Clock = &availableClock{}
+		}
+		if err := st.Fault.Available(t); err != nil {
+			return fmt.Errorf("%s: fault %d (%s): %w", c.Name, i+1, st.Fault.Kind(), err)
+		}
+	}
+	return nil
+}
+
+// Stand-ins for the availability check: only whether a target has a
+// process, links or a clock matters there.
+type availableProcess struct{}
+
+func (availableProcess) Pause() error                  { return nil }
+func (availableProcess) Resume() error                 { return nil }
+func (availableProcess) Kill() error                   { return nil }
+func (availableProcess) Restart(context.Context) error { return nil }
+
+type availableClock struct{ d time.Duration }
+
+func (c *availableClock) SetOffset(d time.Duration) { c.d = d }
+func (c *availableClock) Offset() time.Duration     { return c.d }
+
+var placeholderLinks = make([]*toxiproxy.Proxy, 1)

@@ -1,0 +1,45 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+// A holder killed while holding: a TTL lock comes free after the TTL; a
+// lock without expiry never does.
+func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
+	for _, tt := range []struct {
+		approach string
+		want     verdict.Expectation
+	}{
+		{"redis-setnx-px-lua", verdict.Expect("test", verdict.Safe)},
+		{"redis-setnx", verdict.Expect("test", verdict.Safe, verdict.Blocked)},
+	} {
+		t.Run(tt.approach, func(t *testing.T) {
+			spec := workload.Spec{Clients: 2, Hold: workload.Dist{Kind: "fixed", A: 10 * time.Millisecond},
+				TTL: 500 * time.Millisecond, AcquireTimeout: time.Second, Duration: 4 * time.Second, Seed: 1}
+			c := faultCase(t, tt.approach, spec,
+				step(t, "client-crash", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 0, nil))
+			c.Expect = tt.want
+			out, evs := runFaultCase(t, c)
+			if v := out.Verdicts[0]; v.Status != verdict.Agrees {
+				t.Fatalf("%s: %s", v.Status, v.Text)
+			}
+			if countF(evs, history.Crash) != 1 {
+				t.Fatalf("want one crash event, history has %d", countF(evs, history.Crash))
+			}
+			if r := out.Results.Runs[0]; r.Crashed != 1 || r.Replaced < 1 {
+				t.Fatalf("crashed=%d replaced=%d: the killed worker must be replaced", r.Crashed, r.Replaced)
+			}
+			// The replacement records under a new process id.
+			if procs := procsOf(evs); len(procs) < 3 {
+				t.Fatalf("process ids %v: the replacement must record under a new one", procs)
+			}
+		})
+	}
+}

@@ -1,0 +1,207 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/redis"
+	"github.com/locklab/locklab/impls/zk"
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+// workerArg makes this test binary a `locklab worker` (see TestMain): the
+// fault tests run real worker processes without building locklab.
+const workerArg = "locklab-test-worker"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == workerArg {
+		if err := ServeWorker(context.Background(), serverRegistry(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func serverRegistry() *impls.Registry {
+	r := impls.NewRegistry()
+	redis.Register(r)
+	zk.Register(r)
+	return r
+}
+
+// faultCase is a case of approach on real servers, its clients as worker
+// processes, with the given faults.
+func faultCase(t *testing.T, approach string, spec workload.Spec, faults ...chaos.Step) Case {
+	t.Helper()
+	a, err := serverRegistry().Get(approach)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Keys == 0 {
+		spec.Keys = 1
+	}
+	if spec.Kind == "" {
+		spec.Kind = workload.Mutex
+	}
+	c := Case{Name: approach, Approach: a, Workload: spec, Record: true, Processes: true, Faults: faults}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAvailable(c, false); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func step(t *testing.T, kind string, target chaos.Selector, at, dur time.Duration, opts map[string]any) chaos.Step {
+	t.Helper()
+	f, err := chaos.New(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts) > 0 {
+		b, _ := yaml.Marshal(opts)
+		if err := yaml.Unmarshal(b, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return chaos.Step{Fault: f, Target: target, At: chaos.Duration(at), For: chaos.Duration(dur)}
+}
+
+func runFaultCase(t *testing.T, c Case) (*Outcome, []history.Event) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Plan{Kind: "test", Cases: []Case{c}, ResultsDir: t.TempDir()}
+	out, err := (&Runner{WorkerArgv: []string{exe, workerArg}}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, evs
+}
+
+// A holder paused past its TTL (SIGSTOP of its worker process) is not
+// told anything: the lock is granted to another client while it still
+// works, and its stale write loses an update.
+func TestClientPausePastTTLGivesOutlivedDoubleGrantAndLostUpdates(t *testing.T) {
+	spec := workload.Spec{Clients: 3, Kind: workload.Counter, Hold: workload.Dist{Kind: "uniform", A: 20 * time.Millisecond, B: 40 * time.Millisecond},
+		TTL: 500 * time.Millisecond, Duration: 5 * time.Second, Seed: 1}
+	c := faultCase(t, "redis-setnx-px-lua", spec,
+		step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 2*time.Second, nil))
+	c.Expect = verdict.Expect("test", verdict.DoubleGrantOutlived, verdict.LostUpdate)
+	out, evs := runFaultCase(t, c)
+	if v := out.Verdicts[0]; v.Status != verdict.Agrees {
+		t.Fatalf("%s: %s", v.Status, v.Text)
+	}
+	if n := countNemesis(evs, "client-pause"); n != 1 {
+		t.Fatalf("%d client-pause injections in the history, want 1", n)
+	}
+}
+
+// The same pause with a fenced store: the stale holder's write is refused,
+// no update is lost.
+func TestClientPauseWithFencingRefusesStaleWrites(t *testing.T) {
+	spec := workload.Spec{Clients: 3, Kind: workload.Counter, Hold: workload.Dist{Kind: "uniform", A: 20 * time.Millisecond, B: 40 * time.Millisecond},
+		TTL: time.Second, Duration: 7 * time.Second, Seed: 1}
+	c := faultCase(t, "zk-sequential", spec,
+		step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 3500*time.Millisecond, nil))
+	c.Fenced = true
+	c.Expect = verdict.Expectation{Outcomes: []verdict.Outcome{verdict.DoubleGrant, verdict.StaleWriteRefused},
+		Forbidden: []verdict.Outcome{verdict.LostUpdate}}
+	out, evs := runFaultCase(t, c)
+	if v := out.Verdicts[0]; v.Status != verdict.Agrees {
+		t.Fatalf("%s: %s", v.Status, v.Text)
+	}
+	// The paused holder's ZooKeeper session expired while it was stopped:
+	// it learns it when it wakes (the Lost signal, or its release answered
+	// "not held").
+	if r := out.Results.Runs[0]; r.ReleaseNotHeld+r.Lost == 0 {
+		t.Errorf("the paused holder was never told its session had expired (release not held %d, lost %d)", r.ReleaseNotHeld, r.Lost)
+	}
+	_ = evs
+}
+
+// A partition of one client's own links leaves the other clients
+// working: they keep being granted the lock while it is cut off.
+func TestPartitionOfOneClientLeavesOthersWorking(t *testing.T) {
+	spec := workload.Spec{Clients: 3, Hold: workload.Dist{Kind: "fixed", A: 5 * time.Millisecond},
+		TTL: 300 * time.Millisecond, AcquireTimeout: 500 * time.Millisecond, Duration: 4 * time.Second, Seed: 1}
+	c := faultCase(t, "redis-setnx-px-lua", spec,
+		step(t, "partition", chaos.Selector{Client: "0", Node: chaos.NodeAll}, time.Second, 2*time.Second, nil))
+	_, evs := runFaultCase(t, c)
+	var win history.Window
+	for _, w := range history.FaultWindows(evs) {
+		if w.Fault == "partition" {
+			win = w
+		}
+	}
+	if win.Start == 0 || win.End == 0 {
+		t.Fatalf("no healed partition window in the history")
+	}
+	if !strings.HasPrefix(win.Target, "client 0") {
+		t.Fatalf("partition hit %q, want client 0's links", win.Target)
+	}
+	grants := map[int]int{}
+	for _, ev := range evs {
+		if ev.F == history.Acquire && ev.Type == history.OK && ev.T > win.Start+int64(100*time.Millisecond) && ev.T < win.End {
+			grants[ev.Proc]++
+		}
+	}
+	if grants[0] != 0 {
+		t.Errorf("client 0 was granted the lock %d times while cut off", grants[0])
+	}
+	if grants[1]+grants[2] < 20 {
+		t.Errorf("the other clients were granted the lock %d times in the 2 s partition: they were hit too", grants[1]+grants[2])
+	}
+}
+
+func countNemesis(evs []history.Event, fault string) int {
+	n := 0
+	for _, w := range history.FaultWindows(evs) {
+		if w.Fault == fault {
+			n++
+		}
+	}
+	return n
+}
+
+func countF(evs []history.Event, f string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.F == f {
+			n++
+		}
+	}
+	return n
+}
+
+func procsOf(evs []history.Event) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, ev := range evs {
+		if ev.Proc >= 0 && !seen[ev.Proc] {
+			seen[ev.Proc] = true
+			out = append(out, ev.Proc)
+		}
+	}
+	return out
+}

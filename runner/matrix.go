@@ -1,0 +1,214 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+// MatrixOptions choose the part of the matrix to run.
+type MatrixOptions struct {
+	Approaches []string // rows; empty: every approach
+	Faults     []string // columns; empty: every fault
+	Runs       int      // runs per cell
+	Seed       uint64
+	ResultsDir string
+	External   string
+}
+
+// MatrixPlan makes a plan of every applicable cell of the matrix, Runs
+// times each (each run with its own seed), grouped by fault so servers are
+// started anew only when a fault's server options change. Cells that do
+// not apply are returned as n/a, not run.
+func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan, []matrix.Cell, error) {
+	if opt.Runs < 1 {
+		return Plan{}, nil, usageErr(fmt.Errorf("--runs %d: want at least 1", opt.Runs))
+	}
+	approaches := reg.All()
+	if len(opt.Approaches) > 0 {
+		approaches = nil
+		for _, name := range opt.Approaches {
+			a, err := reg.Get(name)
+			if err != nil {
+				return Plan{}, nil, usageErr(err)
+			}
+			approaches = append(approaches, a)
+		}
+	}
+	faults := m.FaultNames()
+	if len(opt.Faults) > 0 {
+		for _, f := range opt.Faults {
+			if _, err := m.Fault(f); err != nil {
+				return Plan{}, nil, usageErr(err)
+			}
+		}
+		faults = opt.Faults
+	}
+	p := Plan{Kind: "matrix", ResultsDir: opt.ResultsDir, External: opt.External,
+		Config: map[string]any{"approaches": names(approaches), "faults": faults, "runs": opt.Runs, "seed": opt.Seed}}
+	var cells []matrix.Cell
+	for _, fname := range faults {
+		f, _ := m.Fault(fname)
+		s := f.Scenario
+		for _, a := range approaches {
+			cell := m.Cell(a, fname)
+			cells = append(cells, cell)
+			if !cell.Applies {
+				continue
+			}
+			for run := 1; run <= opt.Runs; run++ {
+				w := s.Workload
+				c := Case{Name: CellCaseName(fname, a.Name, run), Approach: a, Fenced: w.Fenced, Record: true,
+					Processes: s.Processes, Servers: ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
+					Workload: workload.Spec{Clients: w.Clients, Keys: w.Keys, Hold: w.Hold, TTL: w.TTL, Duration: s.Duration,
+						Seed: opt.Seed + uint64(run), AcquireTimeout: w.AcquireTimeout, Kind: w.Kind, Renew: w.Renew},
+					Expect: cell.Expect}
+				for _, ft := range s.Faults {
+					c.Faults = append(c.Faults, ft.Step)
+				}
+				c.Direct = !needsProxies(c.Faults)
+				if err := c.Validate(); err != nil {
+					return Plan{}, nil, usageErr(err)
+				}
+				if err := checkAvailable(c, opt.External != ""); err != nil {
+					return Plan{}, nil, usageErr(err)
+				}
+				p.Cases = append(p.Cases, c)
+			}
+		}
+	}
+	if len(p.Cases) == 0 {
+		return Plan{}, nil, usageErr(fmt.Errorf("no cell of the chosen approaches and faults applies"))
+	}
+	return p, cells, nil
+}
+
+// CellCaseName is the case name of run n of a cell: safe in file names.
+func CellCaseName(fault, approach string, run int) string {
+	return fmt.Sprintf("%s--%s--r%d", fault, approach, run)
+}
+
+func names(as []impls.Approach) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.Name
+	}
+	return out
+}
+
+// MatrixResults folds the runs of a matrix plan into its cells: expected
+// versus observed, how many runs agreed, and for a cell that expects a
+// violation, how often it was caught and how soon after the fault.
+func MatrixResults(cells []matrix.Cell, runs []report.Run, runsPerCell int) *report.Matrix {
+	m := &report.Matrix{Runs: runsPerCell}
+	byCase := map[string]report.Run{}
+	for _, r := range runs {
+		byCase[r.Case] = r
+	}
+	seenA, seenF := map[string]bool{}, map[string]bool{}
+	for _, c := range cells {
+		if !seenA[c.Approach] {
+			seenA[c.Approach] = true
+			m.Approaches = append(m.Approaches, c.Approach)
+		}
+		if !seenF[c.Fault] {
+			seenF[c.Fault] = true
+			m.Faults = append(m.Faults, c.Fault)
+		}
+		mc := report.MatrixCell{Approach: c.Approach, Fault: c.Fault, Applies: c.Applies, Why: c.Why, Source: c.Source}
+		if !c.Applies {
+			m.Cells = append(m.Cells, mc)
+			continue
+		}
+		mc.Expected = expectationNames(c.Expect)
+		expectsViolation := slices.ContainsFunc(c.Expect.Outcomes, verdict.Outcome.Unsafe)
+		observed := map[string]bool{}
+		for run := 1; run <= runsPerCell; run++ {
+			r, ok := byCase[CellCaseName(c.Fault, c.Approach, run)]
+			if !ok {
+				continue // not run (interrupted)
+			}
+			mc.Ran++
+			mc.Operations += r.Acquired
+			for _, o := range r.Observed {
+				observed[o] = true
+			}
+			switch verdict.Status(r.Status) {
+			case verdict.Agrees:
+				mc.Agreed++
+				if expectsViolation {
+					mc.Caught++
+					if r.FirstViolationAt >= 0 {
+						mc.TimesToViolation = append(mc.TimesToViolation, r.FirstViolationAt)
+					}
+				}
+			case verdict.Contradicts:
+				if len(r.Missing) == 0 {
+					// Something happened that must not: not a missed catch.
+					mc.Contradicted++
+				}
+				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
+			case verdict.Undecided:
+				mc.Undecided++
+			}
+			mc.RunCases = append(mc.RunCases, r.Case)
+		}
+		for o := range observed {
+			mc.Observed = append(mc.Observed, o)
+		}
+		slices.Sort(mc.Observed)
+		mc.ExpectsViolation = expectsViolation
+		mc.Status = cellStatus(mc)
+		m.Cells = append(m.Cells, mc)
+	}
+	return m
+}
+
+// cellStatus: a cell expected safe fails if any run was unsafe; a cell
+// expecting a violation fails only if no run caught it (the lab lost its
+// power to catch it), and reports its catch rate either way.
+func cellStatus(c report.MatrixCell) string {
+	switch {
+	case c.Ran == 0:
+		return "not run"
+	case c.Contradicted > 0:
+		return string(verdict.Contradicts)
+	case c.ExpectsViolation && c.Caught == 0 && c.Undecided < c.Ran:
+		return string(verdict.Contradicts)
+	case c.Undecided > 0 && c.Agreed == 0:
+		return string(verdict.Undecided)
+	}
+	return string(verdict.Agrees)
+}
+
+func expectationNames(e verdict.Expectation) []string {
+	var out []string
+	for _, o := range e.Outcomes {
+		out = append(out, string(o))
+	}
+	for _, o := range e.Forbidden {
+		out = append(out, "not:"+string(o))
+	}
+	return out
+}
+
+// MatrixExit is the matrix's verdict for the CLI: contradicted cells, and
+// undecided ones.
+func MatrixExit(m *report.Matrix) (contradicted, undecided []string) {
+	for _, c := range m.Cells {
+		switch c.Status {
+		case string(verdict.Contradicts):
+			contradicted = append(contradicted, fmt.Sprintf("%s under %s (expected %s, observed %s)", c.Approach, c.Fault,
+				strings.Join(c.Expected, " + "), strings.Join(c.Observed, ", ")))
+		case string(verdict.Undecided):
+			undecided = append(undecided, c.Approach+" under "+c.Fault)
+		}
+	}
+	return contradicted, undecided
+}

@@ -1,0 +1,249 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/scenario"
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+// Plan is what to run: cases, in order, on one cluster. `bench` is a plan
+// with no faults swept over approaches and client counts; `run` is a plan
+// from one scenario file; `matrix` is approaches x fault scenarios.
+type Plan struct {
+	Kind       string // bench, run, matrix: the title of summaries
+	Cases      []Case
+	ResultsDir string // results/<run-id>/ goes here
+	External   string // YAML of server addresses; "" = start the servers locally
+	Config     any    // the settings as given, echoed into results.json
+}
+
+// ServerOptions say how the servers of a plan are run (locally).
+type ServerOptions struct {
+	// RedisPersistence: "" or "none", "aof-everysec", "aof-always", "rdb".
+	RedisPersistence string
+}
+
+// Case is one approach under one setting for one duration.
+type Case struct {
+	Name     string // unique within the plan, safe in file names
+	Approach impls.Approach
+	// Workload is what the clients do; KeyPrefix, ProcBase and Store are
+	// set by the runner.
+	Workload workload.Spec
+	Fenced   bool // the store refuses stale fencing tokens
+	Direct   bool // clients connect straight to the servers (no fault can touch their links)
+	Record   bool // record and check the history (false: measure what recording costs)
+	// Processes runs each client as a `locklab worker` process instead of
+	// a goroutine: needed when a fault pauses or kills a client whole.
+	Processes bool
+	// Faults are injected on a schedule while the workload runs.
+	Faults []chaos.Step
+	// Servers say how the servers run for this case; cases asking for
+	// other options than the case before get servers started anew.
+	Servers ServerOptions
+	Expect  verdict.Expectation
+}
+
+// Validate checks a case before anything starts.
+func (c Case) Validate() error {
+	w := c.Workload
+	if w.Kind != workload.Counter && w.Kind != workload.Tasks {
+		// A stand-in so Validate can check the rest: the runner gives
+		// every case its own store.
+		w.Store = nil
+	} else {
+		w.Store = &workload.Store{}
+	}
+	if err := w.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", c.Name, err)
+	}
+	if c.Workload.Clients > 4096 {
+		return fmt.Errorf("%s: client count %d out of range 1..4096", c.Name, c.Workload.Clients)
+	}
+	if c.Direct && needsProxies(c.Faults) {
+		return fmt.Errorf("%s: a fault acts on network links, which needs the clients to go through the proxies", c.Name)
+	}
+	if _, err := compileFaults(c); err != nil {
+		return err
+	}
+	return nil
+}
+
+// BenchConfig is everything `locklab bench` takes.
+type BenchConfig struct {
+	Approaches     []string
+	Clients        []int
+	Duration       time.Duration
+	Keys           int
+	Hold           workload.Dist
+	TTL            time.Duration
+	AcquireTimeout time.Duration
+	Seed           uint64
+	ResultsDir     string
+	External       string // YAML of server addresses; "" = start locally
+	Direct         bool   // bypass the fault-injecting proxies
+	Workload       string // mutex, counter or tasks
+	Fenced         bool   // the store refuses stale fencing tokens
+	NoHistory      bool   // record nothing, check nothing (to measure recording's cost)
+	// Rate, when positive, is an open loop: lock requests per second over
+	// all clients (workload.Spec.Rate).
+	Rate float64
+}
+
+// configJSON is how the config appears in results.json, durations readable.
+func (c BenchConfig) configJSON() map[string]any {
+	return map[string]any{
+		"approaches": c.Approaches, "clients": c.Clients, "duration": c.Duration.String(), "keys": c.Keys,
+		"hold": c.Hold.String(), "ttl": c.TTL.String(), "acquire_timeout": c.AcquireTimeout.String(),
+		"seed": c.Seed, "cluster": map[bool]string{true: "external", false: "local"}[c.External != ""],
+		"external_config": c.External, "via_proxy": !c.Direct, "workload": c.workload(), "fenced": c.Fenced,
+		"recorded": !c.NoHistory, "rate_per_sec": c.Rate,
+	}
+}
+
+func (c BenchConfig) workload() string {
+	if c.Workload == "" {
+		return workload.Mutex
+	}
+	return c.Workload
+}
+
+// BenchPlan turns bench settings into a plan: every approach at every
+// client count. An approach declared safe must stay safe; the others are
+// benched for speed and expected nothing.
+func BenchPlan(reg *impls.Registry, cfg BenchConfig) (Plan, error) {
+	if len(cfg.Approaches) == 0 {
+		return Plan{}, usageErr(fmt.Errorf("no approaches (known: %v)", reg.Names()))
+	}
+	if len(cfg.Clients) == 0 {
+		return Plan{}, usageErr(fmt.Errorf("no client counts"))
+	}
+	if err := workload.CheckKind(cfg.Workload); err != nil {
+		return Plan{}, usageErr(err)
+	}
+	p := Plan{Kind: "bench", ResultsDir: cfg.ResultsDir, External: cfg.External, Config: cfg.configJSON()}
+	for _, name := range cfg.Approaches {
+		a, err := reg.Get(name)
+		if err != nil {
+			return Plan{}, usageErr(err)
+		}
+		for _, n := range cfg.Clients {
+			c := Case{
+				Name: fmt.Sprintf("%s-c%d", a.Name, n), Approach: a, Fenced: cfg.Fenced, Direct: cfg.Direct, Record: !cfg.NoHistory,
+				Workload: workload.Spec{Clients: n, Keys: cfg.Keys, Hold: cfg.Hold, TTL: cfg.TTL, Duration: cfg.Duration,
+					Seed: cfg.Seed, AcquireTimeout: cfg.AcquireTimeout, Kind: cfg.workload(), Rate: cfg.Rate},
+			}
+			if a.Safe {
+				c.Expect = verdict.Expect("declared safe under plain contention", verdict.Safe)
+			}
+			if err := c.Validate(); err != nil {
+				return Plan{}, usageErr(err)
+			}
+			p.Cases = append(p.Cases, c)
+		}
+	}
+	return p, nil
+}
+
+// servers lists the server kinds a plan's approaches run against, once each.
+func (p Plan) servers() []impls.Backend {
+	seen := map[impls.Backend]bool{}
+	var out []impls.Backend
+	for _, c := range p.Cases {
+		if b := c.Approach.Backend; b != "" && !seen[b] {
+			seen[b] = true
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// ScenarioOptions adjust a scenario at the command line.
+type ScenarioOptions struct {
+	Approaches []string      // run only these of the scenario's approaches
+	Seed       *uint64       // override the scenario's seed
+	Duration   time.Duration // override the scenario's duration; 0: as written
+	ResultsDir string
+	External   string
+}
+
+// ScenarioPlan makes a plan from a scenario: one case per approach, with
+// the scenario's workload and faults, and its expectation for that
+// approach (or, where it states none, what the approach's declarations
+// predict: safe when it is declared safe and nothing is injected).
+func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions) (Plan, error) {
+	names := s.Approaches
+	if len(opt.Approaches) > 0 {
+		for _, a := range opt.Approaches {
+			if !slices.Contains(s.Approaches, a) {
+				return Plan{}, usageErr(fmt.Errorf("--approach %s: not among the scenario's approaches (%s)", a, strings.Join(s.Approaches, ", ")))
+			}
+		}
+		names = opt.Approaches
+	}
+	seed := s.Seed
+	if opt.Seed != nil {
+		seed = *opt.Seed
+	}
+	duration := s.Duration
+	if opt.Duration > 0 {
+		duration = opt.Duration
+	}
+	p := Plan{Kind: "run " + s.Name, ResultsDir: opt.ResultsDir, External: opt.External,
+		Config: map[string]any{"scenario": s.Name, "file": s.Path, "description": s.Description, "seed": seed,
+			"approaches": names, "duration": duration.String(), "workload": s.Workload.Kind, "clients": s.Workload.Clients,
+			"processes": s.Processes, "fenced": s.Workload.Fenced}}
+	for _, name := range names {
+		a, err := reg.Get(name)
+		if err != nil {
+			return Plan{}, usageErr(err)
+		}
+		w := s.Workload
+		c := Case{Name: name, Approach: a, Fenced: w.Fenced, Record: true, Processes: s.Processes,
+			Servers: ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
+			Workload: workload.Spec{Clients: w.Clients, Keys: w.Keys, Hold: w.Hold, TTL: w.TTL, Duration: duration,
+				Seed: seed, AcquireTimeout: w.AcquireTimeout, Kind: w.Kind, Renew: w.Renew}}
+		for _, f := range s.Faults {
+			c.Faults = append(c.Faults, f.Step)
+		}
+		// Clients connect straight to the servers unless a fault acts on
+		// links: the proxies cost a round trip's worth of time each.
+		c.Direct = !needsProxies(c.Faults)
+		if e, ok := s.ExpectFor(a); ok {
+			c.Expect = e
+		} else if a.Safe && len(c.Faults) == 0 {
+			c.Expect = verdict.Expect("declared safe, no faults", verdict.Safe)
+		}
+		if err := c.Validate(); err != nil {
+			return Plan{}, usageErr(err)
+		}
+		if err := checkAvailable(c, opt.External != ""); err != nil {
+			return Plan{}, usageErr(err)
+		}
+		p.Cases = append(p.Cases, c)
+	}
+	return p, nil
+}
+
+// needsProxies reports whether a fault acts on network links (drop,
+// slow, partition), which only the proxies can do. Server and client
+// faults act on processes and clocks and need none.
+func needsProxies(steps []chaos.Step) bool {
+	for _, st := range steps {
+		if st.Target.Kind() == chaos.TargetLink {
+			return true
+		}
+		probe := chaos.Target{Kind: st.Target.Kind(), Process: availableProcess{}, Clock: &availableClock{}}
+		if st.Fault.Available(probe) != nil {
+			return true
+		}
+	}
+	return false
+}

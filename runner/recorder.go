@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"sync"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/metrics"
+	"github.com/locklab/locklab/report"
+)
+
+// checkingRecorder writes each event to the run's history and feeds the
+// case's checker, so the verdict is ready when the case ends.
+type checkingRecorder struct {
+	w     history.Recorder
+	mu    sync.Mutex
+	check *checker.Checker // nil: record nothing, check nothing
+	first int64
+	last  int64
+	// lastGrant is when the last acquire succeeded (for "blocked").
+	lastGrant int64
+	// observe sees every event after it is recorded (the holders view).
+	observe func(history.Event)
+	// latencies keeps each acquire's latency for the latency-over-time
+	// plot, up to maxLatencyPoints (beyond that a long bench keeps
+	// memory flat and the plot shows the first stretch).
+	latencies []report.LatencyPoint
+	invoked   map[int]int64 // proc -> its pending acquire's invoke time
+	// locks measures hand-off and fairness.
+	locks *metrics.Locks
+}
+
+const maxLatencyPoints = 200_000
+
+func (r *checkingRecorder) Record(ev history.Event) history.Event {
+	ev = r.w.Record(ev)
+	r.mu.Lock()
+	if r.check != nil {
+		r.check.Add(ev)
+	}
+	if r.locks != nil {
+		r.locks.Observe(ev)
+	}
+	if r.first == 0 || ev.T < r.first {
+		r.first = ev.T
+	}
+	r.last = max(r.last, ev.T)
+	if ev.F == history.Acquire && ev.Type == history.OK {
+		r.lastGrant = max(r.lastGrant, ev.T)
+	}
+	if ev.F == history.Acquire {
+		if ev.Type == history.Invoke {
+			if r.invoked == nil {
+				r.invoked = map[int]int64{}
+			}
+			r.invoked[ev.Proc] = ev.T
+		} else if t0, ok := r.invoked[ev.Proc]; ok {
+			delete(r.invoked, ev.Proc)
+			if len(r.latencies) < maxLatencyPoints {
+				r.latencies = append(r.latencies, report.LatencyPoint{T: ev.T, Latency: ev.T - t0, Outcome: string(ev.Type)})
+			}
+		}
+	}
+	r.mu.Unlock()
+	if r.observe != nil {
+		r.observe(ev)
+	}
+	return ev
+}
+
+// grantedSince reports whether an acquire succeeded at or after t.
+func (r *checkingRecorder) grantedSince(t int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastGrant >= t
+}
+
+// span is the first and last event time seen.
+func (r *checkingRecorder) span() (int64, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.first, r.last
+}
+
+// lockMetrics is the hand-off and fairness measured so far.
+func (r *checkingRecorder) lockMetrics() *metrics.Locks {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.locks
+}

@@ -1,0 +1,376 @@
+// Package runner executes plans: it gets the servers a plan needs, runs
+// each case through one numbered flow (see runCase), and hands what it
+// measured and judged to report. bench, run and matrix are plans over the
+// same flow.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/verdict"
+)
+
+// Status is a progress report while a case runs.
+type Status struct {
+	Case     string
+	Approach string
+	Clients  int
+	Step     int // 1-based index of this case
+	Steps    int
+	Elapsed  time.Duration
+	Duration time.Duration
+	Acquired int64
+}
+
+// Runner runs plans.
+type Runner struct {
+	Progress func(Status) // called a few times a second; may be nil
+	Log      func(format string, args ...any)
+	// WorkerArgv starts one worker process (cases with Processes); default:
+	// this binary with the argument "worker".
+	WorkerArgv []string
+	// Parallel runs the cases of different server kinds side by side (one
+	// lane per kind), when they all ask for the same server options: a
+	// matrix takes a third of the time. Cases of one kind stay in order,
+	// so a fault on a kind's servers only ever meets that kind's case.
+	Parallel bool
+}
+
+// laneProcs is the size of each parallel lane's range of process ids.
+const laneProcs = 1_000_000
+
+func sameServers(cases []Case) bool {
+	for _, c := range cases {
+		if c.Servers != cases[0].Servers {
+			return false
+		}
+	}
+	return true
+}
+
+// lanesByServer groups cases by their approach's server kind, in plan order.
+func lanesByServer(cases []Case) [][]Case {
+	var kinds []impls.Backend
+	by := map[impls.Backend][]Case{}
+	for _, c := range cases {
+		k := c.Approach.Backend
+		if _, ok := by[k]; !ok {
+			kinds = append(kinds, k)
+		}
+		by[k] = append(by[k], c)
+	}
+	out := make([][]Case, len(kinds))
+	for i, k := range kinds {
+		out[i] = by[k]
+	}
+	return out
+}
+
+// Outcome is what a plan produced.
+type Outcome struct {
+	Dir     string
+	Results *report.Results
+	// Verdicts holds each finished case's comparison with its expectation,
+	// in case order (the CLI's exit code comes from these).
+	Verdicts []verdict.Result
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	if r.Log != nil {
+		r.Log(format, args...)
+	}
+}
+
+// Cluster is what a case needs of the servers.
+type Cluster interface {
+	Endpoints() impls.Endpoints
+	DirectEndpoints() impls.Endpoints
+	Healthy(ctx context.Context, timeout time.Duration) error
+	Close() error
+}
+
+// Run executes the plan's cases in order. On ctx cancellation (Ctrl-C) it
+// stops, writes what ran so far marked incomplete, and returns ctx's error.
+// results.json is rewritten (atomically) after every case.
+func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
+	if len(p.Cases) == 0 {
+		return nil, usageErr(fmt.Errorf("nothing to run"))
+	}
+	// Usage errors first: nothing is created for a run that cannot start.
+	var ext *cluster.ExternalConfig
+	if p.External != "" {
+		cfg, err := cluster.LoadExternalConfig(p.External)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		for _, k := range p.servers() {
+			if !cfg.Has(k) {
+				return nil, usageErr(fmt.Errorf("cluster config %s lists no %s servers, which the approaches need", p.External, k))
+			}
+		}
+		ext = &cfg
+	}
+	runID := time.Now().UTC().Format("20060102-150405") + "-" + randHex(2)
+	dir := filepath.Join(p.ResultsDir, runID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, infraErr(fmt.Errorf("results dir: %w", err))
+	}
+	res := &report.Results{
+		RunID: runID, StartedAt: time.Now().UTC(), Config: p.Config,
+		Versions: map[string]string{"locklab": version(), "go": runtime.Version()},
+		Host:     report.Host{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH},
+		Verdict:  report.Verdict{Safe: true}, Runs: []report.Run{},
+	}
+	out := &Outcome{Dir: dir, Results: res}
+	save := func() error { return report.WriteJSON(filepath.Join(dir, "results.json"), res) }
+	finish := func(runErr error) (*Outcome, error) {
+		res.FinishedAt = time.Now().UTC()
+		switch {
+		case runErr != nil && ctx.Err() == nil:
+			res.Note = runErr.Error()
+		case ctx.Err() != nil:
+			res.Note = "interrupted: " + context.Cause(ctx).Error()
+			runErr = ctx.Err()
+		default:
+			res.Complete = true
+		}
+		if err := writeSummary(filepath.Join(dir, "summary.md"), p.Kind, res); err != nil && runErr == nil {
+			runErr = infraErr(err)
+		}
+		if err := report.WriteIndex(dir, p.Kind, res); err != nil && runErr == nil {
+			runErr = infraErr(err)
+		}
+		if err := save(); err != nil && runErr == nil {
+			runErr = infraErr(err)
+		}
+		return out, runErr
+	}
+	if err := save(); err != nil {
+		return out, infraErr(err)
+	}
+
+	// The servers: only those the plan's approaches use, started when the
+	// first case needs them and again when a case asks for other server
+	// options (a Redis persistence mode).
+	kinds := p.servers()
+	var servers *cluster.Cluster
+	var serversFor ServerOptions
+	defer func() {
+		if servers != nil {
+			servers.Close()
+		}
+	}()
+	ensureServers := func(c Case) error {
+		if len(kinds) == 0 || (servers != nil && serversFor == c.Servers) {
+			return nil
+		}
+		if servers != nil {
+			servers.Close()
+			servers = nil
+		}
+		started := time.Now()
+		cl, err := startCluster(ctx, ext, p.localConfig(kinds, c.Servers))
+		if err != nil {
+			return err
+		}
+		servers, serversFor = cl, c.Servers
+		r.logf("cluster ready in %.2fs: %d nodes", time.Since(started).Seconds(), len(cl.Nodes()))
+		for be, v := range cl.Versions {
+			res.Versions[string(be)] = v
+		}
+		return nil
+	}
+
+	var hw history.Recorder = history.Discard{}
+	var hfile *history.Writer
+	if anyRecorded(p) {
+		w, err := history.Create(filepath.Join(dir, "history.jsonl"))
+		if err != nil {
+			return finish(infraErr(err))
+		}
+		hw, hfile = w, w
+	}
+	base := caseEnv{history: hw, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
+		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv}
+	hists := map[string][3]*hdrhistogram.Histogram{}
+	var mu sync.Mutex // guards res, out, hists and the step counter between lanes
+	step := 0
+	var runErr error
+	// record keeps one finished case, in the order cases finish.
+	record := func(c Case, co caseOutcome) error {
+		mu.Lock()
+		defer mu.Unlock()
+		res.Runs = append(res.Runs, co.run)
+		out.Verdicts = append(out.Verdicts, co.verdict)
+		tally(&res.Verdict, co)
+		hists[c.Name] = [3]*hdrhistogram.Histogram{co.stats.Acquire, co.stats.Release, co.handOff}
+		if err := save(); err != nil {
+			return infraErr(err)
+		}
+		return nil
+	}
+	// runLane runs cases one after the other in one environment.
+	runLane := func(ctx context.Context, env *caseEnv, cases []Case) error {
+		for _, c := range cases {
+			if ctx.Err() != nil {
+				return nil
+			}
+			mu.Lock()
+			step++
+			env.step = step
+			mu.Unlock()
+			co, err := runCase(ctx, env, c)
+			if err != nil {
+				return err
+			}
+			if err := record(c, co); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	lanes := [][]Case{p.Cases}
+	if r.Parallel && sameServers(p.Cases) {
+		lanes = lanesByServer(p.Cases)
+	}
+	if len(lanes) == 1 {
+		env := base
+		for _, c := range p.Cases {
+			if ctx.Err() != nil {
+				break
+			}
+			if err := ensureServers(c); err != nil {
+				runErr = err
+				break
+			}
+			env.cluster, env.servers = nil, servers
+			if servers != nil {
+				env.cluster = servers
+			}
+			if err := runLane(ctx, &env, []Case{c}); err != nil {
+				runErr = err
+				break
+			}
+		}
+	} else if runErr = ensureServers(p.Cases[0]); runErr == nil {
+		// Lanes of different server kinds run side by side on one cluster:
+		// a fault on one kind's servers cannot touch another kind's case.
+		// Each lane numbers its processes in a range of its own.
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errs := make([]error, len(lanes))
+		var wg sync.WaitGroup
+		for i, lane := range lanes {
+			env := base
+			env.cluster, env.servers = servers, servers
+			env.procBase = (i + 1) * laneProcs
+			wg.Add(1)
+			go func(i int, env caseEnv, lane []Case) {
+				defer wg.Done()
+				if errs[i] = runLane(lctx, &env, lane); errs[i] != nil {
+					cancel()
+				}
+			}(i, env, lane)
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				runErr = err
+				break
+			}
+		}
+	}
+	// Results in plan order, whatever order the lanes finished in.
+	order := map[string]int{}
+	for i, c := range p.Cases {
+		order[c.Name] = i
+	}
+	sort.SliceStable(res.Runs, func(i, j int) bool { return order[res.Runs[i].Case] < order[res.Runs[j].Case] })
+	if hfile != nil {
+		if err := hfile.Close(); err != nil && runErr == nil {
+			runErr = infraErr(fmt.Errorf("history: %w", err))
+		}
+	}
+	res.Artifacts = []string{"index.html", "results.json", "summary.md"}
+	if hfile != nil {
+		res.Artifacts = append(res.Artifacts, "history.jsonl")
+	}
+	res.Artifacts = append(res.Artifacts, writeArtifacts(dir, p, res.Runs, hists, r.logf)...)
+	for _, run := range res.Runs {
+		res.Artifacts = append(res.Artifacts, run.Artifacts...)
+	}
+	return finish(runErr)
+}
+
+func anyRecorded(p Plan) bool {
+	for _, c := range p.Cases {
+		if c.Record {
+			return true
+		}
+	}
+	return false
+}
+
+// tally adds one case to the run's overall verdict.
+func tally(v *report.Verdict, co caseOutcome) {
+	v.DoubleGrants += co.run.DoubleGrants
+	v.Violations += co.run.ViolationCount
+	if co.run.Linearizable == "no" {
+		v.NonLinearizable++
+	}
+	v.Safe = v.Violations == 0 && v.NonLinearizable == 0
+	switch co.verdict.Status {
+	case verdict.Agrees:
+		v.AsExpected++
+	case verdict.Contradicts:
+		v.Contradicted++
+	case verdict.Undecided:
+		v.Undecided++
+	}
+}
+
+// localConfig is how the plan's servers are started locally for a case
+// asking for opts.
+func (p Plan) localConfig(kinds []impls.Backend, opts ServerOptions) cluster.LocalConfig {
+	cfg := cluster.ForBackends(kinds...)
+	cfg.RedisPersistence = opts.RedisPersistence
+	for _, c := range p.Cases {
+		for _, st := range c.Faults {
+			if st.Fault.Kind() == "server-clock" {
+				cfg.FakeTime = true // its servers must run under libfaketime from the start
+			}
+		}
+	}
+	return cfg
+}
+
+// startCluster starts the servers locally, or connects to the user's.
+func startCluster(ctx context.Context, ext *cluster.ExternalConfig, cfg cluster.LocalConfig) (*cluster.Cluster, error) {
+	if ext != nil {
+		cl, err := cluster.ConnectExternal(ctx, *ext)
+		if err != nil {
+			return nil, infraErr(err)
+		}
+		return cl, nil
+	}
+	cl, err := cluster.StartLocal(ctx, cfg)
+	if err != nil {
+		return nil, infraErr(fmt.Errorf("start servers: %w", err))
+	}
+	return cl, nil
+}

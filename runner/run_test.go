@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/memlock"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+// memoryPlan is a bench plan over an in-memory lock: no server, so the
+// whole numbered flow runs in milliseconds.
+func memoryPlan(t *testing.T, svc *memlock.Service, clients int, d time.Duration) Plan {
+	t.Helper()
+	reg := impls.NewRegistry()
+	reg.Register(svc.Approach("memory"))
+	p, err := BenchPlan(reg, BenchConfig{Approaches: []string{"memory"}, Clients: []int{clients}, Duration: d, Keys: 1,
+		Hold: workload.Dist{Kind: "fixed", A: 100 * time.Microsecond}, TTL: time.Second, Seed: 1, ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readResults(t *testing.T, dir string) report.Results {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res report.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestRunSafeLockAgreesWithItsExpectation(t *testing.T) {
+	p := memoryPlan(t, memlock.NewService(1), 4, 300*time.Millisecond)
+	out, err := (&Runner{}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Verdicts) != 1 || out.Verdicts[0].Status != verdict.Agrees {
+		t.Fatalf("verdicts = %+v, want one %q", out.Verdicts, verdict.Agrees)
+	}
+	res := readResults(t, out.Dir)
+	if !res.Complete || len(res.Runs) != 1 {
+		t.Fatalf("results: complete=%v runs=%d", res.Complete, len(res.Runs))
+	}
+	r := res.Runs[0]
+	if r.Acquired == 0 || r.DoubleGrants != 0 || r.Linearizable != "yes" || r.Status != string(verdict.Agrees) {
+		t.Fatalf("run = %+v", r)
+	}
+	for _, f := range []string{"history.jsonl", "summary.md", "timeline-memory-c4.png"} {
+		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+}
+
+func TestRunRacyLockContradictsSafe(t *testing.T) {
+	svc := memlock.NewService(1)
+	svc.Racy = true
+	p := memoryPlan(t, svc, 8, 300*time.Millisecond)
+	// The plan expects nothing of an approach declared unsafe; a gate
+	// that declares it safe must fail.
+	p.Cases[0].Expect = verdict.Expect("test", verdict.Safe)
+	out, err := (&Runner{}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := out.Verdicts[0]
+	if v.Status != verdict.Contradicts {
+		t.Fatalf("status = %q (%s), want %q", v.Status, v.Text, verdict.Contradicts)
+	}
+	if out.Results.Runs[0].DoubleGrants == 0 {
+		t.Fatal("a racy lock under 8-way contention showed no double grant")
+	}
+}
+
+func TestRunReplacesClientsRetiredByIndeterminateOutcomes(t *testing.T) {
+	svc := memlock.NewService(1)
+	svc.LoseReplies = 0.05
+	p := memoryPlan(t, svc, 4, 500*time.Millisecond)
+	p.Cases[0].Workload.TTL = 5 * time.Millisecond // an orphaned grant frees quickly
+	out, err := (&Runner{}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Results.Runs[0]
+	if r.Replaced == 0 || r.Indeterminate == 0 {
+		t.Fatalf("replaced=%d indeterminate=%d: lost replies must retire and replace clients", r.Replaced, r.Indeterminate)
+	}
+	if r.Acquired < 50 {
+		t.Fatalf("acquired = %d: the population drained", r.Acquired)
+	}
+}
+
+func TestRunCancelledKeepsWhatRanMarkedIncomplete(t *testing.T) {
+	p := memoryPlan(t, memlock.NewService(1), 2, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	out, err := (&Runner{}).Run(ctx, p)
+	if err == nil {
+		t.Fatal("a cancelled run must return the context's error")
+	}
+	res := readResults(t, out.Dir)
+	if res.Complete || res.Note == "" || res.FinishedAt.IsZero() {
+		t.Fatalf("complete=%v note=%q finished=%v", res.Complete, res.Note, res.FinishedAt)
+	}
+	if len(res.Runs) != 1 || res.Runs[0].Acquired == 0 {
+		t.Fatalf("what ran must be kept: %+v", res.Runs)
+	}
+}
+
+func TestBenchPlanRefusesBadInputBeforeAnythingStarts(t *testing.T) {
+	reg := impls.NewRegistry()
+	reg.Register(memlock.NewService(1).Approach("memory"))
+	ok := BenchConfig{Approaches: []string{"memory"}, Clients: []int{1}, Duration: time.Second, Keys: 1}
+	tests := []struct {
+		name string
+		mod  func(*BenchConfig)
+	}{
+		{"unknown approach", func(c *BenchConfig) { c.Approaches = []string{"nope"} }},
+		{"no approaches", func(c *BenchConfig) { c.Approaches = nil }},
+		{"no clients", func(c *BenchConfig) { c.Clients = nil }},
+		{"too many clients", func(c *BenchConfig) { c.Clients = []int{5000} }},
+		{"zero duration", func(c *BenchConfig) { c.Duration = 0 }},
+		{"no keys", func(c *BenchConfig) { c.Keys = 0 }},
+		{"negative ttl", func(c *BenchConfig) { c.TTL = -time.Second }},
+		{"negative acquire timeout", func(c *BenchConfig) { c.AcquireTimeout = -time.Second }},
+		{"unknown workload", func(c *BenchConfig) { c.Workload = "nope" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := ok
+			tt.mod(&cfg)
+			if _, err := BenchPlan(reg, cfg); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	if _, err := BenchPlan(reg, ok); err != nil {
+		t.Fatalf("a good config was refused: %v", err)
+	}
+}
+
+func TestOnlyLinkFaultsNeedTheProxies(t *testing.T) {
+	mk := func(kind string, sel chaos.Selector) chaos.Step {
+		f, err := chaos.New(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return chaos.Step{Fault: f, Target: sel}
+	}
+	node := chaos.Selector{Node: chaos.NodeOne}
+	client := chaos.Selector{Client: "0"}
+	tests := []struct {
+		step chaos.Step
+		want bool
+	}{
+		{mk("drop-replies", node), true},
+		{mk("slow-replies", node), true},
+		{mk("partition", node), true},
+		{mk("partition", chaos.Selector{Client: "0", Nodes: []string{"redis-3"}}), true},
+		{mk("server-pause", node), false},
+		{mk("server-kill", node), false},
+		{mk("client-pause", client), false},
+		{mk("client-crash", client), false},
+		{mk("client-clock", client), false},
+	}
+	for _, tt := range tests {
+		if got := needsProxies([]chaos.Step{tt.step}); got != tt.want {
+			t.Errorf("%s on %s: needs proxies = %v, want %v", tt.step.Fault.Kind(), tt.step.Target, got, tt.want)
+		}
+	}
+}

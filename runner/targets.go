@@ -1,0 +1,270 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
+)
+
+// clientSlot is one workload client position as chaos sees it: its lease
+// clock (which survives replacements) and, for worker processes, the
+// process holding it now.
+type clientSlot struct {
+	index  int
+	clock  chaos.Clock // *clock.Skewable for goroutines, the worker slot for processes
+	worker *workerSlot // nil for goroutine clients
+}
+
+// holders follows who holds which key, from the events as they are
+// recorded: the target "the client that holds key k" is resolved from it
+// when a fault fires.
+type holders struct {
+	mu     sync.Mutex
+	byKey  map[string]int // key -> proc
+	procOf map[int]int    // proc -> slot
+	wait   chan struct{}  // closed and replaced whenever a grant is seen
+}
+
+func newHolders() *holders {
+	return &holders{byKey: map[string]int{}, procOf: map[int]int{}, wait: make(chan struct{})}
+}
+
+// see updates the view with one event.
+func (h *holders) see(ev history.Event) {
+	if ev.Proc < 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case ev.F == history.Acquire && ev.Type == history.OK:
+		h.byKey[ev.Key] = ev.Proc
+		close(h.wait)
+		h.wait = make(chan struct{})
+	case ev.F == history.Release && ev.Type == history.Invoke,
+		ev.F == history.Crash, ev.F == history.Lost:
+		for k, p := range h.byKey {
+			if p == ev.Proc && (ev.Key == "" || ev.Key == k) {
+				delete(h.byKey, k)
+			}
+		}
+	}
+}
+
+// bind records which slot a process id belongs to.
+func (h *holders) bind(proc, slot int) {
+	h.mu.Lock()
+	h.procOf[proc] = slot
+	h.mu.Unlock()
+}
+
+// holderOf returns the slot whose client holds key, waiting up to wait for
+// someone to take it.
+func (h *holders) holderOf(ctx context.Context, key string, wait time.Duration) (slot, proc int, err error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		p, held := h.byKey[key]
+		s, known := h.procOf[p]
+		ch := h.wait
+		h.mu.Unlock()
+		if held && known {
+			return s, p, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-deadline.C:
+			return 0, 0, fmt.Errorf("nobody held %s within %v: %w", key, wait, chaos.ErrNoTarget)
+		case <-ch:
+		}
+	}
+}
+
+// resolver turns a fault step's selector into targets when it fires.
+type resolver struct {
+	cl        *cluster.Cluster // nil without servers
+	server    impls.Backend    // the case's approach's server kind: the default for node selectors
+	keyPrefix string
+	slots     []*clientSlot
+	holders   *holders
+	ownLinks  bool // clients connect through their own proxies: node faults must cover those too
+}
+
+// roler is what leader/follower selection needs of a node.
+type roler interface {
+	Role(ctx context.Context) (string, error)
+}
+
+// Resolve implements chaos.Resolver.
+func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand) ([]chaos.Target, error) {
+	switch s.Kind() {
+	case chaos.TargetClient:
+		c, proc, err := r.client(ctx, s, rng)
+		if err != nil {
+			return nil, err
+		}
+		t := chaos.Target{Kind: chaos.TargetClient, Name: fmt.Sprintf("client %d", c.index), Clock: c.clock}
+		if proc >= 0 {
+			t.Name = fmt.Sprintf("client %d (process %d)", c.index, proc)
+		}
+		if c.worker != nil {
+			t.Process = c.worker
+		}
+		return []chaos.Target{t}, nil
+	case chaos.TargetLink:
+		c, _, err := r.client(ctx, s, rng)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := r.nodes(ctx, s, rng)
+		if err != nil {
+			return nil, err
+		}
+		t, err := chaos.ClientLinkTarget(r.cl, c.index, fmt.Sprintf("client %d", c.index), nodes)
+		if err != nil {
+			return nil, err
+		}
+		return []chaos.Target{t}, nil
+	default:
+		nodes, err := r.nodes(ctx, s, rng)
+		if err != nil {
+			return nil, err
+		}
+		out := chaos.NodeTargets(nodes)
+		if r.ownLinks {
+			// Clients reach this node through their own proxies too: a
+			// network fault on the node must cut those as well.
+			for i := range out {
+				for _, c := range r.slots {
+					links, err := r.cl.ClientLinks(c.index, nodes[i:i+1])
+					if err != nil {
+						return nil, err
+					}
+					out[i].Links = append(out[i].Links, links...)
+				}
+			}
+		}
+		return out, nil
+	}
+}
+
+// client picks the slot a selector names, and the process in it (-1 if
+// unknown).
+func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand) (*clientSlot, int, error) {
+	switch s.Client {
+	case chaos.ClientHolder:
+		slot, proc, err := r.holders.holderOf(ctx, r.keyName(s.Key), 2*time.Second)
+		if err != nil {
+			return nil, 0, err
+		}
+		return r.slots[slot], proc, nil
+	case chaos.ClientRandom:
+		return r.slots[rng.IntN(len(r.slots))], -1, nil
+	}
+	i, err := strconv.Atoi(s.Client)
+	if err != nil || i < 0 || i >= len(r.slots) {
+		return nil, 0, fmt.Errorf("client %q: want holder, random or a number 0..%d", s.Client, len(r.slots)-1)
+	}
+	return r.slots[i], -1, nil
+}
+
+// keyName maps a selector's key ("0", "k0" or a full key) onto the case's key.
+func (r *resolver) keyName(k string) string {
+	if _, err := strconv.Atoi(k); err == nil {
+		return r.keyPrefix + "k" + k
+	}
+	if strings.HasPrefix(k, r.keyPrefix) {
+		return k
+	}
+	return r.keyPrefix + k
+}
+
+// nodes picks the server nodes a selector names.
+func (r *resolver) nodes(ctx context.Context, s chaos.Selector, rng *rand.Rand) ([]*cluster.Node, error) {
+	if r.cl == nil {
+		return nil, fmt.Errorf("no servers: %w", chaos.ErrNoTarget)
+	}
+	server := r.server
+	if s.Server != "" {
+		server = impls.Backend(s.Server)
+	}
+	cands := r.cl.NodesOf(server)
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("no %s nodes in this run", server)
+	}
+	if len(s.Nodes) > 0 {
+		var out []*cluster.Node
+		for _, name := range s.Nodes {
+			n := byName(cands, name)
+			if n == nil {
+				return nil, fmt.Errorf("no node %q among %s", name, nodeNames(cands))
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	switch s.Node {
+	case chaos.NodeLeader, chaos.NodeFollower:
+		var out []*cluster.Node
+		for _, n := range cands {
+			rn, ok := any(n).(roler)
+			if !ok {
+				return nil, fmt.Errorf("%s nodes have no leader", server)
+			}
+			role, err := rn.Role(ctx)
+			if err == nil && role == s.Node {
+				out = append(out, n)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("no %s %s now: %w", server, s.Node, chaos.ErrNoTarget)
+		}
+		if s.Node == chaos.NodeFollower {
+			out = out[rng.IntN(len(out)):][:1]
+		}
+		return out, nil
+	case chaos.NodeOne, chaos.NodeMinority, chaos.NodeMajority, chaos.NodeAll:
+		idx, err := chaos.PickNodes(s.Node, len(cands), rng)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*cluster.Node, len(idx))
+		for i, j := range idx {
+			out[i] = cands[j]
+		}
+		return out, nil
+	}
+	n := byName(cands, s.Node)
+	if n == nil {
+		return nil, fmt.Errorf("no node %q among %s", s.Node, nodeNames(cands))
+	}
+	return []*cluster.Node{n}, nil
+}
+
+func byName(ns []*cluster.Node, name string) *cluster.Node {
+	for _, n := range ns {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func nodeNames(ns []*cluster.Node) string {
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = n.Name
+	}
+	return strings.Join(names, ", ")
+}

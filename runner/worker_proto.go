@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/workload"
+)
+
+// The worker protocol: JSON lines over the worker's stdin and stdout.
+// A `locklab worker` process is one workload client. Its history events are
+// stamped with CLOCK_MONOTONIC, the same clock in every process of the
+// machine, so they merge with the runner's exactly. The protected store
+// stays in the runner (it must order the writes it records); the worker
+// calls it over the pipe.
+
+// toWorker is a message from the runner.
+type toWorker struct {
+	Start *workerStart `json:"start,omitempty"`
+	Reply *storeReply  `json:"reply,omitempty"`
+	// Clock moves the worker's lease clock by this many ns relative to
+	// real time (a client-clock fault).
+	Clock *int64 `json:"clock,omitempty"`
+}
+
+// workerStart is everything one worker client needs.
+type workerStart struct {
+	Approach  string          `json:"approach"`
+	Endpoints impls.Endpoints `json:"endpoints"`
+	Proc      int             `json:"proc"`
+	Slot      int             `json:"slot"`
+	// EndMono is when the run ends, on CLOCK_MONOTONIC: a replacement
+	// started late ends with everyone else.
+	EndMono        int64         `json:"end_mono"`
+	Drain          time.Duration `json:"drain"`
+	Keys           int           `json:"keys"`
+	KeyPrefix      string        `json:"key_prefix"`
+	Hold           workload.Dist `json:"hold"`
+	TTL            time.Duration `json:"ttl"`
+	AcquireTimeout time.Duration `json:"acquire_timeout"`
+	Kind           string        `json:"kind"`
+	Renew          bool          `json:"renew"`
+	Seed           uint64        `json:"seed"`
+	ClockOffset    int64         `json:"clock_offset"`
+}
+
+// fromWorker is a message from a worker.
+type fromWorker struct {
+	Event *history.Event `json:"ev,omitempty"`
+	Call  *storeCall     `json:"call,omitempty"`
+	End   *workerEnd     `json:"end,omitempty"`
+	// Fatal: the worker could not start (bad approach, unreachable server).
+	Fatal string `json:"fatal,omitempty"`
+}
+
+// storeCall is one call of workload.Resource.
+type storeCall struct {
+	ID    int64   `json:"id"`
+	Op    string  `json:"op"` // read, write, process, done
+	Proc  int     `json:"proc"`
+	Key   string  `json:"key"`
+	V     int64   `json:"v,omitempty"`
+	Read  int64   `json:"read,omitempty"`
+	Token *uint64 `json:"token,omitempty"`
+}
+
+type storeReply struct {
+	ID   int64  `json:"id"`
+	N    int64  `json:"n"`
+	Done bool   `json:"done,omitempty"`
+	Err  string `json:"err,omitempty"`
+	// Stale: the store refused a stale fencing token.
+	Stale bool `json:"stale,omitempty"`
+}
+
+// workerEnd is a worker's last word: what it measured, and whether it
+// retires because an outcome was indeterminate (then the runner replaces
+// it under a new process id).
+type workerEnd struct {
+	Retired        bool                   `json:"retired"`
+	Acquire        *hdrhistogram.Snapshot `json:"acquire"`
+	Release        *hdrhistogram.Snapshot `json:"release"`
+	Acquired       int64                  `json:"acquired"`
+	NotAcquired    int64                  `json:"not_acquired"`
+	Indeterminate  int64                  `json:"indeterminate"`
+	Errors         int64                  `json:"errors"`
+	Unavailable    int64                  `json:"unavailable"`
+	ReleaseNotHeld int64                  `json:"release_not_held"`
+	Renewals       int64                  `json:"renewals"`
+	Lost           int64                  `json:"lost"`
+	FirstError     string                 `json:"first_error,omitempty"`
+}
+
+func endOf(st workload.Stats, retired bool) *workerEnd {
+	return &workerEnd{Retired: retired, Acquire: st.Acquire.Export(), Release: st.Release.Export(),
+		Acquired: st.Acquired, NotAcquired: st.NotAcquired, Indeterminate: st.Indeterminate, Errors: st.Errors, Unavailable: st.Unavailable,
+		ReleaseNotHeld: st.ReleaseNotHeld, Renewals: st.Renewals, Lost: st.Lost, FirstError: st.FirstError}
+}
+
+// stats turns a worker's last word back into workload stats.
+func (e *workerEnd) stats() workload.Stats {
+	st := workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram(),
+		Acquired: e.Acquired, NotAcquired: e.NotAcquired, Indeterminate: e.Indeterminate, Errors: e.Errors, Unavailable: e.Unavailable,
+		ReleaseNotHeld: e.ReleaseNotHeld, Renewals: e.Renewals, Lost: e.Lost, FirstError: e.FirstError}
+	for _, x := range []struct {
+		s *hdrhistogram.Snapshot
+		h *hdrhistogram.Histogram
+	}{{e.Acquire, st.Acquire}, {e.Release, st.Release}} {
+		if x.s != nil && x.s.Validate() == nil {
+			x.h.Merge(hdrhistogram.Import(x.s))
+		}
+	}
+	return st
+}
+
+func encodeLine(v any) []byte {
+	b, _ := json.Marshal(v) // plain structs: cannot fail
+	return append(b, '\n')
+}

@@ -1,0 +1,375 @@
+// Package scenario reads scenario files: which approaches, what the clients
+// do, for how long, which faults when, and what must happen. Everything is
+// validated before a server starts, and every error names its line.
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+var unknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+// maxFileSize bounds what Load reads: a scenario is a page, not a stream.
+const maxFileSize = 1 << 20
+
+// Scenario is one scenario file.
+type Scenario struct {
+	Name        string
+	Description string // the file's leading comment: what it shows and why
+	Approaches  []string
+	Workload    Workload
+	Processes   bool // clients run as worker processes
+	Duration    time.Duration
+	Seed        uint64
+	Faults      []Fault
+	Servers     Servers
+	// Expect maps an approach name, "cap:<capability>" or "*" to the
+	// outcomes a case of it must show; see ExpectFor.
+	Expect map[string]verdict.Expectation
+	Path   string
+}
+
+// Servers say how locklab runs the servers of the scenario.
+type Servers struct {
+	// RedisPersistence: none (the default: a restart loses every key),
+	// aof-everysec, aof-always or rdb.
+	RedisPersistence string
+}
+
+// Workload is what the clients do.
+type Workload struct {
+	Kind           string
+	Clients        int
+	Keys           int
+	Hold           workload.Dist
+	TTL            time.Duration
+	AcquireTimeout time.Duration
+	Fenced         bool
+	Renew          bool
+}
+
+// Fault is one entry of `faults:`: a fault with its options, where it acts
+// and when.
+type Fault struct {
+	Line  int
+	Fault chaos.Fault
+	Step  chaos.Step
+}
+
+// file is the YAML shape; decoded with unknown keys refused.
+type file struct {
+	Name       string         `yaml:"name"`
+	Approaches []string       `yaml:"approaches"`
+	Workload   workloadFile   `yaml:"workload"`
+	Clients    clientsFile    `yaml:"clients"`
+	Duration   chaos.Duration `yaml:"duration"`
+	Seed       *uint64        `yaml:"seed"`
+	Faults     []yaml.Node    `yaml:"faults"`
+	Expect     yaml.Node      `yaml:"expect"`
+	Notes      string         `yaml:"notes"`
+	Servers    serversFile    `yaml:"servers"`
+}
+
+type serversFile struct {
+	Redis struct {
+		Persistence string `yaml:"persistence"`
+	} `yaml:"redis"`
+}
+
+type workloadFile struct {
+	Kind           string         `yaml:"kind"`
+	Clients        int            `yaml:"clients"`
+	Keys           int            `yaml:"keys"`
+	Hold           string         `yaml:"hold"`
+	TTL            chaos.Duration `yaml:"ttl"`
+	AcquireTimeout chaos.Duration `yaml:"acquire-timeout"`
+	Fenced         bool           `yaml:"fenced"`
+	Renew          bool           `yaml:"renew"`
+}
+
+type clientsFile struct {
+	As string `yaml:"as"` // goroutines (default) | processes
+}
+
+// Load reads and validates a scenario file. reg names the approaches that
+// exist; every error is one line naming the file and line.
+func Load(path string, reg *impls.Registry) (*Scenario, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("scenario %s: larger than %d bytes; not a scenario file", path, maxFileSize)
+	}
+	s, err := Parse(b, reg)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	s.Path = path
+	return s, nil
+}
+
+// Parse reads and validates a scenario from its bytes.
+func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, yamlErr(err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, errors.New("empty file")
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: a scenario is a mapping (name:, approaches:, workload:, ...)", root.Line)
+	}
+	var raw file
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&raw); err != nil {
+		return nil, yamlErr(err)
+	}
+	s := &Scenario{Name: raw.Name, Description: leadingComment(root, &doc), Duration: raw.Duration.D(), Expect: map[string]verdict.Expectation{}}
+	if s.Name == "" {
+		return nil, fmt.Errorf("line %d: name is missing", root.Line)
+	}
+	if len(raw.Approaches) == 0 {
+		return nil, fmt.Errorf("line %d: approaches is missing (known: %s)", root.Line, strings.Join(reg.Names(), ", "))
+	}
+	for _, a := range raw.Approaches {
+		if _, err := reg.Get(a); err != nil {
+			return nil, fmt.Errorf("line %d: %w", keyLine(root, "approaches"), err)
+		}
+	}
+	s.Approaches = raw.Approaches
+	if s.Duration <= 0 {
+		return nil, fmt.Errorf("line %d: duration must be positive, like 20s", keyLine(root, "duration"))
+	}
+	s.Seed = 1
+	if raw.Seed != nil {
+		s.Seed = *raw.Seed
+	}
+	w, err := parseWorkload(raw.Workload, keyLine(root, "workload"))
+	if err != nil {
+		return nil, err
+	}
+	s.Workload = w
+	switch raw.Clients.As {
+	case "", "goroutines":
+	case "processes":
+		s.Processes = true
+	default:
+		return nil, fmt.Errorf("line %d: clients.as %q: want goroutines or processes", keyLine(root, "clients"), raw.Clients.As)
+	}
+	switch p := raw.Servers.Redis.Persistence; p {
+	case "", "none", "aof-everysec", "aof-always", "rdb":
+		s.Servers.RedisPersistence = p
+	default:
+		return nil, fmt.Errorf("line %d: servers.redis.persistence %q: want none, aof-everysec, aof-always or rdb", keyLine(root, "servers"), p)
+	}
+	for i := range raw.Faults {
+		f, err := parseFault(&raw.Faults[i], s)
+		if err != nil {
+			return nil, err
+		}
+		s.Faults = append(s.Faults, f)
+	}
+	if err := parseExpect(&raw.Expect, s, reg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func parseWorkload(w workloadFile, line int) (Workload, error) {
+	out := Workload{Kind: w.Kind, Clients: w.Clients, Keys: w.Keys, TTL: w.TTL.D(), AcquireTimeout: w.AcquireTimeout.D(),
+		Fenced: w.Fenced, Renew: w.Renew}
+	if out.Kind == "" {
+		out.Kind = workload.Mutex
+	}
+	if err := workload.CheckKind(out.Kind); err != nil {
+		return out, fmt.Errorf("line %d: workload: %w", line, err)
+	}
+	if out.Clients == 0 {
+		out.Clients = 2
+	}
+	if out.Keys == 0 {
+		out.Keys = 1
+	}
+	if out.TTL == 0 {
+		out.TTL = 10 * time.Second
+	}
+	switch {
+	case out.Clients < 1 || out.Clients > 4096:
+		return out, fmt.Errorf("line %d: workload.clients %d out of range 1..4096", line, out.Clients)
+	case out.Keys < 1:
+		return out, fmt.Errorf("line %d: workload.keys must be at least 1", line)
+	case out.TTL < 0:
+		return out, fmt.Errorf("line %d: workload.ttl must not be negative", line)
+	case out.AcquireTimeout < 0:
+		return out, fmt.Errorf("line %d: workload.acquire-timeout must not be negative", line)
+	}
+	hold := w.Hold
+	if hold == "" {
+		hold = "0"
+	}
+	d, err := workload.ParseDist(hold)
+	if err != nil {
+		return out, fmt.Errorf("line %d: workload.hold: %w", line, err)
+	}
+	out.Hold = d
+	return out, nil
+}
+
+// parseExpect reads `expect:`: a map from an approach name, "cap:<name>"
+// or "*" to a list of outcomes.
+func parseExpect(n *yaml.Node, s *Scenario, reg *impls.Registry) error {
+	if n.Kind == 0 {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: expect is a mapping: approach (or cap:NAME, or *) -> [outcomes]", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := k.Value
+		switch {
+		case key == "*":
+		case strings.HasPrefix(key, "cap:"):
+			if !knownCapability(strings.TrimPrefix(key, "cap:")) {
+				return fmt.Errorf("line %d: expect: unknown capability %q (known: %s)", k.Line, key, strings.Join(capabilityNames(), ", "))
+			}
+		default:
+			if _, err := reg.Get(key); err != nil {
+				return fmt.Errorf("line %d: expect: %w", k.Line, err)
+			}
+			if !contains(s.Approaches, key) {
+				return fmt.Errorf("line %d: expect: %s is not among the scenario's approaches", k.Line, key)
+			}
+		}
+		var names []string
+		if err := v.Decode(&names); err != nil {
+			var one string
+			if v.Decode(&one) != nil {
+				return fmt.Errorf("line %d: expect.%s: want a list of outcomes like [safe] or [double-grant:outlived, lost-update]", v.Line, key)
+			}
+			names = []string{one}
+		}
+		if len(names) == 0 {
+			return fmt.Errorf("line %d: expect.%s: empty list", v.Line, key)
+		}
+		var e verdict.Expectation
+		for _, name := range names {
+			not, neg := strings.CutPrefix(name, "not:")
+			o, err := verdict.Parse(not)
+			if err != nil {
+				return fmt.Errorf("line %d: expect.%s: %w", v.Line, key, err)
+			}
+			if neg {
+				e.Forbidden = append(e.Forbidden, o)
+			} else {
+				e.Outcomes = append(e.Outcomes, o)
+			}
+		}
+		if contains(names, string(verdict.Safe)) {
+			for _, o := range e.Outcomes {
+				if o.Unsafe() {
+					return fmt.Errorf("line %d: expect.%s: safe cannot go with %s", v.Line, key, o)
+				}
+			}
+		}
+		e.Why = fmt.Sprintf("scenario %s, expect.%s", s.Name, key)
+		s.Expect[key] = e
+	}
+	return nil
+}
+
+// ExpectFor is what the scenario says a case of approach a must show: its
+// own entry, else the first capability entry it has (in file order of
+// capability names, sorted), else "*". ok=false: the scenario says nothing
+// about a.
+func (s *Scenario) ExpectFor(a impls.Approach) (verdict.Expectation, bool) {
+	if e, ok := s.Expect[a.Name]; ok {
+		return e, true
+	}
+	caps := a.Caps.Names()
+	sort.Strings(caps)
+	for _, c := range caps {
+		if e, ok := s.Expect["cap:"+c]; ok {
+			return e, true
+		}
+	}
+	e, ok := s.Expect["*"]
+	return e, ok
+}
+
+func knownCapability(name string) bool { return contains(capabilityNames(), name) }
+
+func capabilityNames() []string {
+	all := impls.Capabilities{TTL: true, Reentrant: true, Fair: true, Blocking: true, Fencing: true,
+		FaultTolerant: true, Renewal: true, LossSignal: true, FreedOnDisconnect: true}
+	return all.Names()
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// keyLine is the line of key in a mapping node, or the mapping's own line.
+func keyLine(m *yaml.Node, key string) int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i].Line
+		}
+	}
+	return m.Line
+}
+
+// leadingComment is the comment block that opens the file.
+func leadingComment(root, doc *yaml.Node) string {
+	c := doc.HeadComment
+	if c == "" {
+		c = root.HeadComment
+	}
+	if c == "" && len(root.Content) > 0 {
+		c = root.Content[0].HeadComment
+	}
+	var lines []string
+	for _, l := range strings.Split(c, "\n") {
+		lines = append(lines, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#")))
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// yamlErr keeps yaml's "line N: ..." and drops its "yaml: " prefix and Go
+// type names.
+func yamlErr(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = unknownField.ReplaceAllString(msg, `unknown key "$1"`)
+	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	return errors.New(msg)
+}

@@ -1,0 +1,157 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/memlock"
+	"github.com/locklab/locklab/verdict"
+)
+
+func registry() *impls.Registry {
+	r := impls.NewRegistry()
+	svc := memlock.NewService(1)
+	r.Register(svc.Approach("memory"))
+	a := svc.Approach("fenced-memory")
+	a.Caps.Fencing = true
+	r.Register(a)
+	return r
+}
+
+const good = `# What it shows, and why.
+# Second line.
+name: demo
+approaches: [memory, fenced-memory]
+workload: {kind: counter, clients: 4, keys: 2, hold: uniform:1ms-5ms, ttl: 1s, fenced: true, renew: true, acquire-timeout: 2s}
+clients: {as: processes}
+duration: 10s
+seed: 9
+faults:
+  - fault: client-pause
+    target: {client: holder, key: "0"}
+    at: 2s
+    for: 1s
+  - {fault: slow-replies, target: {node: all, server: redis}, at: 3s, for: 1s, latency: 200ms}
+  - fault: partition
+    target: {client: "1", nodes: [redis-3, redis-4]}
+    every: 3s
+    for: 1s
+    params: {mode: reset}
+servers: {redis: {persistence: aof-always}}
+expect:
+  memory: [double-grant:outlived, lost-update]
+  cap:fencing: [double-grant, stale-write-refused, "not:lost-update"]
+  "*": [safe]
+`
+
+func TestParseGood(t *testing.T) {
+	s, err := Parse([]byte(good), registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "demo" || len(s.Approaches) != 2 || !s.Processes || s.Duration != 10*time.Second || s.Seed != 9 {
+		t.Fatalf("scenario = %+v", s)
+	}
+	if s.Servers.RedisPersistence != "aof-always" {
+		t.Errorf("servers = %+v", s.Servers)
+	}
+	if s.Description != "What it shows, and why.\nSecond line." {
+		t.Errorf("description = %q", s.Description)
+	}
+	w := s.Workload
+	if w.Kind != "counter" || w.Clients != 4 || w.Keys != 2 || w.TTL != time.Second || !w.Fenced || !w.Renew ||
+		w.AcquireTimeout != 2*time.Second || w.Hold.String() != "uniform:1ms-5ms" {
+		t.Errorf("workload = %+v", w)
+	}
+	if len(s.Faults) != 3 || s.Faults[0].Fault.Kind() != "client-pause" || s.Faults[1].Fault.Kind() != "slow-replies" ||
+		s.Faults[2].Step.Target.Client != "1" || s.Faults[2].Step.Every.D() != 3*time.Second {
+		t.Fatalf("faults = %+v", s.Faults)
+	}
+	reg := registry()
+	mem, _ := reg.Get("memory")
+	fenced, _ := reg.Get("fenced-memory")
+	if e, ok := s.ExpectFor(mem); !ok || len(e.Outcomes) != 2 || e.Outcomes[0] != verdict.DoubleGrantOutlived {
+		t.Errorf("memory expects %+v", e)
+	}
+	if e, ok := s.ExpectFor(fenced); !ok || len(e.Forbidden) != 1 || e.Forbidden[0] != verdict.LostUpdate {
+		t.Errorf("fenced-memory expects %+v (its capability entry)", e)
+	}
+}
+
+func TestParseErrorsNameTheLine(t *testing.T) {
+	base := "name: x\napproaches: [memory]\nduration: 5s\n"
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"empty", "", "empty file"},
+		{"not a mapping", "- a\n- b\n", "line 1: a scenario is a mapping"},
+		{"malformed", "name: [x\n", "line 1"},
+		{"unknown key", base + "colour: red\n", `line 4: unknown key "colour"`},
+		{"no name", "approaches: [memory]\nduration: 5s\n", "name is missing"},
+		{"no approaches", "name: x\nduration: 5s\n", "approaches is missing"},
+		{"unknown approach", "name: x\napproaches: [nope]\nduration: 5s\n", `line 2: unknown approach "nope"`},
+		{"no duration", "name: x\napproaches: [memory]\n", "duration must be positive"},
+		{"bare duration", "name: x\napproaches: [memory]\nduration: 5\n", "line 3"},
+		{"bad workload kind", base + "workload: {kind: nope}\n", `line 4: workload: unknown workload "nope"`},
+		{"unknown workload key", base + "workload: {klients: 3}\n", `line 4: unknown key "klients"`},
+		{"bad hold", base + "workload: {hold: uniform:5ms}\n", "line 4: workload.hold"},
+		{"negative ttl", base + "workload: {ttl: -1s}\n", "line 4: workload.ttl"},
+		{"too many clients", base + "workload: {clients: 5000}\n", "out of range"},
+		{"clients as", base + "clients: {as: threads}\n", `line 4: clients.as "threads"`},
+		{"fault not a mapping", base + "faults:\n  - client-pause\n", "line 5: a fault is a mapping"},
+		{"fault without name", base + "faults:\n  - {at: 1s}\n", "line 5: fault: give its name"},
+		{"unknown fault", base + "faults:\n  - {fault: meteor, target: {node: one}}\n", `line 5: unknown fault "meteor"`},
+		{"unknown option", base + "faults:\n  - {fault: slow-replies, target: {node: one}, latencyy: 1s}\n", "latencyy"},
+		{"no target", base + "faults:\n  - {fault: client-pause, at: 1s}\n", "line 5: client-pause: target"},
+		{"holder without key", base + "faults:\n  - {fault: client-pause, target: {client: holder}}\n", "needs key"},
+		{"at after end", base + "faults:\n  - {fault: client-pause, target: {client: \"0\"}, at: 9s}\n", "after the end of the run"},
+		{"two schedules", base + "faults:\n  - {fault: client-pause, target: {client: \"0\"}, every: 1s, random: {mean: 1s}}\n", "give one of every"},
+		{"negative for", base + "faults:\n  - {fault: client-pause, target: {client: \"0\"}, for: -1s}\n", "must not be negative"},
+		{"expect not a mapping", base + "expect: [safe]\n", "line 4: expect is a mapping"},
+		{"expect unknown outcome", base + "expect: {memory: [doom]}\n", `line 4: expect.memory: unknown outcome "doom"`},
+		{"expect unknown approach", base + "expect: {nope: [safe]}\n", `unknown approach "nope"`},
+		{"expect approach not in scenario", base + "expect: {fenced-memory: [safe]}\n", "not among the scenario's approaches"},
+		{"expect unknown capability", base + "expect: {cap:teleport: [safe]}\n", `unknown capability "cap:teleport"`},
+		{"expect safe with a violation", base + "expect: {memory: [safe, lost-update]}\n", "safe cannot go with lost-update"},
+		{"expect empty", base + "expect: {memory: []}\n", "empty list"},
+		{"redis persistence", base + "servers: {redis: {persistence: sometimes}}\n", `line 4: servers.redis.persistence "sometimes"`},
+		{"unknown server option", base + "servers: {redis: {persist: always}}\n", `unknown key "persist"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), registry())
+			if err == nil {
+				t.Fatalf("accepted:\n%s", tt.yaml)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestLoadBoundsAndNamesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, make([]byte, maxFileSize+10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big, registry()); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml"), registry()); err == nil {
+		t.Fatal("a missing file loaded")
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("name: x\n"), 0o644)
+	if _, err := Load(bad, registry()); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("err = %v, want the file named", err)
+	}
+}

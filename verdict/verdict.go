@@ -1,0 +1,226 @@
+// Package verdict decides whether a case behaved as expected. It is pure:
+// Observe turns what the checker found (and a little of what the workload
+// measured) into outcomes, Compare holds them against an expectation. The
+// CLI maps the result to exit codes; nothing else decides "as expected".
+package verdict
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Outcome is one thing a case can show, in lock terms.
+type Outcome string
+
+// The outcomes. "double-grant" in an expectation matches either kind.
+const (
+	Safe                 Outcome = "safe"                    // no violation of any kind, verdict decided
+	DoubleGrant          Outcome = "double-grant"            // two holders at once, either kind
+	DoubleGrantBothValid Outcome = "double-grant:both-valid" // the service granted while the first lease was valid
+	DoubleGrantOutlived  Outcome = "double-grant:outlived"   // the first holder went on past its own lease
+	Revoked              Outcome = "revoked"                 // the lock was taken away; the holder found out
+	PhantomRelease       Outcome = "phantom-release"         // a release succeeded for a non-holder
+	NeverGranted         Outcome = "never-granted"           // a grant no order of events allows
+	NonLinearizable      Outcome = "non-linearizable"        // not linearizable, no finer class
+	LostUpdate           Outcome = "lost-update"             // a write built on a stale read was accepted
+	StaleWrite           Outcome = "stale-write"             // a stale holder's write was accepted
+	StaleWriteRefused    Outcome = "stale-write-refused"     // a fenced store refused a stale holder
+	TaskTwice            Outcome = "task-twice"              // a task processed twice
+	TokenRegressed       Outcome = "token-regressed"         // fencing tokens out of grant order
+	Blocked              Outcome = "blocked"                 // nobody was granted the lock again after the fault
+	Unavailable          Outcome = "unavailable"             // the lock service refused to answer
+)
+
+// unsafe are the outcomes that break mutual exclusion or the resource.
+var unsafe = map[Outcome]bool{
+	DoubleGrant: true, DoubleGrantBothValid: true, DoubleGrantOutlived: true, Revoked: true,
+	PhantomRelease: true, NeverGranted: true, NonLinearizable: true, LostUpdate: true,
+	StaleWrite: true, TaskTwice: true, TokenRegressed: true,
+}
+
+// known lists every outcome an expectation may name.
+var known = []Outcome{Safe, DoubleGrant, DoubleGrantBothValid, DoubleGrantOutlived, Revoked, PhantomRelease,
+	NeverGranted, NonLinearizable, LostUpdate, StaleWrite, StaleWriteRefused, TaskTwice, TokenRegressed, Blocked, Unavailable}
+
+// Parse reads an outcome name as scenario files write it.
+func Parse(s string) (Outcome, error) {
+	for _, o := range known {
+		if string(o) == s {
+			return o, nil
+		}
+	}
+	names := make([]string, len(known))
+	for i, o := range known {
+		names[i] = string(o)
+	}
+	return "", fmt.Errorf("unknown outcome %q (known: %s)", s, strings.Join(names, ", "))
+}
+
+// Unsafe reports whether o breaks mutual exclusion or the resource.
+func (o Outcome) Unsafe() bool { return unsafe[o] }
+
+// matches reports whether an observed outcome satisfies an expected one.
+func (o Outcome) matches(expected Outcome) bool {
+	if o == expected {
+		return true
+	}
+	return expected == DoubleGrant && (o == DoubleGrantBothValid || o == DoubleGrantOutlived)
+}
+
+// Observed is what a case showed.
+type Observed struct {
+	Counts map[Outcome]int // how often each outcome showed (Safe never appears here)
+	// Undecided: some part of the history could not be checked; a case
+	// that shows nothing unsafe but was not fully checked is not "safe".
+	Undecided bool
+	// Checked is false when nothing was recorded (--no-history): nothing
+	// can be said about safety.
+	Checked bool
+}
+
+// Unsafe lists the unsafe outcomes observed, sorted.
+func (o Observed) Unsafe() []Outcome {
+	var out []Outcome
+	for k, n := range o.Counts {
+		if n > 0 && k.Unsafe() {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Has reports whether the expected outcome showed.
+func (o Observed) Has(expected Outcome) bool {
+	if expected == Safe {
+		return o.Checked && !o.Undecided && len(o.Unsafe()) == 0
+	}
+	for k, n := range o.Counts {
+		if n > 0 && k.matches(expected) {
+			return true
+		}
+	}
+	return false
+}
+
+// Expectation is what a case must show. Empty: nothing is expected (an
+// approach known to be unsafe, benched for speed): every observation agrees.
+type Expectation struct {
+	Outcomes []Outcome // each must show; Safe: no unsafe outcome may show
+	// Forbidden outcomes must not show (scenario files write "not:lost-update"):
+	// a fenced store must lose no update even though the holder outlived
+	// its lease.
+	Forbidden []Outcome
+	Why       string // where the expectation comes from (a scenario, a capability, a source)
+}
+
+// Expect builds an expectation.
+func Expect(why string, outcomes ...Outcome) Expectation {
+	return Expectation{Outcomes: outcomes, Why: why}
+}
+
+func (e Expectation) String() string {
+	var s []string
+	for _, o := range e.Outcomes {
+		s = append(s, string(o))
+	}
+	for _, o := range e.Forbidden {
+		s = append(s, "not "+string(o))
+	}
+	if len(s) == 0 {
+		return "anything"
+	}
+	return strings.Join(s, " + ")
+}
+
+// Status is how a case compares with its expectation.
+type Status string
+
+const (
+	Agrees      Status = "as expected"
+	Contradicts Status = "contradicts expectation"
+	// Undecided: the expectation could not be verified (the history was
+	// not fully checked, or not recorded). A gate never passes it.
+	Undecided Status = "undecided"
+)
+
+// Result is the comparison of one case.
+type Result struct {
+	Status   Status    `json:"status"`
+	Expected []Outcome `json:"expected"`
+	Observed []Outcome `json:"observed"`          // unsafe outcomes seen, plus refused stale writes, blocked, unavailable
+	Missing  []Outcome `json:"missing,omitempty"` // expected, not seen
+	Text     string    `json:"text"`              // one line, in words
+}
+
+// Compare holds what a case showed against what it should have shown.
+//   - Expected safe: any unsafe outcome contradicts; an incomplete check is
+//     undecided.
+//   - Expected violations: each must have shown (the lab must keep its
+//     power to catch them); others seen besides are reported, not failed.
+//   - Nothing expected: agrees, unless nothing was checked at all.
+func Compare(e Expectation, o Observed) Result {
+	r := Result{Expected: e.Outcomes, Observed: observedList(o)}
+	wantSafe := false
+	for _, x := range e.Outcomes {
+		if x == Safe {
+			wantSafe = true
+			continue
+		}
+		if !o.Has(x) {
+			r.Missing = append(r.Missing, x)
+		}
+	}
+	bad := o.Unsafe()
+	var forbidden []Outcome
+	for _, x := range e.Forbidden {
+		if o.Has(x) {
+			forbidden = append(forbidden, x)
+		}
+	}
+	switch {
+	case len(forbidden) > 0:
+		r.Status = Contradicts
+		r.Text = fmt.Sprintf("expected %s, observed %s", e, joinOutcomes(forbidden))
+	case wantSafe && len(bad) > 0:
+		r.Status = Contradicts
+		r.Text = fmt.Sprintf("expected safe, observed %s", joinOutcomes(bad))
+	case len(r.Missing) > 0 && o.Checked && !o.Undecided:
+		r.Status = Contradicts
+		r.Text = fmt.Sprintf("expected %s, never observed %s", e, joinOutcomes(r.Missing))
+	case (wantSafe || len(r.Missing) > 0 || len(e.Forbidden) > 0) && (!o.Checked || o.Undecided):
+		r.Status = Undecided
+		r.Text = fmt.Sprintf("expected %s, but the history was not fully checked", e)
+	default:
+		r.Status = Agrees
+		r.Text = fmt.Sprintf("expected %s, observed %s", e, describe(r.Observed))
+	}
+	return r
+}
+
+func observedList(o Observed) []Outcome {
+	var out []Outcome
+	for k, n := range o.Counts {
+		if n > 0 {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func describe(os []Outcome) string {
+	if len(os) == 0 {
+		return "no violation"
+	}
+	return joinOutcomes(os)
+}
+
+func joinOutcomes(os []Outcome) string {
+	s := make([]string, len(os))
+	for i, o := range os {
+		s[i] = string(o)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,278 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
+)
+
+// client is one process of the workload: one lock client, one process id.
+type client struct {
+	spec   Spec
+	proc   int
+	locker impls.Locker
+	own    clock.Clock // the client's clock, for its idea of lease expiry
+	rec    history.Recorder
+	clk    Stamper
+	keys   []string
+	rng    *rand.Rand
+	prog   *Progress
+	due    *schedule // open loop: when this client's next request is due; nil in a closed loop
+}
+
+// schedule is one client's share of an open loop's arrivals: a request
+// is due every `every`, from next on. It outlives a retired client: its
+// replacement takes the schedule over.
+type schedule struct {
+	next  time.Time
+	every time.Duration
+}
+
+// wait returns when the next request was due, after sleeping until then
+// if it is still ahead; late reports a request already overdue.
+func (s *schedule) wait(ctx context.Context) (due time.Time, late bool, err error) {
+	due = s.next
+	s.next = s.next.Add(s.every)
+	if d := time.Until(due); d > 0 {
+		return due, false, sleepCtx(ctx, d)
+	}
+	return due, true, nil
+}
+
+// record writes one event. With a lease, it carries the fencing token and
+// the holder's current belief about its expiry.
+func (c *client) record(typ history.Type, f, key string, lease impls.Lease, err error) {
+	ev := history.Event{Proc: c.proc, Type: typ, F: f, Key: key, T: c.clk.Nanos()}
+	if lease != nil {
+		if tok, ok := lease.Token(); ok {
+			ev.Token = &tok
+		}
+		if vu := lease.ValidUntil(); !vu.IsZero() {
+			// The expiry as the holder believes it, moved onto the history's
+			// monotonic scale: a client whose clock runs slow believes in a
+			// later expiry, and the checker must see exactly that.
+			ev.ValidUntil = ev.T + int64(vu.Sub(c.own.Now()))
+		}
+	}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	c.rec.Record(ev)
+}
+
+// outcome maps an error to the history type that says what we know.
+func outcome(err error) history.Type {
+	switch {
+	case err == nil:
+		return history.OK
+	case errors.Is(err, impls.ErrIndeterminate):
+		return history.Info
+	default:
+		return history.Fail
+	}
+}
+
+// run cycles acquire, critical section, release until ctx ends. It returns
+// retired=true when an outcome was indeterminate: the process must issue
+// nothing further.
+func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
+	fail := func(err error) {
+		st.Errors++
+		if st.FirstError == "" {
+			st.FirstError = err.Error()
+		}
+	}
+	for ctx.Err() == nil {
+		key := c.keys[c.rng.IntN(len(c.keys))]
+		hold := c.spec.Hold.Sample(c.rng)
+		due, late := time.Time{}, false
+		if c.due != nil {
+			var err error
+			if due, late, err = c.due.wait(ctx); err != nil {
+				return false
+			}
+			if late {
+				st.Late++
+			}
+		}
+		actx, cancel := context.WithTimeout(opCtx, c.spec.AcquireTimeout)
+		c.record(history.Invoke, history.Acquire, key, nil, nil)
+		t0 := time.Now()
+		if c.due != nil {
+			t0 = due // latency from when the request was due
+		}
+		lease, err := c.locker.Acquire(actx, key, impls.AcquireOptions{TTL: c.spec.TTL})
+		took := time.Since(t0)
+		cancel()
+		c.record(outcome(err), history.Acquire, key, lease, err)
+		switch {
+		case err == nil:
+			st.Acquired++
+			c.prog.Acquired.Add(1)
+			_ = st.Acquire.RecordValue(clampNs(took))
+		case errors.Is(err, impls.ErrIndeterminate):
+			// Counted like every info event in the history, so the two
+			// agree; those cut off by the end of the run are told apart.
+			st.Indeterminate++
+			if opCtx.Err() != nil {
+				st.CutAtEnd++
+			}
+			return true
+		case errors.Is(err, impls.ErrNotAcquired):
+			if ctx.Err() == nil {
+				st.NotAcquired++ // timed out while the run went on
+			}
+			continue
+		default:
+			fail(err)
+			if errors.Is(err, impls.ErrUnavailable) {
+				st.Unavailable++
+			}
+			if sleepCtx(ctx, 10*time.Millisecond) != nil {
+				return false
+			}
+			continue
+		}
+		// The critical section runs to its end even if the run is over: a
+		// holder does not cut its work short.
+		stopWatch := c.watch(key, lease, st)
+		c.critical(key, lease, hold)
+		stopWatch()
+		// Release with its own deadline: at the end of a run (or on
+		// Ctrl-C) held locks are still given back. The invoke carries the
+		// holder's belief about its lease at the moment it lets go.
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c.record(history.Invoke, history.Release, key, lease, nil)
+		t0 = time.Now()
+		err = lease.Release(rctx)
+		took = time.Since(t0)
+		rcancel()
+		c.record(outcome(err), history.Release, key, nil, err)
+		switch {
+		case err == nil:
+			_ = st.Release.RecordValue(clampNs(took))
+		case errors.Is(err, impls.ErrNotHeld):
+			st.ReleaseNotHeld++
+		case errors.Is(err, impls.ErrIndeterminate):
+			st.Indeterminate++
+			return true
+		default:
+			fail(err)
+		}
+	}
+	return false
+}
+
+// watch runs beside a holder's critical section: it renews the lease every
+// TTL/3 when the spec asks for renewal, and records the moment the holder
+// is told its lock is gone (the Lost signal, or a renewal answered
+// not-held). It returns a function that stops it.
+func (c *client) watch(key string, lease impls.Lease, st *Stats) (stop func()) {
+	lost := lease.Lost()
+	renew := c.spec.Renew && c.spec.TTL > 0
+	if lost == nil && !renew {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var tick <-chan time.Time
+		if renew {
+			t := time.NewTicker(c.spec.TTL / 3)
+			defer t.Stop()
+			tick = t.C
+		}
+		for {
+			select {
+			case <-done:
+				return
+			case <-lost:
+				c.record(history.Info, history.Lost, key, lease, nil)
+				st.Lost++
+				return
+			case <-tick:
+				ctx, cancel := context.WithTimeout(context.Background(), c.spec.TTL/3)
+				c.record(history.Invoke, history.Extend, key, nil, nil)
+				err := lease.Extend(ctx, c.spec.TTL)
+				cancel()
+				if errors.Is(err, impls.ErrUnsupported) {
+					// Record it as never having happened and stop asking.
+					c.record(history.Fail, history.Extend, key, nil, err)
+					tick = nil
+					continue
+				}
+				c.record(outcome(err), history.Extend, key, lease, err)
+				switch {
+				case err == nil:
+					st.Renewals++
+				case errors.Is(err, impls.ErrNotHeld):
+					st.Lost++
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// critical is the holder's work on the protected resource.
+func (c *client) critical(key string, lease impls.Lease, hold time.Duration) {
+	var token *uint64
+	if t, ok := lease.Token(); ok {
+		token = &t
+	}
+	switch c.spec.Kind {
+	case Counter:
+		// The seed's "deduct 3% of the balance": read, think, write.
+		b, err := c.spec.Store.Read(c.proc, key, token)
+		sleep(hold)
+		if err == nil {
+			_ = c.spec.Store.Write(c.proc, key, b-b*3/100, b, token)
+		}
+	case Tasks:
+		if !c.spec.Store.Done(key) {
+			sleep(hold) // the processing
+			_, _ = c.spec.Store.Process(c.proc, key, token)
+		}
+	default:
+		sleep(hold)
+	}
+}
+
+func sleep(d time.Duration) {
+	if d > 0 {
+		time.Sleep(d)
+	}
+}
+
+func clampNs(d time.Duration) int64 {
+	switch {
+	case d < histMin:
+		return histMin
+	case int64(d) > histMax:
+		return histMax
+	}
+	return int64(d)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -30,11 +30,15 @@ func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
 			if v := out.Verdicts[0]; v.Status != verdict.Agrees {
 				t.Fatalf("%s: %s", v.Status, v.Text)
 			}
-			if countF(evs, history.Crash) != 1 {
-				t.Fatalf("want one crash event, history has %d", countF(evs, history.Crash))
+			// A holder that let go just before the kill landed is not the
+			// crash asked for: the next holder is crashed too (at most 3).
+			crashes := countF(evs, history.Crash)
+			if crashes < 1 || crashes > 3 {
+				t.Fatalf("want 1 to 3 crash events, history has %d", crashes)
 			}
-			if r := out.Results.Runs[0]; r.Crashed != 1 || r.Replaced < 1 {
-				t.Fatalf("crashed=%d replaced=%d: the killed worker must be replaced", r.Crashed, r.Replaced)
+			if r := out.Results.Runs[0]; r.Crashed != int64(crashes) || r.Replaced < 1 {
+				t.Fatalf("crashed=%d (history: %d) replaced=%d: every killed worker must be counted and replaced",
+					r.Crashed, crashes, r.Replaced)
 			}
 			// The replacement records under a new process id.
 			if procs := procsOf(evs); len(procs) < 3 {

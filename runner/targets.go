@@ -28,14 +28,45 @@ type clientSlot struct {
 // recorded: the target "the client that holds key k" is resolved from it
 // when a fault fires.
 type holders struct {
-	mu     sync.Mutex
-	byKey  map[string]int // key -> proc
-	procOf map[int]int    // proc -> slot
-	wait   chan struct{}  // closed and replaced whenever a grant is seen
+	mu      sync.Mutex
+	byKey   map[string]int          // key -> proc
+	procOf  map[int]int             // proc -> slot
+	crashed map[int]map[string]bool // proc -> the keys it held when its crash was recorded
+	wait    chan struct{}           // closed and replaced whenever a grant or a crash is seen
 }
 
 func newHolders() *holders {
-	return &holders{byKey: map[string]int{}, procOf: map[int]int{}, wait: make(chan struct{})}
+	return &holders{byKey: map[string]int{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
+		wait: make(chan struct{})}
+}
+
+// holds reports whether proc holds key now, as far as the history shows.
+func (h *holders) holds(proc int, key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.byKey[key]
+	return ok && p == proc
+}
+
+// heldAtCrash waits for proc's crash to be recorded and reports whether it
+// held key then.
+func (h *holders) heldAtCrash(proc int, key string, wait time.Duration) (bool, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		keys, seen := h.crashed[proc]
+		ch := h.wait
+		h.mu.Unlock()
+		if seen {
+			return keys[key], nil
+		}
+		select {
+		case <-deadline.C:
+			return false, fmt.Errorf("the crash of process %d was not recorded within %v", proc, wait)
+		case <-ch:
+		}
+	}
 }
 
 // see updates the view with one event.
@@ -50,8 +81,18 @@ func (h *holders) see(ev history.Event) {
 		h.byKey[ev.Key] = ev.Proc
 		close(h.wait)
 		h.wait = make(chan struct{})
-	case ev.F == history.Release && ev.Type == history.Invoke,
-		ev.F == history.Crash, ev.F == history.Lost:
+	case ev.F == history.Crash:
+		keys := map[string]bool{}
+		for k, p := range h.byKey {
+			if p == ev.Proc {
+				keys[k] = true
+				delete(h.byKey, k)
+			}
+		}
+		h.crashed[ev.Proc] = keys
+		close(h.wait)
+		h.wait = make(chan struct{})
+	case ev.F == history.Release && ev.Type == history.Invoke, ev.F == history.Lost:
 		for k, p := range h.byKey {
 			if p == ev.Proc && (ev.Key == "" || ev.Key == k) {
 				delete(h.byKey, k)
@@ -120,6 +161,9 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 		}
 		if c.worker != nil {
 			t.Process = c.worker
+			if s.Client == chaos.ClientHolder {
+				t.Process = &holderProcess{r: r, key: r.keyName(s.Key), slot: c.worker, proc: proc}
+			}
 		}
 		return []chaos.Target{t}, nil
 	case chaos.TargetLink:
@@ -267,4 +311,63 @@ func nodeNames(ns []*cluster.Node) string {
 		names[i] = n.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// holderProcess is the worker of "the client that holds key k". The holder
+// may let go between the moment it is picked and the moment a signal
+// lands (a 10 ms hold is shorter than a scheduling delay on a loaded
+// machine), and a fault aimed at a holder that hit a client holding nothing
+// proves nothing. So the signal goes to whoever holds the key right then,
+// and a crash is checked against the history afterwards: if its victim had
+// already let go, the next holder is crashed too (a crash of a client
+// holding nothing is harmless, and recorded like any crash).
+type holderProcess struct {
+	r    *resolver
+	key  string
+	slot *workerSlot
+	proc int
+}
+
+// holderAttempts bounds how many clients a holder crash may take down.
+const holderAttempts = 3
+
+// current makes sure p names the key's holder now.
+func (p *holderProcess) current() error {
+	if p.r.holders.holds(p.proc, p.key) {
+		return nil
+	}
+	slot, proc, err := p.r.holders.holderOf(context.Background(), p.key, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	if p.r.slots[slot].worker == nil {
+		return fmt.Errorf("client %d has no process: %w", slot, chaos.ErrNoTarget)
+	}
+	p.slot, p.proc = p.r.slots[slot].worker, proc
+	return nil
+}
+
+func (p *holderProcess) Pause() error {
+	if err := p.current(); err != nil {
+		return err
+	}
+	return p.slot.Pause()
+}
+
+func (p *holderProcess) Resume() error { return p.slot.Resume() }
+
+func (p *holderProcess) Kill() error {
+	for range holderAttempts {
+		if err := p.current(); err != nil {
+			return err
+		}
+		if err := p.slot.Kill(); err != nil {
+			return err
+		}
+		held, err := p.r.holders.heldAtCrash(p.proc, p.key, 10*time.Second)
+		if err != nil || held {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: each of %d holders let go before its crash landed: %w", p.key, holderAttempts, chaos.ErrNoTarget)
 }

@@ -134,9 +134,17 @@ func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*No
 		return nil, err
 	}
 	// Sentinel rewrites its config file, so each has its own, writable.
+	// failover-timeout is also how long a Sentinel leaves a replica that
+	// replicates from an unexpected address before pointing it back
+	// (+fix-slave-config, counted from when it first sees the change): the
+	// failover fault holds replication by pointing the replica at a
+	// proxy that passes nothing, and at 2 s Sentinel undid that hold
+	// before the kill in about half of the runs. 10 s outlasts the hold;
+	// the cost is a 20 s wait before a second election if the first one
+	// splits its votes.
 	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel announce-ip 127.0.0.1\nsentinel announce-port %d\n"+
 		"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s 500\n"+
-		"sentinel failover-timeout %s 2000\nsentinel parallel-syncs %s 1\n",
+		"sentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
 		ports[0], dir, portOf(proxy.Listen), SentinelMaster, host, port, SentinelMaster, SentinelMaster, SentinelMaster)
 	path := filepath.Join(dir, "sentinel.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {

@@ -22,6 +22,9 @@ type Plan struct {
 	ResultsDir string // results/<run-id>/ goes here
 	External   string // YAML of server addresses; "" = start the servers locally
 	Config     any    // the settings as given, echoed into results.json
+	// Repeats is how many times each approach's case runs (run --runs):
+	// the summary then counts, per approach, the runs that agreed.
+	Repeats int
 }
 
 // ServerOptions say how the servers of a plan are run (locally).
@@ -172,6 +175,9 @@ type ScenarioOptions struct {
 	Duration   time.Duration // override the scenario's duration; 0: as written
 	ResultsDir string
 	External   string
+	// Runs repeats each approach's case this many times, run i with seed
+	// seed+i (0 or 1: once, named after the approach alone).
+	Runs int
 }
 
 // ScenarioPlan makes a plan from a scenario: one case per approach, with
@@ -196,40 +202,58 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 	if opt.Duration > 0 {
 		duration = opt.Duration
 	}
-	p := Plan{Kind: "run " + s.Name, ResultsDir: opt.ResultsDir, External: opt.External,
+	runs := max(opt.Runs, 1)
+	if runs > 1000 {
+		return Plan{}, usageErr(fmt.Errorf("--runs %d: at most 1000", runs))
+	}
+	p := Plan{Kind: "run " + s.Name, ResultsDir: opt.ResultsDir, External: opt.External, Repeats: runs,
 		Config: map[string]any{"scenario": s.Name, "file": s.Path, "description": s.Description, "seed": seed,
 			"approaches": names, "duration": duration.String(), "workload": s.Workload.Kind, "clients": s.Workload.Clients,
-			"processes": s.Processes, "fenced": s.Workload.Fenced}}
+			"processes": s.Processes, "fenced": s.Workload.Fenced, "runs": runs}}
 	for _, name := range names {
 		a, err := reg.Get(name)
 		if err != nil {
 			return Plan{}, usageErr(err)
 		}
-		w := s.Workload
-		c := Case{Name: name, Approach: a, Fenced: w.Fenced, Record: true, Processes: s.Processes,
-			Servers: ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
-			Workload: workload.Spec{Clients: w.Clients, Keys: w.Keys, Hold: w.Hold, TTL: w.TTL, Duration: duration,
-				Seed: seed, AcquireTimeout: w.AcquireTimeout, Kind: w.Kind, Renew: w.Renew}}
-		for _, f := range s.Faults {
-			c.Faults = append(c.Faults, f.Step)
+		for i := range runs {
+			c, err := scenarioCase(s, a, seed+uint64(i), duration, opt.External != "")
+			if err != nil {
+				return Plan{}, err
+			}
+			if runs > 1 {
+				c.Name = fmt.Sprintf("%s-r%d", a.Name, i+1)
+			}
+			p.Cases = append(p.Cases, c)
 		}
-		// Clients connect straight to the servers unless a fault acts on
-		// links: the proxies cost a round trip's worth of time each.
-		c.Direct = !needsProxies(c.Faults)
-		if e, ok := s.ExpectFor(a); ok {
-			c.Expect = e
-		} else if a.Safe && len(c.Faults) == 0 {
-			c.Expect = verdict.Expect("declared safe, no faults", verdict.Safe)
-		}
-		if err := c.Validate(); err != nil {
-			return Plan{}, usageErr(err)
-		}
-		if err := checkAvailable(c, opt.External != ""); err != nil {
-			return Plan{}, usageErr(err)
-		}
-		p.Cases = append(p.Cases, c)
 	}
 	return p, nil
+}
+
+// scenarioCase is one run of a scenario for approach a.
+func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration time.Duration, external bool) (Case, error) {
+	w := s.Workload
+	c := Case{Name: a.Name, Approach: a, Fenced: w.Fenced, Record: true, Processes: s.Processes,
+		Servers: ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
+		Workload: workload.Spec{Clients: w.Clients, Keys: w.Keys, Hold: w.Hold, TTL: w.TTL, Duration: duration,
+			Seed: seed, AcquireTimeout: w.AcquireTimeout, Kind: w.Kind, Renew: w.Renew}}
+	for _, f := range s.Faults {
+		c.Faults = append(c.Faults, f.Step)
+	}
+	// Clients connect straight to the servers unless a fault acts on
+	// links: the proxies cost a round trip's worth of time each.
+	c.Direct = !needsProxies(c.Faults)
+	if e, ok := s.ExpectFor(a); ok {
+		c.Expect = e
+	} else if a.Safe && len(c.Faults) == 0 {
+		c.Expect = verdict.Expect("declared safe, no faults", verdict.Safe)
+	}
+	if err := c.Validate(); err != nil {
+		return Case{}, usageErr(err)
+	}
+	if err := checkAvailable(c, external); err != nil {
+		return Case{}, usageErr(err)
+	}
+	return c, nil
 }
 
 // needsProxies reports whether a fault acts on network links (drop,

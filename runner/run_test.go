@@ -12,6 +12,7 @@ import (
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/memlock"
 	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
@@ -182,5 +183,41 @@ func TestOnlyLinkFaultsNeedTheProxies(t *testing.T) {
 		if got := needsProxies([]chaos.Step{tt.step}); got != tt.want {
 			t.Errorf("%s on %s: needs proxies = %v, want %v", tt.step.Fault.Kind(), tt.step.Target, got, tt.want)
 		}
+	}
+}
+
+// run --runs N: each approach's case N times, run i with seed+i, named
+// apart so their artifacts do not overwrite each other.
+func TestScenarioPlanRepeatsRunsWithSuccessiveSeeds(t *testing.T) {
+	reg := impls.NewRegistry()
+	reg.Register(memlock.NewService(1).Approach("memory"))
+	s, err := scenario.Parse([]byte("name: repeat\napproaches: [memory]\nworkload: {kind: mutex, clients: 2, keys: 1, hold: 1ms, ttl: 1s}\nduration: 1s\nseed: 7\n"), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		runs  int
+		names []string
+		seeds []uint64
+	}{
+		{0, []string{"memory"}, []uint64{7}},
+		{1, []string{"memory"}, []uint64{7}},
+		{3, []string{"memory-r1", "memory-r2", "memory-r3"}, []uint64{7, 8, 9}},
+	} {
+		p, err := ScenarioPlan(reg, s, ScenarioOptions{Runs: tt.runs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Cases) != len(tt.names) || p.Repeats != max(tt.runs, 1) {
+			t.Fatalf("runs %d: %d cases, repeats %d", tt.runs, len(p.Cases), p.Repeats)
+		}
+		for i, c := range p.Cases {
+			if c.Name != tt.names[i] || c.Workload.Seed != tt.seeds[i] {
+				t.Errorf("runs %d: case %d is %s seed %d, want %s seed %d", tt.runs, i, c.Name, c.Workload.Seed, tt.names[i], tt.seeds[i])
+			}
+		}
+	}
+	if _, err := ScenarioPlan(reg, s, ScenarioOptions{Runs: 1001}); err == nil {
+		t.Fatal("--runs 1001 accepted")
 	}
 }

@@ -152,6 +152,11 @@ type Result struct {
 	Observed []Outcome `json:"observed"`          // unsafe outcomes seen, plus refused stale writes, blocked, unavailable
 	Missing  []Outcome `json:"missing,omitempty"` // expected, not seen
 	Text     string    `json:"text"`              // one line, in words
+	// Missed: it contradicts only because an expected violation did not
+	// show (the lab failed to demonstrate it), not because of anything
+	// unsafe that showed. Repeated runs may tolerate a few misses; never
+	// an unexpected violation.
+	Missed bool `json:"missed,omitempty"`
 }
 
 // Compare holds what a case showed against what it should have shown.
@@ -187,7 +192,7 @@ func Compare(e Expectation, o Observed) Result {
 		r.Status = Contradicts
 		r.Text = fmt.Sprintf("expected safe, observed %s", joinOutcomes(bad))
 	case len(r.Missing) > 0 && o.Checked && !o.Undecided:
-		r.Status = Contradicts
+		r.Status, r.Missed = Contradicts, true
 		r.Text = fmt.Sprintf("expected %s, never observed %s", e, joinOutcomes(r.Missing))
 	case (wantSafe || len(r.Missing) > 0 || len(e.Forbidden) > 0) && (!o.Checked || o.Undecided):
 		r.Status = Undecided

@@ -15,30 +15,31 @@ func TestCompare(t *testing.T) {
 		return o
 	}
 	tests := []struct {
-		name string
-		exp  Expectation
-		obs  Observed
-		want Status
+		name   string
+		exp    Expectation
+		obs    Observed
+		want   Status
+		missed bool // contradicts only for want of an expected violation
 	}{
-		{"safe and clean", Expect("", Safe), obs(true, false), Agrees},
-		{"safe but double grant", Expect("", Safe), obs(true, false, DoubleGrantBothValid), Contradicts},
-		{"safe, refused stale writes are fine", Expect("", Safe), obs(true, false, StaleWriteRefused), Agrees},
-		{"safe but undecided", Expect("", Safe), obs(true, true), Undecided},
-		{"safe but not recorded", Expect("", Safe), obs(false, false), Undecided},
-		{"violation undecided still contradicts", Expect("", Safe), obs(true, true, LostUpdate), Contradicts},
-		{"expected double grant of either kind", Expect("", DoubleGrant), obs(true, false, DoubleGrantOutlived), Agrees},
-		{"expected outlived, saw both-valid only", Expect("", DoubleGrantOutlived), obs(true, false, DoubleGrantBothValid), Contradicts},
-		{"expected violation never seen", Expect("", DoubleGrantOutlived, LostUpdate), obs(true, false, DoubleGrantOutlived), Contradicts},
-		{"expected violation, extra ones fine", Expect("", LostUpdate), obs(true, false, LostUpdate, DoubleGrantOutlived), Agrees},
-		{"expected blocked", Expect("", Blocked), obs(true, false, Blocked), Agrees},
-		{"nothing expected", Expectation{}, obs(true, false, DoubleGrantBothValid), Agrees},
-		{"safe and blocked", Expect("", Safe, Blocked), obs(true, false, Blocked), Agrees},
-		{"safe, blocked expected but the lock came free", Expect("", Safe, Blocked), obs(true, false), Contradicts},
+		{"safe and clean", Expect("", Safe), obs(true, false), Agrees, false},
+		{"safe but double grant", Expect("", Safe), obs(true, false, DoubleGrantBothValid), Contradicts, false},
+		{"safe, refused stale writes are fine", Expect("", Safe), obs(true, false, StaleWriteRefused), Agrees, false},
+		{"safe but undecided", Expect("", Safe), obs(true, true), Undecided, false},
+		{"safe but not recorded", Expect("", Safe), obs(false, false), Undecided, false},
+		{"violation undecided still contradicts", Expect("", Safe), obs(true, true, LostUpdate), Contradicts, false},
+		{"expected double grant of either kind", Expect("", DoubleGrant), obs(true, false, DoubleGrantOutlived), Agrees, false},
+		{"expected outlived, saw both-valid only", Expect("", DoubleGrantOutlived), obs(true, false, DoubleGrantBothValid), Contradicts, true},
+		{"expected violation never seen", Expect("", DoubleGrantOutlived, LostUpdate), obs(true, false, DoubleGrantOutlived), Contradicts, true},
+		{"expected violation, extra ones fine", Expect("", LostUpdate), obs(true, false, LostUpdate, DoubleGrantOutlived), Agrees, false},
+		{"expected blocked", Expect("", Blocked), obs(true, false, Blocked), Agrees, false},
+		{"nothing expected", Expectation{}, obs(true, false, DoubleGrantBothValid), Agrees, false},
+		{"safe and blocked", Expect("", Safe, Blocked), obs(true, false, Blocked), Agrees, false},
+		{"safe, blocked expected but the lock came free", Expect("", Safe, Blocked), obs(true, false), Contradicts, true},
 		{"fenced: outlived but no lost update", Expectation{Outcomes: []Outcome{DoubleGrantOutlived, StaleWriteRefused}, Forbidden: []Outcome{LostUpdate}},
-			obs(true, false, DoubleGrantOutlived, StaleWriteRefused), Agrees},
+			obs(true, false, DoubleGrantOutlived, StaleWriteRefused), Agrees, false},
 		{"fenced: a lost update is forbidden", Expectation{Outcomes: []Outcome{DoubleGrantOutlived}, Forbidden: []Outcome{LostUpdate}},
-			obs(true, false, DoubleGrantOutlived, LostUpdate), Contradicts},
-		{"expected violation, not checked", Expect("", LostUpdate), obs(true, true), Undecided},
+			obs(true, false, DoubleGrantOutlived, LostUpdate), Contradicts, false},
+		{"expected violation, not checked", Expect("", LostUpdate), obs(true, true), Undecided, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,6 +49,9 @@ func TestCompare(t *testing.T) {
 			}
 			if r.Text == "" {
 				t.Fatal("no explanation")
+			}
+			if r.Missed != tt.missed {
+				t.Fatalf("missed = %v, want %v (%s)", r.Missed, tt.missed, r.Text)
 			}
 		})
 	}

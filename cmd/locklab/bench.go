@@ -132,7 +132,63 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, stdout, stderr io.W
 		}
 		return code
 	}
+	if plan.Repeats > 1 {
+		return g.finish(out.Results, exitForRepeats(out.Results.Runs, out.Verdicts, plan.Repeats, g.need, stdout, stderr), stdout, stderr)
+	}
 	return g.finish(out.Results, exitFor(out.Verdicts, stderr), stdout, stderr)
+}
+
+// exitForRepeats is the gate over repeated runs (run --runs N): it prints,
+// per approach, how many runs agreed with the expectation, and passes when
+// at least need of them did (need 0: all). A run that missed an expected
+// violation is the lab failing to show it, which a few runs may; a run
+// that showed a violation it was not expected to fails the gate however
+// many others agreed.
+func exitForRepeats(runs []report.Run, vs []verdict.Result, repeats, need int, stdout, stderr io.Writer) int {
+	if need == 0 {
+		need = repeats
+	}
+	type tally struct{ agreed, missed, contradicted, undecided int }
+	var order []string
+	by := map[string]*tally{}
+	for i, v := range vs {
+		a := runs[i].Approach
+		t := by[a]
+		if t == nil {
+			t = &tally{}
+			by[a] = t
+			order = append(order, a)
+		}
+		switch {
+		case v.Status == verdict.Agrees:
+			t.agreed++
+		case v.Status == verdict.Contradicts && v.Missed:
+			t.missed++
+		case v.Status == verdict.Contradicts:
+			t.contradicted++
+		default:
+			t.undecided++
+		}
+	}
+	code := exitOK
+	for _, a := range order {
+		t := by[a]
+		n := t.agreed + t.missed + t.contradicted + t.undecided
+		fmt.Fprintf(stdout, "%s: as expected in %d of %d runs (missed the expected outcome %d, contradicted %d, undecided %d)\n",
+			a, t.agreed, n, t.missed, t.contradicted, t.undecided)
+		switch {
+		case t.contradicted > 0:
+			fmt.Fprintf(stderr, "locklab: %s: %d run(s) showed a violation not expected\n", a, t.contradicted)
+			code = exitUnsafe
+		case t.agreed < need && t.missed > 0:
+			fmt.Fprintf(stderr, "locklab: %s: %d of %d runs agreed, %d needed\n", a, t.agreed, n, need)
+			code = exitUnsafe
+		case t.agreed < need && code == exitOK:
+			fmt.Fprintf(stderr, "locklab: %s: %d of %d runs agreed, %d needed (%d undecided)\n", a, t.agreed, n, need, t.undecided)
+			code = exitUndecided
+		}
+	}
+	return code
 }
 
 // exitFor is the CI gate: 0 when every case behaved as expected, 1 when one

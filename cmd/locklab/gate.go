@@ -19,6 +19,9 @@ type gate struct {
 	// parsed by load
 	base  *report.Results
 	limit float64
+	// need: with repeated runs, how many runs of each approach must agree
+	// (0: all of them).
+	need int
 }
 
 // gateFlags adds --junit, and --baseline and --max-regression when the

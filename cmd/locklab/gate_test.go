@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/verdict"
 )
 
 // The CI gate on a real bench: compared with itself it passes; compared
@@ -91,4 +92,41 @@ func TestBenchBaselineGate(t *testing.T) {
 		t.Errorf("a refused bench left %s behind", results)
 	}
 	waitNoServers(t, tmp)
+}
+
+// run --runs N --need K: misses of an expected violation are tolerated up
+// to N-K; a violation that was not expected fails however many agreed.
+func TestExitForRepeats(t *testing.T) {
+	agree := verdict.Result{Status: verdict.Agrees}
+	missed := verdict.Result{Status: verdict.Contradicts, Missed: true}
+	unsafe := verdict.Result{Status: verdict.Contradicts}
+	undecided := verdict.Result{Status: verdict.Undecided}
+	for _, tt := range []struct {
+		name string
+		vs   []verdict.Result
+		need int
+		want int
+		line string
+	}{
+		{"all agree", []verdict.Result{agree, agree, agree}, 0, exitOK, "as expected in 3 of 3 runs"},
+		{"one miss, all needed", []verdict.Result{agree, missed, agree}, 0, exitUnsafe, "as expected in 2 of 3 runs (missed the expected outcome 1"},
+		{"one miss, 2 needed", []verdict.Result{agree, missed, agree}, 2, exitOK, "as expected in 2 of 3 runs"},
+		{"two misses, 2 needed", []verdict.Result{missed, missed, agree}, 2, exitUnsafe, "as expected in 1 of 3 runs"},
+		{"unexpected violation, 1 needed", []verdict.Result{agree, unsafe, agree}, 1, exitUnsafe, "contradicted 1"},
+		{"undecided short of need", []verdict.Result{agree, undecided, undecided}, 2, exitUndecided, "undecided 2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			runs := make([]report.Run, len(tt.vs))
+			for i := range runs {
+				runs[i].Approach = "a"
+			}
+			var out, errb strings.Builder
+			if got := exitForRepeats(runs, tt.vs, len(tt.vs), tt.need, &out, &errb); got != tt.want {
+				t.Errorf("exit %d, want %d (stdout %q, stderr %q)", got, tt.want, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), tt.line) {
+				t.Errorf("stdout %q lacks %q", out.String(), tt.line)
+			}
+		})
+	}
 }

@@ -24,6 +24,8 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	results := fs.String("results", "results", "directory for results/<run-id>/")
 	clusterMode := fs.String("cluster", "local", "local: start the servers on 127.0.0.1; external: use --config")
 	config := fs.String("config", "", "YAML with server addresses, for --cluster external")
+	runs := fs.Int("runs", 1, "run each approach's case this many times (run i with seed+i) and count how many agree")
+	need := fs.Int("need", 0, "with --runs: exit 0 when at least this many runs of each approach agree, and none shows a violation it was not expected to (default: all)")
 	g := gateFlags(fs, "run", false)
 	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
 		return code
@@ -48,7 +50,16 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 		fmt.Fprintf(stderr, "locklab run: --duration %v: must be positive\n", *duration)
 		return exitUsage
 	}
-	opt := runner.ScenarioOptions{Approaches: approaches, ResultsDir: *results, External: ext, Duration: *duration}
+	if *runs < 1 || *runs > 1000 {
+		fmt.Fprintf(stderr, "locklab run: --runs %d: want 1..1000\n", *runs)
+		return exitUsage
+	}
+	if *need < 0 || *need > *runs {
+		fmt.Fprintf(stderr, "locklab run: --need %d: want 0..%d (--runs)\n", *need, *runs)
+		return exitUsage
+	}
+	g.need = *need
+	opt := runner.ScenarioOptions{Approaches: approaches, ResultsDir: *results, External: ext, Duration: *duration, Runs: *runs}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "seed" {
 			opt.Seed = seed

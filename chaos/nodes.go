@@ -88,7 +88,7 @@ func ResolveNodes(ctx context.Context, c *cluster.Cluster, sel Selector, rng *ra
 	switch sel.Node {
 	case "":
 		return nil, fmt.Errorf("target %s: names no nodes", sel)
-	case NodeOne, NodeMinority, NodeMajority, NodeAll:
+	case NodeFirst, NodeOne, NodeMinority, NodeMajority, NodeAll:
 		idx, err := PickNodes(sel.Node, len(candidates), rng)
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", sel, err)

@@ -171,7 +171,7 @@ func TestPickNodes(t *testing.T) {
 		mode    string
 		n, want int
 	}{
-		{NodeOne, 5, 1}, {NodeMinority, 5, 2}, {NodeMajority, 5, 3}, {NodeAll, 5, 5},
+		{NodeFirst, 5, 1}, {NodeFirst, 0, -1}, {NodeOne, 5, 1}, {NodeMinority, 5, 2}, {NodeMajority, 5, 3}, {NodeAll, 5, 5},
 		{NodeMinority, 3, 1}, {NodeMajority, 3, 2}, {NodeMajority, 1, 1}, {NodeMinority, 1, -1}, {NodeOne, 0, -1}, {"leader", 3, -1},
 	} {
 		idx, err := PickNodes(tc.mode, tc.n, newRand(1))
@@ -183,6 +183,9 @@ func TestPickNodes(t *testing.T) {
 		}
 		if err != nil || len(idx) != tc.want {
 			t.Errorf("%s of %d: %v %v, want %d nodes", tc.mode, tc.n, idx, err, tc.want)
+		}
+		if tc.mode == NodeFirst && idx[0] != 0 {
+			t.Errorf("first of %d: %v, want [0]", tc.n, idx)
 		}
 		again, _ := PickNodes(tc.mode, tc.n, newRand(1))
 		if !reflect.DeepEqual(idx, again) {

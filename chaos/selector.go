@@ -15,8 +15,9 @@ import (
 //	{client: holder, key: k0}             a client (TargetClient)
 //	{client: "1", nodes: [redis-3, redis-4]}  one client's own links (TargetLink)
 //
-// node picks among the nodes of server (or all nodes without it): one,
-// minority, majority, all, leader, follower, or a node's name; nodes names
+// node picks among the nodes of server (or all nodes without it): first
+// (the node a single-node approach uses), one, minority, majority, all,
+// leader, follower, or a node's name; nodes names
 // them. client is a client number, random, or holder (of key).
 type Selector struct {
 	Node   string   `yaml:"node,omitempty" json:"node,omitempty"`
@@ -28,6 +29,7 @@ type Selector struct {
 
 // Node selection modes; anything else in Selector.Node is a node name.
 const (
+	NodeFirst    = "first"
 	NodeOne      = "one"
 	NodeMinority = "minority"
 	NodeMajority = "majority"
@@ -95,12 +97,17 @@ func (s Selector) String() string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
-// PickNodes applies a counting mode (one, minority, majority, all) to n
+// PickNodes applies a counting mode (first, one, minority, majority, all) to n
 // candidates and returns the chosen indexes, ascending; rng makes the choice
 // repeatable. A minority of a single node is refused: there is none.
 func PickNodes(mode string, n int, rng *rand.Rand) ([]int, error) {
 	var k int
 	switch mode {
+	case NodeFirst:
+		if n == 0 {
+			return nil, fmt.Errorf("node %s of no nodes: %w", mode, ErrNoTarget)
+		}
+		return []int{0}, nil
 	case NodeOne:
 		k = 1
 	case NodeMinority:
@@ -110,7 +117,7 @@ func PickNodes(mode string, n int, rng *rand.Rand) ([]int, error) {
 	case NodeAll:
 		k = n
 	default:
-		return nil, fmt.Errorf("node %q is not a counting mode (one, minority, majority, all)", mode)
+		return nil, fmt.Errorf("node %q is not a counting mode (first, one, minority, majority, all)", mode)
 	}
 	if n == 0 || k == 0 {
 		return nil, fmt.Errorf("node %s of %d nodes: %w", mode, n, ErrNoTarget)

@@ -101,6 +101,9 @@ func TestNodePauseKillRestart(t *testing.T) {
 	if out, err := redisCommand(ctx, n.Addr(), "PING"); err != nil || out != "PONG" {
 		t.Fatalf("after resume: %q %v", out, err)
 	}
+	if _, err := redisCommand(ctx, n.Addr(), "SET held-before-restart 1"); err != nil {
+		t.Fatal(err)
+	}
 	oldPid := n.Pid()
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
@@ -117,6 +120,9 @@ func TestNodePauseKillRestart(t *testing.T) {
 	// Same port, same proxy; no persistence configured, so the key is gone.
 	if out, err := redisCommand(ctx, n.Addr(), "PING"); err != nil || out != "PONG" {
 		t.Fatalf("after restart: %q %v", out, err)
+	}
+	if out, err := redisCommand(ctx, n.Addr(), "EXISTS held-before-restart"); err != nil || out != "0" {
+		t.Fatalf("EXISTS after a restart without persistence: %q %v, want 0", out, err)
 	}
 }
 

@@ -94,7 +94,7 @@ func redisCommand(ctx context.Context, a, cmd string) (string, error) {
 		return "", err
 	}
 	switch head[0] {
-	case '+':
+	case '+', ':':
 		return strings.TrimSpace(head[1:]), nil
 	case '$':
 		n, err := strconv.Atoi(strings.TrimSpace(head[1:]))

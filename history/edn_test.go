@@ -96,7 +96,8 @@ func TestReadEDNErrorsNameTheLine(t *testing.T) {
 	}
 }
 
-// FuzzReadEDN: no input makes the parser panic or hang.
+// FuzzReadEDN: no input makes the parser panic or hang; a parse either
+// fails naming the line, or yields only valid events.
 func FuzzReadEDN(f *testing.F) {
 	for _, s := range []string{
 		`{:process 0, :type :invoke, :f :acquire, :value nil, :time 12345, :index 0}`,
@@ -106,7 +107,19 @@ func FuzzReadEDN(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		_ = ReadEDN(strings.NewReader(s), func(Event) error { return nil })
+		var bad error
+		err := ReadEDN(strings.NewReader(s), func(e Event) error {
+			if bad == nil {
+				bad = e.Validate()
+			}
+			return nil
+		})
+		if bad != nil {
+			t.Fatalf("yielded an invalid event: %v", bad)
+		}
+		if err != nil && !strings.Contains(err.Error(), "line ") {
+			t.Fatalf("error without a line: %v", err)
+		}
 	})
 }
 

@@ -24,7 +24,7 @@ func TestShippedMatrixIsValidAndComplete(t *testing.T) {
 			if !c.Applies {
 				continue
 			}
-			if c.Source == "" || c.Why == "" || len(c.Expect.Outcomes) == 0 {
+			if c.Source == "" || c.Why == "" || len(c.Expect.Outcomes)+len(c.Expect.Forbidden) == 0 {
 				t.Errorf("%s under %s: incomplete cell %+v", a.Name, f.Name, c)
 			}
 		}

@@ -278,7 +278,7 @@ func (r *resolver) nodes(ctx context.Context, s chaos.Selector, rng *rand.Rand) 
 			out = out[rng.IntN(len(out)):][:1]
 		}
 		return out, nil
-	case chaos.NodeOne, chaos.NodeMinority, chaos.NodeMajority, chaos.NodeAll:
+	case chaos.NodeFirst, chaos.NodeOne, chaos.NodeMinority, chaos.NodeMajority, chaos.NodeAll:
 		idx, err := chaos.PickNodes(s.Node, len(cands), rng)
 		if err != nil {
 			return nil, err

@@ -328,8 +328,8 @@ func TestCheckFormatsAndExitCodes(t *testing.T) {
 {:process 0, :type :ok, :f :acquire, :time 2}
 {:process 1, :type :invoke, :f :acquire, :time 3}
 {:process 1, :type :ok, :f :acquire, :time 4}`, []string{"--html", filepath.Join(dir, "viz")}, exitUnsafe, "NOT linearizable"},
-		{"jsonl forced as edn is malformed", "h.jsonl", `{"proc":0,"type":"ok","f":"acquire","t":1}`, []string{"--format", "edn"}, exitUsage, ""},
-		{"unknown format", "h2.jsonl", `{"proc":0,"type":"ok","f":"acquire","t":1}`, []string{"--format", "xml"}, exitUsage, ""},
+		{"jsonl forced as edn is malformed", "h.jsonl", `{"proc":0,"type":"ok","f":"acquire","t":1}`, []string{"--format", "edn"}, exitUsage, "line 1: "},
+		{"unknown format", "h2.jsonl", `{"proc":0,"type":"ok","f":"acquire","t":1}`, []string{"--format", "xml"}, exitUsage, `unknown history format "xml"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

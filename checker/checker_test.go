@@ -249,3 +249,32 @@ func BenchmarkLinearizable10kOpsKey(b *testing.B) {
 		}
 	}
 }
+
+// The correctness half of the two benchmarks above, which `make test` does
+// not run: a million events of correct mutexes over 8 keys with increasing
+// tokens give no violation, and a 10,000-operation key is linearizable and
+// counted whole.
+func TestMillionEventsCleanAndLongKeyLinearizable(t *testing.T) {
+	evs := manyKeys(250_000, 8)
+	for i := range evs {
+		if evs[i].Type == history.OK && evs[i].F == A {
+			evs[i].Token = tok(uint64(i))
+		}
+	}
+	c := New(false)
+	for _, e := range evs {
+		c.Add(e)
+	}
+	v, err := c.Verdict(context.Background(), Options{})
+	if err != nil || len(v.Violations) != 0 {
+		t.Fatalf("err %v, %d violations (first: %v)", err, len(v.Violations), v.Violations)
+	}
+	l := NewLinear()
+	for _, e := range manyKeys(5_000, 1) {
+		l.Add(e)
+	}
+	res, err := l.Check(context.Background(), time.Minute, "")
+	if err != nil || len(res) != 1 || res[0].Result != porcupine.Ok || res[0].Ops != 10_000 {
+		t.Fatalf("10k-operation key: %+v %v", res, err)
+	}
+}

@@ -1,0 +1,108 @@
+package zk
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/impls"
+)
+
+// watchedPaths asks every server of the ensemble which paths its sessions
+// watch (the four-letter word wchp) and returns those under dir.
+func watchedPaths(t *testing.T, servers []string, dir string) []string {
+	t.Helper()
+	var out []string
+	for _, a := range servers {
+		conn, err := net.DialTimeout("tcp", a, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := conn.Write([]byte("wchp")); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(conn)
+		for sc.Scan() {
+			if p := sc.Text(); strings.HasPrefix(p, dir+"/") && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		conn.Close()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// zk-sequential promises no herd: each waiter watches only its
+// predecessor's node, so a release wakes one waiter. With a holder and
+// five queued waiters, the ensemble must show five distinct watched nodes,
+// one per waiter (watching the holder's node instead would show one, and
+// every release would wake all five).
+func TestSequentialWaitersWatchTheirPredecessors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	servers := testCluster.DirectEndpoints().ZooKeeper
+	env := impls.Env{Endpoints: testCluster.DirectEndpoints(), Clock: &clock.Skewable{}}
+	newLocker := func() impls.Locker {
+		l, err := SequentialApproach.New(ctx, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	key := "herd-" + impls.NewToken()
+	name, _ := escapeKey(key)
+	dir := root + "/sequential/" + name
+	held, err := newLocker().Acquire(ctx, key, impls.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 5
+	var wg sync.WaitGroup
+	granted := make(chan impls.Lease, waiters)
+	for range waiters {
+		l := newLocker()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lease, err := l.Acquire(ctx, key, impls.AcquireOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			granted <- lease
+		}()
+	}
+	var watched []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if watched = watchedPaths(t, servers, dir); len(watched) >= waiters {
+			break
+		}
+	}
+	if len(watched) != waiters {
+		t.Errorf("%d waiters watch %d distinct nodes %v, want %d (one predecessor each)", waiters, len(watched), watched, waiters)
+	}
+	// Hand the lock down the queue: each release wakes the next waiter.
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range waiters {
+		select {
+		case lease := <-granted:
+			if err := lease.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatal("the queue did not drain")
+		}
+	}
+	wg.Wait()
+}

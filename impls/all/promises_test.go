@@ -1,0 +1,89 @@
+package all
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// promises renders what an approach declares, the declarations that pick
+// which conformance tests run for it: safe or not, its capabilities, its
+// weaknesses, how long a crashed holder's lock stays.
+func promises(a impls.Approach) string {
+	var p []string
+	if a.Safe {
+		p = append(p, "safe")
+	} else {
+		p = append(p, "unsafe")
+	}
+	c, w := a.Caps, a.Weak
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{
+		{c.TTL, "ttl"}, {c.Reentrant, "reentrant"}, {c.Fair, "fair"}, {c.Blocking, "blocking"},
+		{c.Fencing, "fencing"}, {c.FaultTolerant, "fault-tolerant"}, {c.Renewal, "renewal"},
+		{c.LossSignal, "loss-signal"}, {c.FreedOnDisconnect, "freed-on-disconnect"},
+		{w.RacyAcquire, "weak:racy-acquire"}, {w.ReleaseNotOwnerChecked, "weak:release-not-owner-checked"},
+		{w.ReleaseCheckNotAtomic, "weak:release-check-not-atomic"}, {w.NoExpiry, "weak:no-expiry"},
+		{w.ReapsLiveHolder, "weak:reaps-live-holder"},
+	} {
+		if f.on {
+			p = append(p, f.name)
+		}
+	}
+	if a.CrashFreedAfter > 0 {
+		p = append(p, fmt.Sprintf("crash-freed-after:%v", a.CrashFreedAfter))
+	}
+	return strings.Join(p, " ")
+}
+
+// pinned is every approach's declared promises, reviewed like code. The
+// conformance suite chooses its tests from these declarations, so dropping
+// one (a capability, "safe", a weakness) would silently drop the test that
+// proves it: a change here must be deliberate, and this test makes it so.
+var pinned = map[string]string{
+	"etcd-lease":                 "safe fair blocking fencing fault-tolerant loss-signal crash-freed-after:2s",
+	"lib-bsm-redislock":          "safe ttl renewal",
+	"lib-redsync":                "safe ttl fault-tolerant",
+	"lib-zk-recipe":              "safe fair blocking fault-tolerant crash-freed-after:2s",
+	"mysql-for-update":           "safe blocking freed-on-disconnect",
+	"mysql-insert-delete":        "safe weak:no-expiry",
+	"mysql-insert-delete-reaper": "safe ttl weak:reaps-live-holder",
+	"mysql-optimistic":           "safe fencing weak:no-expiry",
+	"mysql-sharded":              "safe ttl reentrant renewal",
+	"pg-advisory":                "safe reentrant blocking freed-on-disconnect",
+	"redis-get-set":              "unsafe ttl weak:racy-acquire",
+	"redis-redlock":              "safe ttl fault-tolerant renewal",
+	"redis-sentinel-lua":         "safe ttl renewal",
+	"redis-sentinel-lua-wait":    "safe ttl renewal",
+	"redis-setnx":                "safe weak:release-not-owner-checked weak:no-expiry",
+	"redis-setnx-px-del":         "safe ttl weak:release-not-owner-checked",
+	"redis-setnx-px-getdel":      "safe ttl weak:release-check-not-atomic",
+	"redis-setnx-px-lua":         "safe ttl renewal",
+	"zk-ephemeral":               "safe blocking fault-tolerant loss-signal crash-freed-after:2s",
+	"zk-sequential":              "safe fair blocking fencing fault-tolerant loss-signal crash-freed-after:2s",
+}
+
+func TestDeclaredPromisesArePinned(t *testing.T) {
+	reg := Registry()
+	seen := map[string]bool{}
+	for _, a := range reg.All() {
+		seen[a.Name] = true
+		want, ok := pinned[a.Name]
+		if !ok {
+			t.Errorf("%s: not in the pinned table; add %q after review", a.Name, promises(a))
+			continue
+		}
+		if got := promises(a); got != want {
+			t.Errorf("%s declares %q, pinned %q: a changed declaration changes which tests prove it", a.Name, got, want)
+		}
+	}
+	for name := range pinned {
+		if !seen[name] {
+			t.Errorf("%s is pinned but no longer registered", name)
+		}
+	}
+}

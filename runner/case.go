@@ -228,7 +228,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	}
 	// 7. Expected versus observed. "Blocked": after the last fault took
 	// effect, clients kept asking and nobody was granted the lock again.
-	live := verdict.Liveness{Unavailable: stats.Unavailable}
+	live := verdict.Liveness{Unavailable: stats.Unavailable, NothingGranted: stats.Acquired == 0}
 	if nem.last != 0 && !rec.grantedSince(nem.last) && (stats.NotAcquired > 0 || stats.Errors > 0) {
 		live.Blocked = true
 	}

@@ -14,12 +14,15 @@ type Liveness struct {
 	Blocked bool
 	// Unavailable counts operations the lock service refused to serve.
 	Unavailable int64
+	// NothingGranted: no client was granted the lock in the whole case,
+	// so mutual exclusion was never exercised.
+	NothingGranted bool
 }
 
 // Observe turns a checker verdict into outcomes. checked=false means
 // nothing was recorded, so nothing can be said about safety.
 func Observe(v checker.Verdict, checked bool, l Liveness) Observed {
-	o := Observed{Counts: map[Outcome]int{}, Checked: checked}
+	o := Observed{Counts: map[Outcome]int{}, Checked: checked, NothingGranted: l.NothingGranted}
 	if !checked {
 		return o
 	}

@@ -77,6 +77,8 @@ type Observed struct {
 	// Checked is false when nothing was recorded (--no-history): nothing
 	// can be said about safety.
 	Checked bool
+	// NothingGranted: no grant at all, so "safe" would be vacuous.
+	NothingGranted bool
 }
 
 // Unsafe lists the unsafe outcomes observed, sorted.
@@ -197,6 +199,9 @@ func Compare(e Expectation, o Observed) Result {
 	case (wantSafe || len(r.Missing) > 0 || len(e.Forbidden) > 0) && (!o.Checked || o.Undecided):
 		r.Status = Undecided
 		r.Text = fmt.Sprintf("expected %s, but the history was not fully checked", e)
+	case wantSafe && o.NothingGranted:
+		r.Status = Undecided
+		r.Text = fmt.Sprintf("expected %s, but no client was ever granted the lock: mutual exclusion was never exercised", e)
 	default:
 		r.Status = Agrees
 		r.Text = fmt.Sprintf("expected %s, observed %s", e, describe(r.Observed))

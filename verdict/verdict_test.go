@@ -40,6 +40,8 @@ func TestCompare(t *testing.T) {
 		{"fenced: a lost update is forbidden", Expectation{Outcomes: []Outcome{DoubleGrantOutlived}, Forbidden: []Outcome{LostUpdate}},
 			obs(true, false, DoubleGrantOutlived, LostUpdate), Contradicts, false},
 		{"expected violation, not checked", Expect("", LostUpdate), obs(true, true), Undecided, false},
+		{"safe but nothing granted", Expect("", Safe), Observed{Counts: map[Outcome]int{}, Checked: true, NothingGranted: true}, Undecided, false},
+		{"safe and blocked, nothing granted", Expect("", Safe, Blocked), Observed{Counts: map[Outcome]int{Blocked: 1}, Checked: true, NothingGranted: true}, Undecided, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

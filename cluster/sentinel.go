@@ -117,7 +117,11 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra func
 }
 
 // startSentinel starts Sentinel i watching the primary at its proxy. A
-// primary silent for 500 ms is down; two Sentinels must agree.
+// primary silent for 1.5 s is down; two Sentinels must agree. Sentinel pings
+// through the same proxies the clients use, so a fault on the clients'
+// links is one on Sentinel's too: at 500 ms the conformance suite's 500 ms
+// of dropped replies sometimes started a failover of its own, which lost
+// the keys of the tests after it.
 func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*Node, error) {
 	name := fmt.Sprintf("sentinel-%d", i)
 	dir := filepath.Join(c.dir, name)
@@ -143,7 +147,7 @@ func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*No
 	// the cost is a 20 s wait before a second election if the first one
 	// splits its votes.
 	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel announce-ip 127.0.0.1\nsentinel announce-port %d\n"+
-		"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s 500\n"+
+		"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s 1500\n"+
 		"sentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
 		ports[0], dir, portOf(proxy.Listen), SentinelMaster, host, port, SentinelMaster, SentinelMaster, SentinelMaster)
 	path := filepath.Join(dir, "sentinel.conf")

@@ -212,23 +212,34 @@ func manyKeys(n, keys int) []history.Event {
 	return evs
 }
 
-// BenchmarkDoubleGrantsAndFencingMillionEvents: target under 2 s, 300 MB.
-func BenchmarkDoubleGrantsAndFencingMillionEvents(b *testing.B) {
+// fencedManyKeys is a million events of correct mutexes over 8 keys,
+// each grant with a token that only grows.
+func fencedManyKeys() []history.Event {
 	evs := manyKeys(250_000, 8)
 	for i := range evs {
 		if evs[i].Type == history.OK && evs[i].F == A {
 			evs[i].Token = tok(uint64(i))
 		}
 	}
+	return evs
+}
+
+// checkLongKey checks one key's linearizability alone.
+func checkLongKey(evs []history.Event) ([]KeyResult, error) {
+	l := NewLinear()
+	for _, e := range evs {
+		l.Add(e)
+	}
+	return l.Check(context.Background(), time.Minute, "")
+}
+
+// BenchmarkDoubleGrantsAndFencingMillionEvents: target under 2 s, 300 MB.
+func BenchmarkDoubleGrantsAndFencingMillionEvents(b *testing.B) {
+	evs := fencedManyKeys()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c := New(false)
-		for _, e := range evs {
-			c.Add(e)
-		}
-		v, _ := c.Verdict(context.Background(), Options{})
-		if len(v.Violations) != 0 {
+		if v := checkWith(b, false, evs); len(v.Violations) != 0 {
 			b.Fatal(v.Violations[0].Text)
 		}
 	}
@@ -239,11 +250,7 @@ func BenchmarkLinearizable10kOpsKey(b *testing.B) {
 	evs := manyKeys(5_000, 1) // 5,000 cycles = 10,000 operations
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		l := NewLinear()
-		for _, e := range evs {
-			l.Add(e)
-		}
-		res, _ := l.Check(context.Background(), time.Minute, "")
+		res, _ := checkLongKey(evs)
 		if res[0].Result != porcupine.Ok || res[0].Ops != 10_000 {
 			b.Fatalf("%+v", res[0])
 		}
@@ -255,25 +262,10 @@ func BenchmarkLinearizable10kOpsKey(b *testing.B) {
 // tokens give no violation, and a 10,000-operation key is linearizable and
 // counted whole.
 func TestMillionEventsCleanAndLongKeyLinearizable(t *testing.T) {
-	evs := manyKeys(250_000, 8)
-	for i := range evs {
-		if evs[i].Type == history.OK && evs[i].F == A {
-			evs[i].Token = tok(uint64(i))
-		}
+	if v := checkWith(t, false, fencedManyKeys()); len(v.Violations) != 0 {
+		t.Fatalf("%d violations (first: %v)", len(v.Violations), v.Violations)
 	}
-	c := New(false)
-	for _, e := range evs {
-		c.Add(e)
-	}
-	v, err := c.Verdict(context.Background(), Options{})
-	if err != nil || len(v.Violations) != 0 {
-		t.Fatalf("err %v, %d violations (first: %v)", err, len(v.Violations), v.Violations)
-	}
-	l := NewLinear()
-	for _, e := range manyKeys(5_000, 1) {
-		l.Add(e)
-	}
-	res, err := l.Check(context.Background(), time.Minute, "")
+	res, err := checkLongKey(manyKeys(5_000, 1))
 	if err != nil || len(res) != 1 || res[0].Result != porcupine.Ok || res[0].Ops != 10_000 {
 		t.Fatalf("10k-operation key: %+v %v", res, err)
 	}

@@ -68,8 +68,11 @@ func contended(seed uint64, clients, grants int) []history.Event {
 	return evs
 }
 
-func checkAll(t testing.TB, evs []history.Event) Verdict {
-	c := New(true)
+func checkAll(t testing.TB, evs []history.Event) Verdict { return checkWith(t, true, evs) }
+
+// checkWith runs the whole checker over evs, linearizability included or not.
+func checkWith(t testing.TB, linear bool, evs []history.Event) Verdict {
+	c := New(linear)
 	for _, e := range evs {
 		c.Add(e)
 	}
@@ -138,12 +141,7 @@ func BenchmarkExactMillionOpsOneKeyNoDrawing(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c := New(false)
-		for _, e := range evs {
-			c.Add(e)
-		}
-		v, _ := c.Verdict(context.Background(), Options{})
-		if len(v.Violations) != 0 {
+		if v := checkWith(b, false, evs); len(v.Violations) != 0 {
 			b.Fatal(v.Violations[0].Text)
 		}
 	}

@@ -18,21 +18,9 @@ func promises(a impls.Approach) string {
 	} else {
 		p = append(p, "unsafe")
 	}
-	c, w := a.Caps, a.Weak
-	for _, f := range []struct {
-		on   bool
-		name string
-	}{
-		{c.TTL, "ttl"}, {c.Reentrant, "reentrant"}, {c.Fair, "fair"}, {c.Blocking, "blocking"},
-		{c.Fencing, "fencing"}, {c.FaultTolerant, "fault-tolerant"}, {c.Renewal, "renewal"},
-		{c.LossSignal, "loss-signal"}, {c.FreedOnDisconnect, "freed-on-disconnect"},
-		{w.RacyAcquire, "weak:racy-acquire"}, {w.ReleaseNotOwnerChecked, "weak:release-not-owner-checked"},
-		{w.ReleaseCheckNotAtomic, "weak:release-check-not-atomic"}, {w.NoExpiry, "weak:no-expiry"},
-		{w.ReapsLiveHolder, "weak:reaps-live-holder"},
-	} {
-		if f.on {
-			p = append(p, f.name)
-		}
+	p = append(p, a.Caps.Names()...)
+	for _, w := range a.Weak.Names() {
+		p = append(p, "weak:"+w)
 	}
 	if a.CrashFreedAfter > 0 {
 		p = append(p, fmt.Sprintf("crash-freed-after:%v", a.CrashFreedAfter))

@@ -42,7 +42,7 @@ func TestLocalFullCluster(t *testing.T) {
 	if out, err := redisCommand(ctx, e.Redis[4], "PING"); err != nil || out != "PONG" {
 		t.Fatalf("redis via proxy: %q %v", out, err)
 	}
-	if out, err := zkFourLetter(ctx, e.ZooKeeper[2], "ruok"); err != nil || out != "imok" {
+	if out, err := ZKFourLetter(ctx, e.ZooKeeper[2], "ruok"); err != nil || out != "imok" {
 		t.Fatalf("zk via proxy: %q %v", out, err)
 	}
 	db, err := sql.Open("mysql", e.MySQL)

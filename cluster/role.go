@@ -28,7 +28,7 @@ const (
 func (n *Node) Role(ctx context.Context) (string, error) {
 	switch n.Backend {
 	case impls.ZooKeeper:
-		out, err := zkFourLetter(ctx, n.direct, "srvr")
+		out, err := ZKFourLetter(ctx, n.direct, "srvr")
 		if err != nil {
 			return "", fmt.Errorf("role of %s: %w", n.Name, err)
 		}

@@ -304,7 +304,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error)
 					"org.apache.zookeeper.server.quorum.QuorumPeerMain", "./zoo.cfg"},
 			},
 			health: func(ctx context.Context) error {
-				out, err := zkFourLetter(ctx, a, "srvr")
+				out, err := ZKFourLetter(ctx, a, "srvr")
 				if err != nil {
 					return err
 				}
@@ -324,7 +324,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error)
 
 // ZKFourLetter sends a ZooKeeper four-letter command ("srvr", "ruok") and
 // returns the answer.
-func zkFourLetter(ctx context.Context, a, cmd string) (string, error) {
+func ZKFourLetter(ctx context.Context, a, cmd string) (string, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", a)
 	if err != nil {

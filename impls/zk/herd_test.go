@@ -1,9 +1,7 @@
 package zk
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -20,21 +19,17 @@ func watchedPaths(t *testing.T, servers []string, dir string) []string {
 	t.Helper()
 	var out []string
 	for _, a := range servers {
-		conn, err := net.DialTimeout("tcp", a, 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		answer, err := cluster.ZKFourLetter(ctx, a, "wchp")
+		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn.SetDeadline(time.Now().Add(2 * time.Second))
-		if _, err := conn.Write([]byte("wchp")); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(conn)
-		for sc.Scan() {
-			if p := sc.Text(); strings.HasPrefix(p, dir+"/") && !slices.Contains(out, p) {
+		for _, p := range strings.Split(answer, "\n") {
+			if strings.HasPrefix(p, dir+"/") && !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 		}
-		conn.Close()
 	}
 	slices.Sort(out)
 	return out

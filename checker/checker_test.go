@@ -161,19 +161,42 @@ func TestNonLinearizableKeyGetsVisualization(t *testing.T) {
 	}
 }
 
-func TestTimeLimitGivesUnknown(t *testing.T) {
-	// Many overlapping indeterminate acquires and releases explode the
-	// search space; a tiny limit must come back as unknown, not hang.
-	var evs []history.Event
+// TestTimeLimitBoundsPorcupineNotTheVerdict: a time limit too short for
+// porcupine to decide anything (it gives Unknown) leaves the verdict
+// decided, by the exact mutex check: "no" with the one double grant of the
+// history, and "yes" for the same history without it. The limit only
+// bounds porcupine's drawing of a failing key.
+func TestTimeLimitBoundsPorcupineNotTheVerdict(t *testing.T) {
+	const limit = time.Nanosecond
+	var clean []history.Event
 	for p := 0; p < 60; p++ {
-		evs = append(evs, ev(p, history.Invoke, A, "k", int64(p)), ev(p, history.Info, A, "k", int64(p)+1))
-		evs = append(evs, ev(100+p, history.Invoke, R, "k", int64(p)), ev(100+p, history.Info, R, "k", int64(p)+1))
+		clean = append(clean, ev(p, history.Invoke, A, "k", int64(p)), ev(p, history.Info, A, "k", int64(p)+1))
+		clean = append(clean, ev(100+p, history.Invoke, R, "k", int64(p)), ev(100+p, history.Info, R, "k", int64(p)+1))
 	}
-	evs = append(evs, ev(999, history.Invoke, A, "k", 1000), ev(999, history.OK, A, "k", 1001),
-		ev(998, history.Invoke, A, "k", 1002), ev(998, history.OK, A, "k", 1003))
-	v := verdict(t, evs, Options{TimeLimit: time.Millisecond})
-	if v.Linearizable == "yes" {
-		t.Fatalf("linearizable %q", v.Linearizable)
+	clean = append(clean, ev(999, history.Invoke, A, "k", 1000), ev(999, history.OK, A, "k", 1001))
+	overlap := append(append([]history.Event(nil), clean...), ev(998, history.Invoke, A, "k", 1002), ev(998, history.OK, A, "k", 1003))
+
+	l := NewLinear()
+	for _, e := range overlap {
+		l.Add(e)
+	}
+	res, err := l.Check(context.Background(), limit, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Result != porcupine.Unknown {
+		t.Fatalf("porcupine with a %v limit: %+v, want one key, Unknown", limit, res)
+	}
+
+	v := verdict(t, overlap, Options{TimeLimit: limit, HTMLDir: t.TempDir()})
+	if v.Linearizable != "no" || len(v.DoubleGrants) != 1 {
+		t.Fatalf("overlap, %v limit: linearizable %q, %d double grants; want no, 1", limit, v.Linearizable, len(v.DoubleGrants))
+	}
+	if len(v.Linear) != 1 || v.Linear[0].Result != porcupine.Illegal {
+		t.Fatalf("key result %+v, want Illegal (decided by the mutex check)", v.Linear)
+	}
+	if v := verdict(t, clean, Options{TimeLimit: limit}); v.Linearizable != "yes" || len(v.Violations) != 0 {
+		t.Fatalf("clean, %v limit: linearizable %q, %v; want yes, none", limit, v.Linearizable, kinds(v))
 	}
 }
 
@@ -268,5 +291,39 @@ func TestMillionEventsCleanAndLongKeyLinearizable(t *testing.T) {
 	res, err := checkLongKey(manyKeys(5_000, 1))
 	if err != nil || len(res) != 1 || res[0].Result != porcupine.Ok || res[0].Ops != 10_000 {
 		t.Fatalf("10k-operation key: %+v %v", res, err)
+	}
+}
+
+// TestIndeterminateAcquireThenRelease: a process whose acquire came back
+// indeterminate and which then released the lock successfully held it for
+// at least one instant inside that release. That instant must find the
+// lock free of every other holder, or the release was a phantom.
+func TestIndeterminateAcquireThenRelease(t *testing.T) {
+	lost := []history.Event{ev(1, history.Invoke, A, "k", 10), ev(1, history.Info, A, "k", 20)}
+	for _, tt := range []struct {
+		name    string
+		rest    []history.Event
+		phantom bool
+	}{
+		{"nobody else", []history.Event{ev(1, history.Invoke, R, "k", 30), ev(1, history.OK, R, "k", 40)}, false},
+		{"another holds throughout", []history.Event{
+			ev(2, history.Invoke, A, "k", 21), ev(2, history.OK, A, "k", 22),
+			ev(1, history.Invoke, R, "k", 30), ev(1, history.OK, R, "k", 40),
+			ev(2, history.Invoke, R, "k", 50), ev(2, history.OK, R, "k", 51)}, true},
+		{"another lets go during the release", []history.Event{
+			ev(2, history.Invoke, A, "k", 21), ev(2, history.OK, A, "k", 22),
+			ev(1, history.Invoke, R, "k", 30), ev(2, history.Invoke, R, "k", 35),
+			ev(1, history.OK, R, "k", 40), ev(2, history.OK, R, "k", 41)}, false},
+		{"another lets go the instant it is answered", []history.Event{
+			ev(2, history.Invoke, A, "k", 21), ev(2, history.OK, A, "k", 22),
+			ev(1, history.Invoke, R, "k", 30), ev(1, history.OK, R, "k", 40),
+			ev(2, history.Invoke, R, "k", 40), ev(2, history.OK, R, "k", 41)}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := verdict(t, append(append([]history.Event(nil), lost...), tt.rest...), Options{})
+			if got := v.Classes[PhantomRelease] == 1 && v.Linearizable == "no"; got != tt.phantom {
+				t.Fatalf("phantom release found = %v, want %v (linearizable %s, %v)", got, tt.phantom, v.Linearizable, kinds(v))
+			}
+		})
 	}
 }

@@ -88,10 +88,18 @@ type Mutex struct {
 	// take effect at any time after its invocation, or never).
 	infoAcquire map[procKey]bool
 	// unheld: a release invoked by a process that holds nothing there.
-	unheld   map[procKey]int64 // -> the release's event index
-	phantoms []Phantom
-	origin   int64
-	seen     bool
+	unheld map[procKey]int64 // -> the release's event index
+	// pointRelease: a release by a process whose acquire was
+	// indeterminate. Its tenure is as short as the model allows: one
+	// instant inside the release, which must find the lock free of every
+	// other holder's certain span (see pointFits).
+	pointRelease map[procKey]pointRel
+	// pointChecks wait for every event up to their release's answer: a
+	// span that ends at that same instant may come later in the file.
+	pointChecks []pointCheck
+	phantoms    []Phantom
+	origin      int64
+	seen        bool
 }
 
 // Phantom is a release that succeeded for a process that did not hold the
@@ -108,7 +116,18 @@ type Phantom struct {
 // NewMutex returns an empty checker.
 func NewMutex() *Mutex {
 	return &Mutex{open: map[procKey]Interval{}, intervals: map[string][]Interval{}, closed: map[procKey]int{},
-		infoAcquire: map[procKey]bool{}, unheld: map[procKey]int64{}}
+		infoAcquire: map[procKey]bool{}, unheld: map[procKey]int64{}, pointRelease: map[procKey]pointRel{}}
+}
+
+type pointRel struct {
+	t     int64 // the release's invocation
+	index int64
+}
+
+type pointCheck struct {
+	pk           procKey
+	rel          pointRel
+	okT, okIndex int64
 }
 
 // Add feeds one event, in history order.
@@ -117,6 +136,9 @@ func (m *Mutex) Add(ev history.Event) {
 		m.origin, m.seen = ev.T, true
 	}
 	pk := procKey{ev.Proc, ev.Key}
+	if len(m.pointChecks) > 0 && m.pointChecks[0].okT < ev.T {
+		m.settlePoints(ev.T)
+	}
 	switch {
 	case ev.F == history.Crash:
 		// A crashed holder does nothing more: its tenure ends here, and
@@ -150,10 +172,17 @@ func (m *Mutex) Add(ev history.Event) {
 	case ev.F == history.Release && ev.Type == history.Fail:
 		// Told the lock was no longer its own: it was taken away.
 		delete(m.unheld, pk)
+		delete(m.pointRelease, pk)
 		if i, ok := m.closed[pk]; ok && m.intervals[ev.Key][i].Learned == 0 {
 			m.intervals[ev.Key][i].Learned = ev.T
 		}
+	case ev.F == history.Release && ev.Type == history.Info:
+		delete(m.pointRelease, pk) // it may not have taken effect
 	case ev.F == history.Release && ev.Type == history.OK:
+		if p, ok := m.pointRelease[pk]; ok {
+			delete(m.pointRelease, pk)
+			m.pointChecks = append(m.pointChecks, pointCheck{pk: pk, rel: p, okT: ev.T, okIndex: ev.Index})
+		}
 		if idx, ok := m.unheld[pk]; ok {
 			delete(m.unheld, pk)
 			m.phantoms = append(m.phantoms, Phantom{Key: ev.Key, Proc: ev.Proc, T: ev.T, Index: ev.Index, InvokeIdx: idx,
@@ -164,8 +193,10 @@ func (m *Mutex) Add(ev history.Event) {
 		if !held {
 			if m.infoAcquire[pk] {
 				// Its indeterminate acquire took effect after all; a
-				// tenure as short as the model allows, ending here.
+				// tenure as short as the model allows, inside this
+				// release, which its answer settles.
 				delete(m.infoAcquire, pk)
+				m.pointRelease[pk] = pointRel{t: ev.T, index: ev.Index}
 				return
 			}
 			m.unheld[pk] = ev.Index
@@ -178,6 +209,54 @@ func (m *Mutex) Add(ev history.Event) {
 		iv.End, iv.EndIndex = ev.T, ev.Index
 		m.closeInterval(pk, iv)
 	}
+}
+
+// settlePoints decides the point releases answered before now: every
+// event up to their answer has been seen.
+func (m *Mutex) settlePoints(now int64) {
+	rest := m.pointChecks[:0]
+	for _, c := range m.pointChecks {
+		if c.okT >= now {
+			rest = append(rest, c)
+			continue
+		}
+		if !m.pointFits(c.pk, c.rel.t, c.okT) {
+			m.phantoms = append(m.phantoms, Phantom{Key: c.pk.key, Proc: c.pk.proc, T: c.okT, Index: c.okIndex, InvokeIdx: c.rel.index,
+				LastHolder: m.lastHolder(c.pk.key, c.pk.proc)})
+		}
+	}
+	m.pointChecks = rest
+}
+
+// pointFits reports whether some instant in [from, to] is outside every
+// other process's certain span on the key ([acquire ok, release invoke]):
+// where a tenure of one instant can sit. Events come in time order, so the
+// closed spans that reach past from are the last ones closed.
+func (m *Mutex) pointFits(pk procKey, from, to int64) bool {
+	var spans [][2]int64
+	ivs := m.intervals[pk.key]
+	for i := len(ivs) - 1; i >= 0 && ivs[i].End >= from; i-- {
+		if ivs[i].Proc != pk.proc && ivs[i].Start <= to {
+			spans = append(spans, [2]int64{ivs[i].Start, ivs[i].End})
+		}
+	}
+	for opk, iv := range m.open {
+		if opk.key == pk.key && opk.proc != pk.proc && iv.Start <= to {
+			spans = append(spans, [2]int64{iv.Start, iv.End})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
+	free := from // every instant before free is covered
+	for _, sp := range spans {
+		if sp[0] >= free { // instants that tie may be ordered either way
+			return true
+		}
+		free = max(free, sp[1])
+		if free > to {
+			return false
+		}
+	}
+	return free <= to
 }
 
 func (m *Mutex) closeInterval(pk procKey, iv Interval) {
@@ -204,7 +283,10 @@ func (m *Mutex) lastHolder(key string, proc int) int {
 
 // Phantoms are the releases that succeeded without their process holding
 // the lock.
-func (m *Mutex) Phantoms() []Phantom { return append([]Phantom(nil), m.phantoms...) }
+func (m *Mutex) Phantoms() []Phantom {
+	m.settlePoints(math.MaxInt64)
+	return append([]Phantom(nil), m.phantoms...)
+}
 
 // Keys lists the keys that had a holder.
 func (m *Mutex) Keys() []string {

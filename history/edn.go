@@ -447,14 +447,15 @@ func keyString(k any) string {
 // ReadFileFormat reads a history file as "jsonl" (locklab's), "edn" or
 // "jepsen-json" (Jepsen's); "" detects the format from the file's start.
 func ReadFileFormat(r io.Reader, format, name string, fn func(Event) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(64 << 10)
 	if format == "" {
-		br := bufio.NewReaderSize(r, 64<<10)
-		head, _ := br.Peek(64 << 10)
-		format, r = DetectFormat(head), br
-		if len(head) >= 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF {
-			br.Discard(3) // a UTF-8 byte order mark, as some editors write
-		}
+		format = DetectFormat(head)
 	}
+	if len(head) >= 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF {
+		br.Discard(3) // a UTF-8 byte order mark, as some editors write, whatever the format
+	}
+	r = br
 	switch format {
 	case "jsonl":
 		return ReadJSONL(r, fn)

@@ -34,7 +34,9 @@ func ReadJepsenJSON(r io.Reader, fn func(Event) error) error {
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(br)
+	bounded := &boundedOps{r: br}
+	dec := json.NewDecoder(bounded)
+	bounded.dec = dec
 	if first == '[' {
 		if _, err := dec.Token(); err != nil {
 			return fmt.Errorf("operation 1: %w", err)
@@ -62,6 +64,27 @@ func ReadJepsenJSON(r io.Reader, fn func(Event) error) error {
 			return err
 		}
 	}
+}
+
+// maxJepsenOp bounds one operation, as ReadJSONL bounds a line: an endless
+// value (a corrupt file, /dev/zero) is an error, not a growing buffer.
+const maxJepsenOp = 16 << 20
+
+// boundedOps feeds a json.Decoder and fails once the decoder has buffered
+// more than maxJepsenOp bytes past the end of the last value it decoded.
+type boundedOps struct {
+	r    io.Reader
+	dec  *json.Decoder
+	read int64
+}
+
+func (b *boundedOps) Read(p []byte) (int, error) {
+	if b.read-b.dec.InputOffset() > maxJepsenOp {
+		return 0, fmt.Errorf("longer than %d bytes", maxJepsenOp)
+	}
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	return n, err
 }
 
 func firstByte(br *bufio.Reader) (byte, error) {
@@ -161,7 +184,8 @@ func orNull(r json.RawMessage) json.RawMessage {
 func DetectFormat(head []byte) string {
 	head = bytes.TrimPrefix(head, []byte{0xEF, 0xBB, 0xBF})
 	t := bytes.TrimLeft(head, " \t\r\n")
-	if bytes.HasPrefix(t, []byte("[")) {
+	array := bytes.HasPrefix(t, []byte("["))
+	if array {
 		t = bytes.TrimLeft(t[1:], " \t\r\n,")
 	}
 	if bytes.HasPrefix(t, []byte("{")) {
@@ -169,11 +193,15 @@ func DetectFormat(head []byte) string {
 		if bytes.HasPrefix(rest, []byte(":")) {
 			return "edn"
 		}
-		line := t
-		if i := bytes.IndexByte(line, '\n'); i > 0 {
-			line = line[:i]
+		if array {
+			return "jepsen-json" // locklab's JSONL is never one array
 		}
-		if bytes.Contains(line, []byte(`"process"`)) && !bytes.Contains(line, []byte(`"proc"`)) {
+		// The first object, pretty-printed over several lines or not.
+		obj := t
+		if i := bytes.IndexByte(obj, '}'); i > 0 {
+			obj = obj[:i]
+		}
+		if bytes.Contains(obj, []byte(`"process"`)) && !bytes.Contains(obj, []byte(`"proc"`)) {
 			return "jepsen-json"
 		}
 		return "jsonl"

@@ -44,6 +44,8 @@ func TestReadJepsenJSONErrorsNameTheOperation(t *testing.T) {
 		{"bad type", `[{"type":"maybe","f":"acquire","process":1}]`, `unknown type "maybe"`},
 		{"truncated", `[{"type":"ok","f":"acquire","process":1},`, "operation 2"},
 		{"not json", "{oops}\n", "operation 1"},
+		{"endless operation", `[{"type":"ok","f":"acquire","process":1},{"value":"` + strings.Repeat("x", 17<<20), "operation 2: longer than 16777216 bytes"},
+		{"nul bytes", strings.Repeat("\x00", 1<<20), "operation 1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := ReadJepsenJSON(strings.NewReader(tt.in), func(Event) error { return nil })
@@ -56,14 +58,16 @@ func TestReadJepsenJSONErrorsNameTheOperation(t *testing.T) {
 
 func TestDetectFormat(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"i":0,"proc":1,"type":"invoke","f":"acquire","t":1}`:            "jsonl",
-		`{"index":0,"process":1,"type":"invoke","f":"acquire","time":1}`:  "jepsen-json",
-		`[{"index":0,"process":1,"type":"invoke","f":"acquire"}]`:         "jepsen-json",
-		" \n[\n  {\"process\": 0, \"type\": \"ok\", \"f\": \"acquire\"}]": "jepsen-json",
-		`{:process 0, :type :invoke, :f :acquire}`:                        "edn",
-		`[{:process 0 :type :ok :f :acquire}]`:                            "edn",
-		"\ufeff{\"proc\":1,\"type\":\"ok\",\"f\":\"acquire\",\"t\":1}":    "jsonl",
-		"; a comment\n{:process 0}":                                       "edn",
+		`{"i":0,"proc":1,"type":"invoke","f":"acquire","t":1}`:                             "jsonl",
+		`{"index":0,"process":1,"type":"invoke","f":"acquire","time":1}`:                   "jepsen-json",
+		`[{"index":0,"process":1,"type":"invoke","f":"acquire"}]`:                          "jepsen-json",
+		" \n[\n  {\"process\": 0, \"type\": \"ok\", \"f\": \"acquire\"}]":                  "jepsen-json",
+		`{:process 0, :type :invoke, :f :acquire}`:                                         "edn",
+		`[{:process 0 :type :ok :f :acquire}]`:                                             "edn",
+		"\ufeff{\"proc\":1,\"type\":\"ok\",\"f\":\"acquire\",\"t\":1}":                     "jsonl",
+		"; a comment\n{:process 0}":                                                        "edn",
+		"[\n  {\n    \"index\": 0,\n    \"type\": \"invoke\",\n    \"process\": 1\n  }\n]": "jepsen-json",
+		"{\n  \"index\": 0,\n  \"type\": \"invoke\",\n  \"process\": 1\n}\n":               "jepsen-json",
 	} {
 		if got := DetectFormat([]byte(in)); got != want {
 			t.Errorf("%q: %s, want %s", in, got, want)

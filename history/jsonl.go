@@ -162,6 +162,11 @@ func ReadJSONL(r io.Reader, fn func(Event) error) error {
 		if len(raw) == 0 {
 			continue
 		}
+		// encoding/json would quietly turn invalid UTF-8 into U+FFFD: a
+		// corrupt file must be refused, not read as other keys.
+		if !utf8.Valid(raw) {
+			return fmt.Errorf("line %d: not valid UTF-8", line)
+		}
 		var ev Event
 		if err := decodeLine(raw, &ev); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)

@@ -57,12 +57,35 @@ func TestReadJSONLErrorsNameTheLine(t *testing.T) {
 		{"bad json", `{"proc":1,"type":"ok","f":"acquire","t":1}` + "\n{oops\n", "line 2"},
 		{"bad type", `{"proc":1,"type":"maybe","f":"acquire","t":1}`, `line 1: unknown type "maybe"`},
 		{"missing f", `{"proc":1,"type":"ok","t":1}`, "line 1: missing f"},
+		{"invalid utf-8", `{"proc":1,"type":"ok","f":"acquire","t":1}` + "\n" + `{"proc":1,"type":"ok","f":"acquire","key":"k` + "\xff" + `","t":2}`, "line 2: not valid UTF-8"},
+		{"line over 16 MiB", `{"proc":1,"type":"ok","f":"acquire","key":"` + strings.Repeat("k", 17<<20) + `","t":1}`, "line 1: bufio.Scanner: token too long"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := ReadJSONL(strings.NewReader(tt.in), func(Event) error { return nil })
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestReadFileFormatSkipsByteOrderMark: a UTF-8 byte order mark, as some
+// editors write, is skipped whether the format is detected or named.
+func TestReadFileFormatSkipsByteOrderMark(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	tests := []struct{ format, in string }{
+		{"", bom + `{"proc":1,"type":"invoke","f":"acquire","t":1}`},
+		{"jsonl", bom + `{"proc":1,"type":"invoke","f":"acquire","t":1}`},
+		{"edn", bom + `{:process 1, :type :invoke, :f :acquire, :time 1}`},
+		{"jepsen-json", bom + `[{"process": 1, "type": "invoke", "f": "acquire", "time": 1}]`},
+	}
+	for _, tt := range tests {
+		t.Run("format "+tt.format, func(t *testing.T) {
+			var evs []Event
+			err := ReadFileFormat(strings.NewReader(tt.in), tt.format, "h", func(ev Event) error { evs = append(evs, ev); return nil })
+			if err != nil || len(evs) != 1 || evs[0].F != Acquire {
+				t.Fatalf("err = %v, events %+v; want one acquire", err, evs)
 			}
 		})
 	}

@@ -202,7 +202,7 @@ func TestConnectExternalMySQLDSNGoesThroughProxy(t *testing.T) {
 
 // TestExampleConfigParses keeps the shipped example in step with the parser.
 func TestExampleConfigParses(t *testing.T) {
-	cfg, err := LoadExternalConfig("../examples/compose-cluster.yaml")
+	cfg, err := LoadExternalConfig(context.Background(), "../examples/compose-cluster.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

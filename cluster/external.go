@@ -48,21 +48,42 @@ func (c ExternalConfig) Has(b impls.Backend) bool {
 const maxConfigSize = 1 << 20
 
 // LoadExternalConfig reads and validates a YAML file of server addresses.
-func LoadExternalConfig(path string) (ExternalConfig, error) {
+// The read stops at ctx's end: a FIFO nobody writes to blocks in open(2),
+// and a Ctrl-C must still end the command.
+func LoadExternalConfig(ctx context.Context, path string) (ExternalConfig, error) {
 	var cfg ExternalConfig
-	f, err := os.Open(path)
-	if err != nil {
-		return cfg, fmt.Errorf("cluster config: %w", err)
+	type read struct {
+		b      []byte
+		err    error
+		opened bool
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
-	if err != nil {
-		return cfg, fmt.Errorf("cluster config %s: %w", path, err)
+	done := make(chan read, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err != nil {
+			done <- read{err: err}
+			return
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+		done <- read{b, err, true}
+	}()
+	var r read
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		return cfg, fmt.Errorf("cluster config %s: %w", path, ctx.Err())
 	}
-	if len(b) > maxConfigSize {
+	if r.err != nil && !r.opened {
+		return cfg, fmt.Errorf("cluster config: %w", r.err) // names the path
+	}
+	if r.err != nil {
+		return cfg, fmt.Errorf("cluster config %s: %w", path, r.err)
+	}
+	if len(r.b) > maxConfigSize {
 		return cfg, fmt.Errorf("cluster config %s: larger than %d bytes; not a list of addresses", path, maxConfigSize)
 	}
-	if err := ParseExternalConfig(b, &cfg); err != nil {
+	if err := ParseExternalConfig(r.b, &cfg); err != nil {
 		return cfg, fmt.Errorf("cluster config %s: %w", path, err)
 	}
 	return cfg, nil

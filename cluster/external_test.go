@@ -51,7 +51,7 @@ func TestParseExternalConfigAllServerKinds(t *testing.T) {
 }
 
 func TestLoadExternalConfigIsBounded(t *testing.T) {
-	if _, err := LoadExternalConfig("/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := LoadExternalConfig(context.Background(), "/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("err = %v, want the size bound named", err)
 	}
 }

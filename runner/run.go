@@ -114,7 +114,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 	// Usage errors first: nothing is created for a run that cannot start.
 	var ext *cluster.ExternalConfig
 	if p.External != "" {
-		cfg, err := cluster.LoadExternalConfig(p.External)
+		cfg, err := cluster.LoadExternalConfig(ctx, p.External)
 		if err != nil {
 			return nil, usageErr(err)
 		}

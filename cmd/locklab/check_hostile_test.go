@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -52,29 +53,48 @@ func TestCheckUnwritableOutputs(t *testing.T) {
 	}
 }
 
-// check on a FIFO nobody writes to (open blocks) or a quiet pipe (read
-// blocks) still stops at SIGTERM, with the interrupted exit code.
-func TestCheckBlockedInputStopsOnSIGTERM(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "history.fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
+// A command whose input is a FIFO nobody writes to (open blocks) still
+// stops at SIGTERM or SIGINT, with the interrupted exit code: check reading
+// a history, and bench reading its --config.
+func TestBlockedInputStopsOnSignal(t *testing.T) {
+	tests := []struct {
+		name string
+		args func(fifo string) []string
+		sig  syscall.Signal
+	}{
+		{"check SIGTERM", func(f string) []string { return []string{"check", f} }, syscall.SIGTERM},
+		{"check SIGINT", func(f string) []string { return []string{"check", f} }, syscall.SIGINT},
+		{"bench config SIGTERM", func(f string) []string {
+			return []string{"bench", "--cluster", "external", "--config", f, "--results", filepath.Join(filepath.Dir(f), "results")}
+		}, syscall.SIGTERM},
 	}
-	cmd := exec.Command(binary, "check", fifo)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-		if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-			t.Fatalf("exit %d, want %d", code, exitInterrupted)
-		}
-	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("check blocked on a FIFO ignored SIGTERM")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "input.fifo")
+			if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(binary, tt.args(fifo)...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			cmd.Process.Signal(tt.sig)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+				if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+					t.Fatalf("exit %d, want %d", code, exitInterrupted)
+				}
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("blocked on a FIFO, %v did not stop it", tt.sig)
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(fifo), "results")); !os.IsNotExist(err) {
+				t.Errorf("a results folder was created (stat: %v)", err)
+			}
+		})
 	}
 }
 

@@ -130,3 +130,31 @@ func TestExitForRepeats(t *testing.T) {
 		})
 	}
 }
+
+// TestExitFor: the single-run gate never passes what it did not verify; a
+// contradiction outranks an undecided case.
+func TestExitFor(t *testing.T) {
+	agree := verdict.Result{Status: verdict.Agrees, Text: "a agrees"}
+	unsafe := verdict.Result{Status: verdict.Contradicts, Text: "b double-granted"}
+	undecided := verdict.Result{Status: verdict.Undecided, Text: "c never exercised"}
+	for _, tt := range []struct {
+		name string
+		vs   []verdict.Result
+		want int
+		line string
+	}{
+		{"all agree", []verdict.Result{agree, agree}, exitOK, ""},
+		{"one undecided", []verdict.Result{agree, undecided}, exitUndecided, "1 case(s) could not be verified: c never exercised"},
+		{"contradiction and undecided", []verdict.Result{undecided, unsafe, agree}, exitUnsafe, "1 case(s) contradict their expectation: b double-granted"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var errb strings.Builder
+			if got := exitFor(tt.vs, &errb); got != tt.want {
+				t.Errorf("exit %d, want %d (stderr %q)", got, tt.want, errb.String())
+			}
+			if !strings.Contains(errb.String(), tt.line) || (tt.line == "") != (errb.Len() == 0) {
+				t.Errorf("stderr %q, want %q", errb.String(), tt.line)
+			}
+		})
+	}
+}

@@ -49,6 +49,10 @@ func TestHostileArguments(t *testing.T) {
 		{"zero duration", []string{"bench", "--duration", "0", "--results", results}, exitUsage, "must be positive"},
 		{"port out of range", []string{"bench", "--cluster", "external", "--config", cfg, "--results", results}, exitUsage, "is not a port"},
 		{"config is /dev/zero", []string{"bench", "--cluster", "external", "--config", "/dev/zero", "--results", results}, exitUsage, "larger than"},
+		{"cluster up usage lists every server kind", []string{"help", "cluster", "up"}, exitOK, "redis (5 nodes), mysql, zookeeper (3 nodes), postgres, etcd (3 nodes)"},
+		{"edn history is /dev/zero", []string{"check", "--format", "edn", "/dev/zero"}, exitUsage, "longer than 1048576 bytes"},
+		{"jepsen-json history is /dev/zero", []string{"check", "--format", "jepsen-json", "/dev/zero"}, exitUsage, "operation 1"},
+		{"jsonl history is /dev/zero", []string{"check", "/dev/zero"}, exitUsage, "line 1: bufio.Scanner: token too long"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,12 +130,13 @@ func TestBenchSIGHUPIsAnInterrupt(t *testing.T) {
 		t.Fatalf("complete=%v note=%q", res.Complete, res.Note)
 	}
 	waitNoServers(t, tmp)
+	noTempDirsLeft(t, tmp)
 }
 
 // Ctrl-C while the servers are still starting is an interrupt (130), not a
 // server failure (3), however the cut-short start reads.
 func TestSIGINTDuringClusterStartIsAnInterrupt(t *testing.T) {
-	for _, after := range []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond} {
+	for _, after := range []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond, 2500 * time.Millisecond} {
 		tmp := t.TempDir()
 		results := filepath.Join(tmp, "r")
 		cmd := locklab(tmp, "bench", "--approaches", "redis-redlock,mysql-for-update,zk-sequential,etcd-lease,pg-advisory",
@@ -151,6 +156,10 @@ func TestSIGINTDuringClusterStartIsAnInterrupt(t *testing.T) {
 		if res.Complete || res.FinishedAt.IsZero() || !strings.Contains(res.Note, "interrupted") {
 			t.Fatalf("after %v: complete=%v finished=%v note=%q", after, res.Complete, res.FinishedAt, res.Note)
 		}
+		if strings.Contains(out.String(), "not healthy") || strings.Contains(out.String(), "signal: killed") {
+			t.Errorf("after %v: an interrupt reads like a server failure:\n%s", after, out.String())
+		}
 		waitNoServers(t, tmp)
+		noTempDirsLeft(t, tmp)
 	}
 }

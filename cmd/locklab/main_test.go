@@ -200,6 +200,13 @@ func TestBenchSIGINTLeavesValidResultsAndNoServers(t *testing.T) {
 		}
 	}
 	waitNoServers(t, tmp)
+	noTempDirsLeft(t, tmp)
+}
+
+// noTempDirsLeft fails when a locklab temp dir (servers' data) is left in
+// tmp, the TMPDIR locklab ran with.
+func noTempDirsLeft(t *testing.T, tmp string) {
+	t.Helper()
 	if left, _ := filepath.Glob(filepath.Join(tmp, "locklab-*")); len(left) != 0 {
 		t.Errorf("temp dirs left: %v", left)
 	}
@@ -264,7 +271,7 @@ func TestBadInputExitCodes(t *testing.T) {
 		{"malformed config", []string{"bench", "--cluster", "external", "--config", badYAML,
 			"--results", filepath.Join(tmp, "r")}, exitUsage, "malformed YAML"},
 		{"unreachable server", []string{"bench", "--cluster", "external", "--config", writeFile(t, tmp, "down.yaml", "redis: [127.0.0.1:1]\n"),
-			"--backends", "redis-setnx-px-lua", "--results", filepath.Join(tmp, "r2")}, exitInfra, "unreachable"},
+			"--backends", "redis-setnx-px-lua", "--results", filepath.Join(tmp, "r2")}, exitInfra, "127.0.0.1:1 unreachable"},
 		{"unknown command", []string{"frob"}, exitUsage, `unknown command "frob"`},
 		{"check missing file", []string{"check", filepath.Join(tmp, "none.jsonl")}, exitUsage, "no such file"},
 		{"check corrupt file", []string{"check", writeFile(t, tmp, "bad.jsonl", "{\"proc\":1,\"type\":\"ok\",\"f\":\"acquire\",\"t\":1}\n{oops\n")}, exitUsage, "line 2"},
@@ -284,6 +291,11 @@ func TestBadInputExitCodes(t *testing.T) {
 			}
 			if strings.Contains(msg, "panic") {
 				t.Errorf("panicked: %s", msg)
+			}
+			if tt.code == exitUsage {
+				if left, _ := filepath.Glob(filepath.Join(tmp, "r", "*")); len(left) != 0 {
+					t.Errorf("bad usage left results behind: %v", left)
+				}
 			}
 		})
 	}
@@ -309,6 +321,10 @@ func TestCheckFindsDoubleGrant(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != exitUnsafe || !bytes.Contains(out, []byte("client 3 acquired k1 at 0.104000 s while client 1 held it since 0.000000 s")) {
 		t.Fatalf("exit %d:\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	// The header counts the key it then lists (it once said "0 keys").
+	if !bytes.Contains(out, []byte(h+": 4 events, 1 keys\n")) {
+		t.Fatalf("header does not count 4 events and 1 key:\n%s", out)
 	}
 }
 

@@ -3,12 +3,15 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/memlock"
 	"github.com/locklab/locklab/report"
@@ -83,8 +86,23 @@ func TestRunRacyLockContradictsSafe(t *testing.T) {
 	if v.Status != verdict.Contradicts {
 		t.Fatalf("status = %q (%s), want %q", v.Status, v.Text, verdict.Contradicts)
 	}
-	if out.Results.Runs[0].DoubleGrants == 0 {
+	r := out.Results.Runs[0]
+	if r.DoubleGrants == 0 {
 		t.Fatal("a racy lock under 8-way contention showed no double grant")
+	}
+	// summary.md says what results.json says (it once read "0 double
+	// grants" after a non-linearizable run).
+	b, err := os.ReadFile(filepath.Join(out.Dir, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("0 case(s) as expected, 1 contradicting their expectation, 0 undecided; %d violation(s) in all (%d double grants), 1 case(s) not linearizable.",
+		out.Results.Verdict.Violations, r.DoubleGrants)
+	if out.Results.Verdict.Violations < int(r.DoubleGrants) {
+		t.Fatalf("verdict counts %d violations in all, fewer than the run's %d double grants", out.Results.Verdict.Violations, r.DoubleGrants)
+	}
+	if !strings.Contains(string(b), want) {
+		t.Fatalf("summary.md does not say %q:\n%s", want, b)
 	}
 }
 
@@ -103,6 +121,21 @@ func TestRunReplacesClientsRetiredByIndeterminateOutcomes(t *testing.T) {
 	}
 	if r.Acquired < 50 {
 		t.Fatalf("acquired = %d: the population drained", r.Acquired)
+	}
+	// results.json counts every indeterminate acquire and release the
+	// history holds, no more, no fewer.
+	evs, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := 0
+	for _, e := range evs {
+		if e.Type == history.Info && (e.F == history.Acquire || e.F == history.Release) {
+			info++
+		}
+	}
+	if int64(info) != r.Indeterminate {
+		t.Fatalf("results.json says %d indeterminate, the history holds %d info acquires and releases", r.Indeterminate, info)
 	}
 }
 

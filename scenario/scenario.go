@@ -106,6 +106,9 @@ type clientsFile struct {
 	As string `yaml:"as"` // goroutines (default) | processes
 }
 
+// needsProcess: faults that signal a client process.
+func needsProcess(kind string) bool { return kind == "client-pause" || kind == "client-crash" }
+
 // Load reads and validates a scenario file. reg names the approaches that
 // exist; every error is one line naming the file and line.
 func Load(path string, reg *impls.Registry) (*Scenario, error) {
@@ -192,6 +195,12 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 			return nil, err
 		}
 		s.Faults = append(s.Faults, f)
+		// A pause or a crash must stop the whole client, heartbeats and
+		// all, which only a process allows: unless the file says how
+		// clients run, they run as processes.
+		if raw.Clients.As == "" && needsProcess(f.Fault.Kind()) {
+			s.Processes = true
+		}
 	}
 	if err := parseExpect(&raw.Expect, s, reg); err != nil {
 		return nil, err

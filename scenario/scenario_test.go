@@ -155,3 +155,30 @@ func TestLoadBoundsAndNamesTheFile(t *testing.T) {
 		t.Fatalf("err = %v, want the file named", err)
 	}
 }
+
+// TestClientFaultsRunClientsAsProcesses: a scenario that pauses or crashes
+// clients runs them as processes unless it says otherwise; other scenarios
+// keep goroutines.
+func TestClientFaultsRunClientsAsProcesses(t *testing.T) {
+	const head = "name: x\napproaches: [memory]\nworkload: {kind: mutex, clients: 2}\nduration: 2s\n"
+	for _, tt := range []struct {
+		name, body string
+		processes  bool
+	}{
+		{"client pause", "faults: [{fault: client-pause, target: {client: holder, key: \"0\"}, at: 1s, for: 500ms}]\n", true},
+		{"client crash", "faults: [{fault: client-crash, target: {client: random}, at: 1s}]\n", true},
+		{"client pause, goroutines asked for", "clients: {as: goroutines}\nfaults: [{fault: client-pause, target: {client: holder, key: \"0\"}, at: 1s, for: 500ms}]\n", false},
+		{"server fault only", "faults: [{fault: slow-replies, target: {node: all, server: redis}, at: 1s, for: 1s, latency: 10ms}]\n", false},
+		{"no fault", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse([]byte(head+tt.body+"expect: {\"*\": [safe]}\n"), registry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Processes != tt.processes {
+				t.Fatalf("processes = %v, want %v", s.Processes, tt.processes)
+			}
+		})
+	}
+}

@@ -7,16 +7,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// TestMonotonicMatchesKernelClock: a reading lies between two kernel
+// readings taken around it, up to the anchoring error of NewMonotonic (the
+// instant between its two clock reads, never negative). A preemption on a
+// loaded machine can widen one anchoring or one bracket, not five in a row,
+// so the best of five attempts must be within 1 ms, and no reading may ever
+// come before the kernel reading taken ahead of it.
 func TestMonotonicMatchesKernelClock(t *testing.T) {
-	m := NewMonotonic()
-	time.Sleep(5 * time.Millisecond)
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		t.Fatal(err)
+	kernel := func() int64 {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		return ts.Nano()
 	}
-	got := m.Nanos()
-	if d := got - ts.Nano(); d < -int64(time.Millisecond) || d > int64(time.Millisecond) {
-		t.Fatalf("Nanos differs from CLOCK_MONOTONIC by %v", time.Duration(d))
+	best := time.Duration(1<<63 - 1)
+	for range 5 {
+		m := NewMonotonic()
+		time.Sleep(5 * time.Millisecond)
+		before := kernel()
+		got := m.Nanos()
+		after := kernel()
+		if got < before {
+			t.Fatalf("Nanos %d is before the kernel reading taken ahead of it (%d)", got, before)
+		}
+		best = min(best, time.Duration(got-after))
+	}
+	if best > time.Millisecond {
+		t.Fatalf("Nanos is %v past CLOCK_MONOTONIC in the best of 5 attempts, want under 1ms", best)
 	}
 }
 

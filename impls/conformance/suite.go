@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"path"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,6 +162,17 @@ func tryAcquire(l impls.Locker, key string) (impls.Lease, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return l.Acquire(ctx, key, impls.AcquireOptions{Try: true})
+}
+
+// roundTrip times one try on a key another client holds: the server's
+// answer time as the machine is loaded right now.
+func roundTrip(t *testing.T, l impls.Locker, key string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if _, err := tryAcquire(l, key); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("try on a held key: err = %v, want ErrNotAcquired", err)
+	}
+	return time.Since(start)
 }
 
 // contend has the contenders hammer one key for up to cycles each (or
@@ -320,6 +332,10 @@ func (s *suite) cancelReturnsPromptly(t *testing.T) {
 	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
 		t.Fatalf("try on a held key: err = %v, want ErrNotAcquired", err)
 	}
+	// The slack is relative to the machine's pace: a second try, on a
+	// connected client, is one round trip as the server answers now.
+	rtt := roundTrip(t, b, key)
+	slack := max(250*time.Millisecond, 4*rtt)
 	const wait = 200 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -335,8 +351,8 @@ func (s *suite) cancelReturnsPromptly(t *testing.T) {
 	if !errors.Is(err, impls.ErrNotAcquired) && !errors.Is(err, impls.ErrIndeterminate) {
 		t.Errorf("err = %v, want ErrNotAcquired or ErrIndeterminate", err)
 	}
-	if took > wait+250*time.Millisecond {
-		t.Errorf("returned %v after a %v deadline", took, wait)
+	if took > wait+slack {
+		t.Errorf("returned %v after a %v deadline (slack %v: 4 round trips of %v, at least 250ms)", took, wait, slack, rtt)
 	}
 }
 
@@ -428,14 +444,19 @@ func (s *suite) crashedHolderFreedAfterTTL(t *testing.T) {
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	start := time.Now()
 	lease := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
+	granted := time.Since(start)
 	if vu := lease.ValidUntil(); vu.IsZero() || vu.After(time.Now().Add(ttl)) {
 		t.Errorf("ValidUntil = %v, want within one TTL from now", vu)
 	}
 	a.Close() // crash: no release
 	lease2 := acquire(t, b, key, impls.AcquireOptions{TTL: ttl})
 	took := time.Since(start)
-	if took < ttl-100*time.Millisecond || took > ttl+time.Second {
-		t.Errorf("lock of a crashed holder freed after %v, want about %v", took, ttl)
+	// Never before the TTL (that would free a live holder), and not much
+	// after it: a second for the waiter's polling, plus a few times the
+	// acquire's own round trip, which a loaded machine stretches.
+	late := ttl + time.Second + 4*granted
+	if took < ttl-100*time.Millisecond || took > late {
+		t.Errorf("lock of a crashed holder freed after %v, want between %v and %v (acquire took %v)", took, ttl-100*time.Millisecond, late, granted)
 	}
 	release(t, lease2)
 }
@@ -640,9 +661,29 @@ func (s *suite) lossSignalled(t *testing.T) {
 }
 
 // fairGrantOrder: waiters that queue one after another are granted the
-// lock in that order.
+// lock in that order. Each waiter is given time to join the queue before
+// the next arrives; on a loaded machine a waiter may not have reached the
+// server in that time, so a wrong order is tried again with wider spacing
+// (150 ms, 400 ms, 1 s). A lock that does not queue its waiters grants 5 of
+// them in arrival order by chance once in 120, at any spacing.
 func (s *suite) fairGrantOrder(t *testing.T) {
-	const waiters = 5
+	var got [][]int
+	for _, spacing := range []time.Duration{150 * time.Millisecond, 400 * time.Millisecond, time.Second} {
+		order := s.grantOrder(t, 5, spacing)
+		if slices.Equal(order, []int{0, 1, 2, 3, 4}) {
+			if len(got) > 0 {
+				t.Logf("arrival order kept with %v between arrivals, after %v", spacing, got)
+			}
+			return
+		}
+		got = append(got, order)
+	}
+	t.Fatalf("grant orders %v with 150ms, 400ms and 1s between arrivals, want arrival order 0..4", got)
+}
+
+// grantOrder has waiters queue behind a holder, spacing apart, and returns
+// the order in which they were granted the lock.
+func (s *suite) grantOrder(t *testing.T, waiters int, spacing time.Duration) []int {
 	key := s.key(t)
 	holder := acquire(t, s.locker(t, 0), key, impls.AcquireOptions{})
 	var mu sync.Mutex
@@ -666,15 +707,11 @@ func (s *suite) fairGrantOrder(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 			lease.Release(context.Background())
 		}(i, l)
-		time.Sleep(150 * time.Millisecond) // let it join the queue before the next
+		time.Sleep(spacing) // let it join the queue before the next
 	}
 	release(t, holder)
 	wg.Wait()
-	for i, w := range order {
-		if w != i {
-			t.Fatalf("grant order %v, want arrival order 0..%d", order, waiters-1)
-		}
-	}
+	return order
 }
 
 // HandOff measures how long after the holder starts its release a waiting
@@ -711,17 +748,21 @@ func (s *suite) blockingHandOff(t *testing.T) {
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var worst time.Duration
+	// The median of 5: one hand-off slowed by a preempted process on a
+	// loaded machine says nothing, while a waiter that polls after waiting
+	// 300 ms is slow every time.
+	var took []time.Duration
 	for i := 0; i < 5; i++ {
 		d, err := HandOff(ctx, a, b, s.key(t), 300*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
-		worst = max(worst, d)
+		took = append(took, d)
 	}
-	t.Logf("worst hand-off of 5: %v", worst)
-	if worst > 100*time.Millisecond {
-		t.Errorf("hand-off took %v after a release", worst)
+	slices.Sort(took)
+	t.Logf("hand-offs: %v", took)
+	if median := took[len(took)/2]; median > 100*time.Millisecond {
+		t.Errorf("median hand-off %v after a release (all: %v), want under 100ms", median, took)
 	}
 }
 

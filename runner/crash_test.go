@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -44,6 +45,45 @@ func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
 			if procs := procsOf(evs); len(procs) < 3 {
 				t.Fatalf("process ids %v: the replacement must record under a new one", procs)
 			}
+			// A TTL lock comes free about one TTL after its holder's
+			// grant (never before: Safe says so); a no-expiry lock never
+			// does (Blocked says so).
+			if !slices.Contains(tt.want.Outcomes, verdict.Blocked) {
+				granted, next := grantAroundLastCrash(evs)
+				if next == 0 {
+					t.Fatal("nobody was granted the lock after the last crash")
+				}
+				if late := time.Duration(next - granted); late > spec.TTL+2*time.Second {
+					t.Fatalf("the lock came free %v after the crashed holder's grant, want about the TTL (%v)", late, spec.TTL)
+				}
+			}
 		})
 	}
+}
+
+// grantAroundLastCrash returns when the process crashed last was granted
+// the lock it held, and when the next grant after the crash came (0 if
+// none).
+func grantAroundLastCrash(evs []history.Event) (granted, next int64) {
+	last := -1
+	for i, e := range evs {
+		if e.F == history.Crash {
+			last = i
+		}
+	}
+	if last < 0 {
+		return 0, 0
+	}
+	for i := last - 1; i >= 0; i-- {
+		if e := evs[i]; e.Proc == evs[last].Proc && e.F == history.Acquire && e.Type == history.OK {
+			granted = e.T
+			break
+		}
+	}
+	for _, e := range evs[last+1:] {
+		if e.F == history.Acquire && e.Type == history.OK {
+			return granted, e.T
+		}
+	}
+	return granted, 0
 }

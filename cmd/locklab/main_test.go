@@ -344,6 +344,17 @@ func TestCheckFormatsAndExitCodes(t *testing.T) {
 {:process 0, :type :ok, :f :acquire, :time 2}
 {:process 1, :type :invoke, :f :acquire, :time 3}
 {:process 1, :type :ok, :f :acquire, :time 4}`, []string{"--html", filepath.Join(dir, "viz")}, exitUnsafe, "NOT linearizable"},
+		{"jepsen json clean, pretty-printed", "h.json", `[
+  {"index": 0, "process": 0, "type": "invoke", "f": "acquire", "time": 1},
+  {"index": 1, "process": 0, "type": "ok", "f": "acquire", "time": 2},
+  {"index": 2, "process": "nemesis", "type": "info", "f": "start-partition", "time": 3},
+  {"index": 3, "process": 0, "type": "invoke", "f": "release", "time": 4},
+  {"index": 4, "process": 0, "type": "ok", "f": "release", "time": 5}
+]`, nil, exitOK, "verdict: OK"},
+		{"jepsen json lines, phantom release", "bad.json", `{"process": 0, "type": "invoke", "f": "acquire", "time": 1}
+{"process": 0, "type": "ok", "f": "acquire", "time": 2}
+{"process": 1, "type": "invoke", "f": "release", "time": 3}
+{"process": 1, "type": "ok", "f": "release", "time": 4}`, nil, exitUnsafe, "PHANTOM RELEASE"},
 		{"jsonl forced as edn is malformed", "h.jsonl", `{"proc":0,"type":"ok","f":"acquire","t":1}`, []string{"--format", "edn"}, exitUsage, "line 1: "},
 		{"unknown format", "h2.jsonl", `{"proc":0,"type":"ok","f":"acquire","t":1}`, []string{"--format", "xml"}, exitUsage, `unknown history format "xml"`},
 	}

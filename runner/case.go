@@ -39,6 +39,8 @@ type caseEnv struct {
 	// servers is the cluster itself when locklab started or connected to
 	// one (nil without servers): per-client proxies and target nodes.
 	servers *cluster.Cluster
+	// healthTimeout bounds each health check (Runner.HealthTimeout).
+	healthTimeout time.Duration
 }
 
 // caseOutcome is what one case produced.
@@ -49,9 +51,9 @@ type caseOutcome struct {
 	handOff *hdrhistogram.Histogram
 }
 
-// healthTimeout bounds how long a case waits for its servers to be healthy,
-// before it starts and after its faults are healed.
-const healthTimeout = 30 * time.Second
+// defaultHealthTimeout bounds how long a case waits for its servers to be
+// healthy, before it starts and after its faults are healed.
+const defaultHealthTimeout = 30 * time.Second
 
 // runCase runs one case. It proceeds like so:
 //  1. the servers the case uses are healthy (else an infrastructure error);
@@ -78,7 +80,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	}
 	// 1. Health.
 	if env.cluster != nil {
-		if err := env.cluster.Healthy(ctx, healthTimeout); err != nil {
+		if err := env.cluster.Healthy(ctx, env.healthTimeout); err != nil {
 			return caseOutcome{}, infraErr(fmt.Errorf("%s: before the case: %w", c.Name, err))
 		}
 	}
@@ -192,7 +194,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 
 	// 4. Health again: a case whose servers did not recover says so.
 	if env.cluster != nil && ctx.Err() == nil {
-		if err := env.cluster.Healthy(ctx, healthTimeout); err != nil {
+		if err := env.cluster.Healthy(ctx, env.healthTimeout); err != nil {
 			return caseOutcome{}, infraErr(fmt.Errorf("%s: servers did not recover after the faults: %w", c.Name, err))
 		}
 	}

@@ -49,6 +49,10 @@ type Runner struct {
 	// matrix takes a third of the time. Cases of one kind stay in order,
 	// so a fault on a kind's servers only ever meets that kind's case.
 	Parallel bool
+	// HealthTimeout bounds how long a case waits for its servers to be
+	// healthy, before the first fault and after the last heal; default
+	// 30 s (a ZooKeeper election or a PostgreSQL recovery takes seconds).
+	HealthTimeout time.Duration
 }
 
 // laneProcs is the size of each parallel lane's range of process ids.
@@ -206,7 +210,10 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		hw, hfile = w, w
 	}
 	base := caseEnv{history: hw, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
-		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv}
+		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout}
+	if base.healthTimeout <= 0 {
+		base.healthTimeout = defaultHealthTimeout
+	}
 	hists := map[string][3]*hdrhistogram.Histogram{}
 	var mu sync.Mutex // guards res, out, hists and the step counter between lanes
 	step := 0

@@ -116,7 +116,7 @@ func TestRunBadScenarioIsAUsageErrorAndCreatesNothing(t *testing.T) {
 	for _, tt := range []struct{ name, body, want string }{
 		{"malformed", "name: [x\n", "line 1"},
 		{"unknown approach", "name: x\napproaches: [nope]\nduration: 1s\n", `unknown approach "nope"`},
-		{"goroutine client paused", "name: x\napproaches: [redis-setnx-px-lua]\nduration: 2s\nfaults:\n  - {fault: client-pause, target: {client: \"0\"}, at: 1s}\n",
+		{"goroutine client paused", "name: x\napproaches: [redis-setnx-px-lua]\nduration: 2s\nclients: {as: goroutines}\nfaults:\n  - {fault: client-pause, target: {client: \"0\"}, at: 1s}\n",
 			"run clients as processes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

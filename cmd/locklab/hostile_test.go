@@ -163,3 +163,40 @@ func TestSIGINTDuringClusterStartIsAnInterrupt(t *testing.T) {
 		noTempDirsLeft(t, tmp)
 	}
 }
+
+// A disk that fills during a run (here: a file-size limit, which fails
+// writes as a full disk does) is an infrastructure failure said out loud:
+// exit 3, the failed write named, and a results.json that parses, marked
+// incomplete with the reason, beside the verdict that was printed.
+func TestFullDiskDuringBenchIsReported(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatal("prlimit (util-linux) is needed to limit file sizes: ", err)
+	}
+	tmp := t.TempDir()
+	results := filepath.Join(tmp, "r")
+	cmd := exec.Command(prlimit, "--fsize=300000", binary, "bench", "--approaches", "redis-setnx-px-lua", "--clients", "1",
+		"--duration", "2s", "--results", results)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != exitInfra {
+		t.Fatalf("exit %d, want %d\n%s", code, exitInfra, out)
+	}
+	if !strings.Contains(string(out), "history: write") || !strings.Contains(string(out), "file too large") {
+		t.Fatalf("the failed write is not named:\n%s", out)
+	}
+	if !strings.Contains(string(out), "as expected") {
+		t.Fatalf("no verdict printed:\n%s", out)
+	}
+	dir, res := readResults(t, results)
+	files, _ := os.ReadDir(dir)
+	for _, f := range files {
+		if info, err := f.Info(); err == nil && info.Size() == 0 {
+			t.Errorf("%s is empty: a file that could not be written must not be left as a stub", f.Name())
+		}
+	}
+	if res.Complete || !strings.Contains(res.Note, "history: write") {
+		t.Fatalf("results.json: complete=%v note=%q, want incomplete naming the failed write", res.Complete, res.Note)
+	}
+	waitNoServers(t, tmp)
+}

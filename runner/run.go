@@ -45,9 +45,10 @@ type Runner struct {
 	// this binary with the argument "worker".
 	WorkerArgv []string
 	// Parallel runs the cases of different server kinds side by side (one
-	// lane per kind), when they all ask for the same server options: a
-	// matrix takes a third of the time. Cases of one kind stay in order,
-	// so a fault on a kind's servers only ever meets that kind's case.
+	// lane per kind), on one cluster per set of server options (a Redis
+	// persistence mode): a matrix takes about half the time. Cases of one
+	// kind stay in order, so a fault on a kind's servers only ever meets
+	// that kind's case.
 	Parallel bool
 	// HealthTimeout bounds how long a case waits for its servers to be
 	// healthy, before the first fault and after the last heal; default
@@ -58,13 +59,22 @@ type Runner struct {
 // laneProcs is the size of each parallel lane's range of process ids.
 const laneProcs = 1_000_000
 
-func sameServers(cases []Case) bool {
+// groupsByServers splits cases by the server options they ask for, in
+// order of first appearance, keeping plan order within each group.
+func groupsByServers(cases []Case) [][]Case {
+	var order []ServerOptions
+	by := map[ServerOptions][]Case{}
 	for _, c := range cases {
-		if c.Servers != cases[0].Servers {
-			return false
+		if _, ok := by[c.Servers]; !ok {
+			order = append(order, c.Servers)
 		}
+		by[c.Servers] = append(by[c.Servers], c)
 	}
-	return true
+	out := make([][]Case, len(order))
+	for i, o := range order {
+		out[i] = by[o]
+	}
+	return out
 }
 
 // lanesByServer groups cases by their approach's server kind, in plan order.
@@ -251,11 +261,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		}
 		return nil
 	}
-	lanes := [][]Case{p.Cases}
-	if r.Parallel && sameServers(p.Cases) {
-		lanes = lanesByServer(p.Cases)
-	}
-	if len(lanes) == 1 {
+	if !r.Parallel {
 		env := base
 		for _, c := range p.Cases {
 			if ctx.Err() != nil {
@@ -274,30 +280,49 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 				break
 			}
 		}
-	} else if runErr = ensureServers(p.Cases[0]); runErr == nil {
-		// Lanes of different server kinds run side by side on one cluster:
-		// a fault on one kind's servers cannot touch another kind's case.
-		// Each lane numbers its processes in a range of its own.
-		lctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		errs := make([]error, len(lanes))
-		var wg sync.WaitGroup
-		for i, lane := range lanes {
-			env := base
-			env.cluster, env.servers = servers, servers
-			env.procBase = (i + 1) * laneProcs
-			wg.Add(1)
-			go func(i int, env caseEnv, lane []Case) {
-				defer wg.Done()
-				if errs[i] = runLane(lctx, &env, lane); errs[i] != nil {
-					cancel()
+	} else {
+		// Cases that ask for the same server options share one cluster;
+		// within it, lanes of different server kinds run side by side: a
+		// fault on one kind's servers cannot touch another kind's case.
+		// Each lane numbers its processes in a range of its own, across
+		// every group, since all of them write one history.
+		lanesSoFar := 0
+		for _, group := range groupsByServers(p.Cases) {
+			if ctx.Err() != nil {
+				break
+			}
+			if runErr = ensureServers(group[0]); runErr != nil {
+				break
+			}
+			lanes := lanesByServer(group)
+			lctx, cancel := context.WithCancel(ctx)
+			errs := make([]error, len(lanes))
+			var wg sync.WaitGroup
+			for i, lane := range lanes {
+				env := base
+				env.cluster, env.servers = nil, servers
+				if servers != nil {
+					env.cluster = servers
 				}
-			}(i, env, lane)
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil && !errors.Is(err, context.Canceled) {
-				runErr = err
+				env.procBase = (lanesSoFar + i + 1) * laneProcs
+				wg.Add(1)
+				go func(i int, env caseEnv, lane []Case) {
+					defer wg.Done()
+					if errs[i] = runLane(lctx, &env, lane); errs[i] != nil {
+						cancel()
+					}
+				}(i, env, lane)
+			}
+			wg.Wait()
+			cancel()
+			lanesSoFar += len(lanes)
+			for _, err := range errs {
+				if err != nil && !errors.Is(err, context.Canceled) {
+					runErr = err
+					break
+				}
+			}
+			if runErr != nil {
 				break
 			}
 		}

@@ -77,6 +77,8 @@ func (n *Node) Kill() error {
 		return fmt.Errorf("kill %s: %w", n.Name, ErrUnsupported)
 	}
 	n.proc.stop(0)
+	n.proc.held.release()
+	n.proc.held = holdPorts(n.proc.ports)
 	return nil
 }
 
@@ -87,6 +89,8 @@ func (n *Node) Restart(ctx context.Context) error {
 		return fmt.Errorf("restart %s: %w", n.Name, ErrUnsupported)
 	}
 	n.proc.stop(0)
+	n.proc.held.release()
+	n.proc.held = nil
 	if err := n.proc.start(); err != nil {
 		return err
 	}
@@ -193,7 +197,7 @@ func (c *Cluster) Close() error {
 		}
 		if n.proc != nil {
 			wg.Add(1)
-			go func(p *process) { defer wg.Done(); p.stop(5 * time.Second) }(n.proc)
+			go func(p *process) { defer wg.Done(); p.stop(5 * time.Second); p.held.release() }(n.proc)
 		}
 	}
 	wg.Wait()

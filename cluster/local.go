@@ -214,6 +214,7 @@ func (c *Cluster) startNode(ctx context.Context, name string, backend impls.Back
 		if err != nil {
 			return nil, err
 		}
+		proc.ports = ports
 		n := &Node{Name: name, Backend: backend, direct: direct, proc: proc, health: health}
 		if err := proc.start(); err != nil {
 			return nil, err

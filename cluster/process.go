@@ -28,6 +28,10 @@ type process struct {
 	// stopSig asks for an orderly shutdown; default SIGTERM. PostgreSQL
 	// takes SIGTERM as "wait for clients to leave", SIGINT as "now".
 	stopSig syscall.Signal
+	// ports are the ports the server listens on, held while it is killed
+	// (see portHold).
+	ports []int
+	held  *portHold
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd

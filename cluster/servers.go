@@ -234,6 +234,7 @@ func (c *Cluster) tryEnsemble(ctx context.Context, size, portsPerNode int, build
 			cleanup()
 			return nil, err
 		}
+		n.proc.ports = ports[portsPerNode*i : portsPerNode*(i+1)]
 		nodes = append(nodes, n)
 	}
 	for _, n := range nodes {

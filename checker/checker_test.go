@@ -314,6 +314,11 @@ func TestIndeterminateAcquireThenRelease(t *testing.T) {
 			ev(2, history.Invoke, A, "k", 21), ev(2, history.OK, A, "k", 22),
 			ev(1, history.Invoke, R, "k", 30), ev(2, history.Invoke, R, "k", 35),
 			ev(1, history.OK, R, "k", 40), ev(2, history.OK, R, "k", 41)}, false},
+		{"another's release written after later events", []history.Event{
+			ev(2, history.Invoke, A, "k", 21), ev(2, history.OK, A, "k", 22),
+			ev(1, history.Invoke, R, "k", 30), ev(1, history.OK, R, "k", 40),
+			ev(3, history.Invoke, A, "k", 45), ev(2, history.Invoke, R, "k", 35), ev(2, history.OK, R, "k", 46),
+			ev(3, history.OK, A, "k", 47), ev(3, history.Invoke, R, "k", 48), ev(3, history.OK, R, "k", 49)}, false},
 		{"another lets go the instant it is answered", []history.Event{
 			ev(2, history.Invoke, A, "k", 21), ev(2, history.OK, A, "k", 22),
 			ev(1, history.Invoke, R, "k", 30), ev(1, history.OK, R, "k", 40),

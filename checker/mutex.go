@@ -94,8 +94,9 @@ type Mutex struct {
 	// instant inside the release, which must find the lock free of every
 	// other holder's certain span (see pointFits).
 	pointRelease map[procKey]pointRel
-	// pointChecks wait for every event up to their release's answer: a
-	// span that ends at that same instant may come later in the file.
+	// pointChecks are decided once the whole history is in (Phantoms):
+	// events of different processes may arrive a little out of time
+	// order, and every other holder's span must be known.
 	pointChecks []pointCheck
 	phantoms    []Phantom
 	origin      int64
@@ -136,13 +137,21 @@ func (m *Mutex) Add(ev history.Event) {
 		m.origin, m.seen = ev.T, true
 	}
 	pk := procKey{ev.Proc, ev.Key}
-	if len(m.pointChecks) > 0 && m.pointChecks[0].okT < ev.T {
-		m.settlePoints(ev.T)
-	}
 	switch {
 	case ev.F == history.Crash:
 		// A crashed holder does nothing more: its tenure ends here, and
-		// the server may give the lock to someone else later.
+		// the server may give the lock to someone else later. What it
+		// had in flight stays indeterminate.
+		for opk := range m.pointRelease {
+			if opk.proc == ev.Proc {
+				delete(m.pointRelease, opk)
+			}
+		}
+		for opk := range m.infoAcquire {
+			if opk.proc == ev.Proc {
+				delete(m.infoAcquire, opk)
+			}
+		}
 		for opk, iv := range m.open {
 			if opk.proc == ev.Proc {
 				delete(m.open, opk)
@@ -170,9 +179,14 @@ func (m *Mutex) Add(ev history.Event) {
 			m.open[pk] = iv
 		}
 	case ev.F == history.Release && ev.Type == history.Fail:
-		// Told the lock was no longer its own: it was taken away.
 		delete(m.unheld, pk)
-		delete(m.pointRelease, pk)
+		if _, ok := m.pointRelease[pk]; ok {
+			// The acquire it followed never took effect, it seems; its
+			// earlier tenure has nothing to learn from this.
+			delete(m.pointRelease, pk)
+			return
+		}
+		// Told the lock was no longer its own: it was taken away.
 		if i, ok := m.closed[pk]; ok && m.intervals[ev.Key][i].Learned == 0 {
 			m.intervals[ev.Key][i].Learned = ev.T
 		}
@@ -211,52 +225,62 @@ func (m *Mutex) Add(ev history.Event) {
 	}
 }
 
-// settlePoints decides the point releases answered before now: every
-// event up to their answer has been seen.
-func (m *Mutex) settlePoints(now int64) {
-	rest := m.pointChecks[:0]
+// settlePoints decides every point release answered so far, against the
+// spans known now; Phantoms calls it once the whole history is in.
+func (m *Mutex) settlePoints() {
+	if len(m.pointChecks) == 0 {
+		return
+	}
+	byKey := map[string][]pointCheck{}
 	for _, c := range m.pointChecks {
-		if c.okT >= now {
-			rest = append(rest, c)
-			continue
-		}
-		if !m.pointFits(c.pk, c.rel.t, c.okT) {
-			m.phantoms = append(m.phantoms, Phantom{Key: c.pk.key, Proc: c.pk.proc, T: c.okT, Index: c.okIndex, InvokeIdx: c.rel.index,
-				LastHolder: m.lastHolder(c.pk.key, c.pk.proc)})
+		byKey[c.pk.key] = append(byKey[c.pk.key], c)
+	}
+	m.pointChecks = nil
+	for key, checks := range byKey {
+		busy := m.busySpans(key)
+		for _, c := range checks {
+			if !pointFits(busy, c.rel.t, c.okT) {
+				m.phantoms = append(m.phantoms, Phantom{Key: key, Proc: c.pk.proc, T: c.okT, Index: c.okIndex, InvokeIdx: c.rel.index,
+					LastHolder: m.lastHolder(key, c.pk.proc)})
+			}
 		}
 	}
-	m.pointChecks = rest
+	sort.SliceStable(m.phantoms, func(i, j int) bool { return m.phantoms[i].T < m.phantoms[j].T })
 }
 
-// pointFits reports whether some instant in [from, to] is outside every
-// other process's certain span on the key ([acquire ok, release invoke]):
-// where a tenure of one instant can sit. Events come in time order, so the
-// closed spans that reach past from are the last ones closed.
-func (m *Mutex) pointFits(pk procKey, from, to int64) bool {
+// busySpans merges every certain span on key ([acquire ok, release
+// invoke], open ones to the end of time) into disjoint spans sorted by
+// start. Spans that only touch stay apart: instants that tie may be ordered
+// either way, so a one-instant tenure fits between them. The releasing
+// process's own spans can be in the union: they all ended before its
+// indeterminate acquire was invoked.
+func (m *Mutex) busySpans(key string) [][2]int64 {
 	var spans [][2]int64
-	ivs := m.intervals[pk.key]
-	for i := len(ivs) - 1; i >= 0 && ivs[i].End >= from; i-- {
-		if ivs[i].Proc != pk.proc && ivs[i].Start <= to {
-			spans = append(spans, [2]int64{ivs[i].Start, ivs[i].End})
-		}
+	for _, iv := range m.intervals[key] {
+		spans = append(spans, [2]int64{iv.Start, iv.End})
 	}
-	for opk, iv := range m.open {
-		if opk.key == pk.key && opk.proc != pk.proc && iv.Start <= to {
+	for pk, iv := range m.open {
+		if pk.key == key {
 			spans = append(spans, [2]int64{iv.Start, iv.End})
 		}
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
-	free := from // every instant before free is covered
+	var merged [][2]int64
 	for _, sp := range spans {
-		if sp[0] >= free { // instants that tie may be ordered either way
-			return true
+		if n := len(merged); n > 0 && sp[0] < merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], sp[1])
+			continue
 		}
-		free = max(free, sp[1])
-		if free > to {
-			return false
-		}
+		merged = append(merged, sp)
 	}
-	return free <= to
+	return merged
+}
+
+// pointFits reports whether some instant in [from, to] is free of the busy
+// spans: not so when one span starts before from and ends after to.
+func pointFits(busy [][2]int64, from, to int64) bool {
+	i := sort.Search(len(busy), func(i int) bool { return busy[i][0] >= from }) - 1
+	return i < 0 || busy[i][1] <= to
 }
 
 func (m *Mutex) closeInterval(pk procKey, iv Interval) {
@@ -284,7 +308,7 @@ func (m *Mutex) lastHolder(key string, proc int) int {
 // Phantoms are the releases that succeeded without their process holding
 // the lock.
 func (m *Mutex) Phantoms() []Phantom {
-	m.settlePoints(math.MaxInt64)
+	m.settlePoints()
 	return append([]Phantom(nil), m.phantoms...)
 }
 

@@ -102,7 +102,7 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra func
 		argv = append(argv, extra(portOf(proxy.Listen))...)
 	}
 	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
-		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "redis.log"), spawn: c.spawn, argv: argv},
+		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "redis.log"), spawn: c.spawn, argv: argv, ports: ports},
 		health: func(ctx context.Context) error {
 			_, err := redisCommand(ctx, direct, "PING")
 			return err
@@ -156,7 +156,7 @@ func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*No
 	}
 	direct := addr(ports[0])
 	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
-		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "sentinel.log"), spawn: c.spawn,
+		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "sentinel.log"), spawn: c.spawn, ports: ports,
 			argv: append(sentinelBinary()[:1:1], append([]string{path}, sentinelBinary()[1:]...)...)},
 		health: func(ctx context.Context) error {
 			_, err := redisCommand(ctx, direct, "PING")

@@ -196,12 +196,23 @@ func DetectFormat(head []byte) string {
 		if array {
 			return "jepsen-json" // locklab's JSONL is never one array
 		}
-		// The first object, pretty-printed over several lines or not.
-		obj := t
-		if i := bytes.IndexByte(obj, '}'); i > 0 {
-			obj = obj[:i]
+		// The first object's keys, pretty-printed over several lines or
+		// not, nested values and all.
+		var first map[string]json.RawMessage
+		if err := json.NewDecoder(bytes.NewReader(t)).Decode(&first); err == nil {
+			_, process := first["process"]
+			_, proc := first["proc"]
+			if process && !proc {
+				return "jepsen-json"
+			}
+			return "jsonl"
 		}
-		if bytes.Contains(obj, []byte(`"process"`)) && !bytes.Contains(obj, []byte(`"proc"`)) {
+		// Cut short by the head's size, or not JSON: go by the first line.
+		line := t
+		if i := bytes.IndexByte(line, '\n'); i > 0 {
+			line = line[:i]
+		}
+		if bytes.Contains(line, []byte(`"process"`)) && !bytes.Contains(line, []byte(`"proc"`)) {
 			return "jepsen-json"
 		}
 		return "jsonl"

@@ -66,6 +66,8 @@ func TestDetectFormat(t *testing.T) {
 		`[{:process 0 :type :ok :f :acquire}]`:                                             "edn",
 		"\ufeff{\"proc\":1,\"type\":\"ok\",\"f\":\"acquire\",\"t\":1}":                     "jsonl",
 		"; a comment\n{:process 0}":                                                        "edn",
+		`{"value":{"k":1},"type":"invoke","f":"acquire","process":1}`:                      "jepsen-json",
+		`{"error":"}","process":1,"type":"fail","f":"acquire"}`:                            "jepsen-json",
 		"[\n  {\n    \"index\": 0,\n    \"type\": \"invoke\",\n    \"process\": 1\n  }\n]": "jepsen-json",
 		"{\n  \"index\": 0,\n  \"type\": \"invoke\",\n  \"process\": 1\n}\n":               "jepsen-json",
 	} {

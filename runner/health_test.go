@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,12 +42,16 @@ func TestServerThatDoesNotRecoverIsAnInfrastructureFailure(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(time.Second)
-		servers.NodesOf(impls.Redis)[0].Kill()
-	}()
+	// Killed once the case is under way (a grant seen), not before its
+	// first health check, however slow the machine.
+	var kill sync.Once
+	progress := func(s Status) {
+		if s.Acquired > 0 {
+			kill.Do(func() { servers.NodesOf(impls.Redis)[0].Kill() })
+		}
+	}
 	p := Plan{Kind: "test", Cases: []Case{c}, ResultsDir: t.TempDir(), External: cfg}
-	_, err = (&Runner{HealthTimeout: 3 * time.Second}).Run(ctx, p)
+	_, err = (&Runner{HealthTimeout: 3 * time.Second, Progress: progress}).Run(ctx, p)
 	if !errors.Is(err, ErrInfra) || !strings.Contains(err.Error(), "servers did not recover") {
 		t.Fatalf("err = %v, want an infrastructure failure saying the servers did not recover", err)
 	}

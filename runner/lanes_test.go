@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,9 +35,18 @@ func TestParallelLanesAcrossServerOptions(t *testing.T) {
 			cases = append(cases, c)
 		}
 	}
-	out, err := (&Runner{Parallel: true}).Run(context.Background(), Plan{Kind: "test", Cases: cases, ResultsDir: t.TempDir()})
+	var clusters atomic.Int32
+	logf := func(format string, args ...any) {
+		if strings.HasPrefix(format, "cluster ready") {
+			clusters.Add(1)
+		}
+	}
+	out, err := (&Runner{Parallel: true, Log: logf}).Run(context.Background(), Plan{Kind: "test", Cases: cases, ResultsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := clusters.Load(); n != 2 {
+		t.Fatalf("%d clusters started, want one per persistence mode (2)", n)
 	}
 	if len(out.Results.Runs) != len(cases) {
 		t.Fatalf("%d runs, want %d", len(out.Results.Runs), len(cases))

@@ -333,9 +333,11 @@ func (s *suite) cancelReturnsPromptly(t *testing.T) {
 		t.Fatalf("try on a held key: err = %v, want ErrNotAcquired", err)
 	}
 	// The slack is relative to the machine's pace: a second try, on a
-	// connected client, is one round trip as the server answers now.
+	// connected client, is one round trip as the server answers now. It
+	// is capped at 1 s, so a client that ignores its context cannot buy
+	// itself a wide slack with a slow try.
 	rtt := roundTrip(t, b, key)
-	slack := max(250*time.Millisecond, 4*rtt)
+	slack := min(max(250*time.Millisecond, 4*rtt), time.Second)
 	const wait = 200 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -352,7 +354,7 @@ func (s *suite) cancelReturnsPromptly(t *testing.T) {
 		t.Errorf("err = %v, want ErrNotAcquired or ErrIndeterminate", err)
 	}
 	if took > wait+slack {
-		t.Errorf("returned %v after a %v deadline (slack %v: 4 round trips of %v, at least 250ms)", took, wait, slack, rtt)
+		t.Errorf("returned %v after a %v deadline (slack %v: 4 round trips of %v, between 250ms and 1s)", took, wait, slack, rtt)
 	}
 }
 
@@ -664,13 +666,19 @@ func (s *suite) lossSignalled(t *testing.T) {
 // lock in that order. Each waiter is given time to join the queue before
 // the next arrives; on a loaded machine a waiter may not have reached the
 // server in that time, so a wrong order is tried again with wider spacing
-// (150 ms, 400 ms, 1 s). A lock that does not queue its waiters grants 5 of
-// them in arrival order by chance once in 120, at any spacing.
+// (150 ms, 400 ms, 1 s). A lock that does not queue its waiters grants 7 of
+// them in arrival order by chance about once in 5,040 at any spacing, so
+// three tries pass it less than once in 1,600.
 func (s *suite) fairGrantOrder(t *testing.T) {
+	const waiters = 7
+	arrival := make([]int, waiters)
+	for i := range arrival {
+		arrival[i] = i
+	}
 	var got [][]int
 	for _, spacing := range []time.Duration{150 * time.Millisecond, 400 * time.Millisecond, time.Second} {
-		order := s.grantOrder(t, 5, spacing)
-		if slices.Equal(order, []int{0, 1, 2, 3, 4}) {
+		order := s.grantOrder(t, waiters, spacing)
+		if slices.Equal(order, arrival) {
 			if len(got) > 0 {
 				t.Logf("arrival order kept with %v between arrivals, after %v", spacing, got)
 			}
@@ -678,7 +686,7 @@ func (s *suite) fairGrantOrder(t *testing.T) {
 		}
 		got = append(got, order)
 	}
-	t.Fatalf("grant orders %v with 150ms, 400ms and 1s between arrivals, want arrival order 0..4", got)
+	t.Fatalf("grant orders %v with 150ms, 400ms and 1s between arrivals, want arrival order 0..%d", got, waiters-1)
 }
 
 // grantOrder has waiters queue behind a holder, spacing apart, and returns
@@ -748,9 +756,10 @@ func (s *suite) blockingHandOff(t *testing.T) {
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// The median of 5: one hand-off slowed by a preempted process on a
-	// loaded machine says nothing, while a waiter that polls after waiting
-	// 300 ms is slow every time.
+	// At most one of 5 may be slow: one hand-off slowed by a preempted
+	// process on a loaded machine says nothing, while a waiter that polls
+	// after waiting 300 ms, or a notification lost now and then, is slow
+	// more than once.
 	var took []time.Duration
 	for i := 0; i < 5; i++ {
 		d, err := HandOff(ctx, a, b, s.key(t), 300*time.Millisecond)
@@ -761,8 +770,8 @@ func (s *suite) blockingHandOff(t *testing.T) {
 	}
 	slices.Sort(took)
 	t.Logf("hand-offs: %v", took)
-	if median := took[len(took)/2]; median > 100*time.Millisecond {
-		t.Errorf("median hand-off %v after a release (all: %v), want under 100ms", median, took)
+	if second := took[len(took)-2]; second > 100*time.Millisecond {
+		t.Errorf("2 or more of 5 hand-offs took over 100ms after a release (all: %v)", took)
 	}
 }
 

@@ -185,6 +185,9 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	}
 	switch p := raw.Servers.Redis.Persistence; p {
 	case "", "none", "aof-everysec", "aof-always", "rdb":
+		if p == "" {
+			p = "none" // as stated, so cases that say it and cases that do not share servers
+		}
 		s.Servers.RedisPersistence = p
 	default:
 		return nil, fmt.Errorf("line %d: servers.redis.persistence %q: want none, aof-everysec, aof-always or rdb", keyLine(root, "servers"), p)

@@ -224,19 +224,65 @@ func (r *Redlock) unlockAll(key, token string, maybeSet []bool) {
 	}
 }
 
+// release deletes our token on every node at once and returns as soon as a
+// majority confirmed: no other client can then be refused for our sake
+// (it needs a majority, and a majority is free). The stragglers' deletes
+// go on under their own deadline, whatever the caller does with its
+// context once this returns. With fewer confirmations it waits for every
+// answer, to tell "not held" from "unknown".
 func (r *Redlock) release(ctx context.Context, l *lease) error {
-	res := r.onAll(ctx, time.Second, func(ctx context.Context, c *goredis.Client) (bool, error) {
-		n, err := compareAndDelete.Run(ctx, c, []string{l.key}, l.token).Int()
-		return n == 1, err
-	})
+	type answer struct {
+		i int
+		nodeResult
+	}
+	answers := make(chan answer, len(r.nodes))
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	for i, c := range r.nodes {
+		go func(i int, c *goredis.Client) {
+			n, err := compareAndDelete.Run(dctx, c, []string{l.key}, l.token).Int()
+			if err != nil {
+				err = classify(dctx, fmt.Sprintf("node %d", i), err)
+			}
+			answers <- answer{i, nodeResult{ok: n == 1, err: err}}
+		}(i, c)
+	}
+	res := make([]nodeResult, len(r.nodes))
 	deleted, unknown := 0, 0
-	for _, x := range res {
-		if x.ok {
+	for n := 0; n < len(r.nodes); n++ {
+		var a answer
+		select {
+		case a = <-answers:
+		case <-ctx.Done():
+			// The caller gave up: what is not confirmed is unknown.
+			go func(left int) {
+				for ; left > 0; left-- {
+					<-answers
+				}
+				cancel()
+			}(len(r.nodes) - n)
+			if deleted > 0 {
+				return nil
+			}
+			return fmt.Errorf("release %s: %w: %w", l.key, impls.ErrIndeterminate, context.Cause(ctx))
+		}
+		res[a.i] = a.nodeResult
+		switch {
+		case a.ok:
 			deleted++
-		} else if errors.Is(x.err, impls.ErrIndeterminate) {
+		case errors.Is(a.err, impls.ErrIndeterminate):
 			unknown++
 		}
+		if deleted >= r.quorum() && n+1 < len(r.nodes) {
+			go func(left int) {
+				for ; left > 0; left-- {
+					<-answers
+				}
+				cancel()
+			}(len(r.nodes) - n - 1)
+			return nil
+		}
 	}
+	cancel()
 	switch {
 	case deleted > 0:
 		return nil

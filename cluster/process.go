@@ -105,10 +105,46 @@ func (p *process) signal(sig syscall.Signal) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, err := signalServer(p.cmd.Process.Pid, sig); err != nil {
+	pids, err := signalServer(p.cmd.Process.Pid, sig)
+	if err != nil {
 		return fmt.Errorf("signal %s: %w", p.name, err)
 	}
+	if sig == syscall.SIGSTOP {
+		// kill(2) only queues the stop: a thread already running goes on
+		// for a moment. A pause is in force once every thread is stopped.
+		if err := allStopped(pids, 2*time.Second); err != nil {
+			return fmt.Errorf("pause %s: %w", p.name, err)
+		}
+	}
 	return nil
+}
+
+// allStopped waits until every thread of pids is stopped (or the process
+// is gone), or limit passes.
+func allStopped(pids []int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		running := 0
+		for _, pid := range pids {
+			tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+			for _, task := range tasks {
+				tid, err := strconv.Atoi(task.Name())
+				if err != nil {
+					continue
+				}
+				if st, ok := procStat(tid); ok && st.state != "T" && st.state != "t" && st.state != "Z" && st.state != "X" {
+					running++
+				}
+			}
+		}
+		if running == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d threads still running %v after SIGSTOP", running, limit)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // signalServer sends sig to a server's process group and to every process

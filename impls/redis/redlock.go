@@ -78,25 +78,47 @@ type nodeResult struct {
 	pending bool // no answer yet: the round was decided without it
 }
 
-// setAll sends SET NX PX to every node at once, under one deadline, and
-// returns as soon as a majority has granted (the stragglers' SETs still
-// land, and are ours to release) or every node has answered.
-func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Duration) []nodeResult {
-	ctx, cancel := context.WithTimeout(ctx, nodeTimeout(ttl))
-	type answer struct {
-		i int
-		nodeResult
-	}
+// answer is node i's result in a fan-out.
+type answer struct {
+	i int
+	nodeResult
+}
+
+// fanOut runs f on every node at once under ctx; the answers come on the
+// returned channel as they arrive (it holds all of them: no sender waits).
+func (r *Redlock) fanOut(ctx context.Context, f func(context.Context, *goredis.Client) (bool, error)) <-chan answer {
 	answers := make(chan answer, len(r.nodes))
 	for i, c := range r.nodes {
 		go func(i int, c *goredis.Client) {
-			ok, err := c.SetNX(ctx, key, token, ttl).Result()
+			ok, err := f(ctx, c)
 			if err != nil {
 				err = classify(ctx, fmt.Sprintf("node %d", i), err)
 			}
 			answers <- answer{i, nodeResult{ok: ok, err: err}}
 		}(i, c)
 	}
+	return answers
+}
+
+// settleStragglers lets the left answers still to come arrive (their
+// requests still land), then frees their deadline.
+func settleStragglers(answers <-chan answer, left int, cancel context.CancelFunc) {
+	go func() {
+		for ; left > 0; left-- {
+			<-answers
+		}
+		cancel()
+	}()
+}
+
+// setAll sends SET NX PX to every node at once, under one deadline, and
+// returns as soon as a majority has granted (the stragglers' SETs still
+// land, and are ours to release) or every node has answered.
+func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Duration) []nodeResult {
+	ctx, cancel := context.WithTimeout(ctx, nodeTimeout(ttl))
+	answers := r.fanOut(ctx, func(ctx context.Context, c *goredis.Client) (bool, error) {
+		return c.SetNX(ctx, key, token, ttl).Result()
+	})
 	res := make([]nodeResult, len(r.nodes))
 	for i := range res {
 		res[i].pending = true
@@ -109,13 +131,7 @@ func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Durati
 			granted++
 		}
 		if granted >= r.quorum() && n+1 < len(r.nodes) {
-			// Let the stragglers finish under the deadline, then free it.
-			go func(left int) {
-				for ; left > 0; left-- {
-					<-answers
-				}
-				cancel()
-			}(len(r.nodes) - n - 1)
+			settleStragglers(answers, len(r.nodes)-n-1, cancel)
 			return res
 		}
 	}
@@ -231,21 +247,11 @@ func (r *Redlock) unlockAll(key, token string, maybeSet []bool) {
 // context once this returns. With fewer confirmations it waits for every
 // answer, to tell "not held" from "unknown".
 func (r *Redlock) release(ctx context.Context, l *lease) error {
-	type answer struct {
-		i int
-		nodeResult
-	}
-	answers := make(chan answer, len(r.nodes))
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	for i, c := range r.nodes {
-		go func(i int, c *goredis.Client) {
-			n, err := compareAndDelete.Run(dctx, c, []string{l.key}, l.token).Int()
-			if err != nil {
-				err = classify(dctx, fmt.Sprintf("node %d", i), err)
-			}
-			answers <- answer{i, nodeResult{ok: n == 1, err: err}}
-		}(i, c)
-	}
+	answers := r.fanOut(dctx, func(ctx context.Context, c *goredis.Client) (bool, error) {
+		n, err := compareAndDelete.Run(ctx, c, []string{l.key}, l.token).Int()
+		return n == 1, err
+	})
 	res := make([]nodeResult, len(r.nodes))
 	deleted, unknown := 0, 0
 	for n := 0; n < len(r.nodes); n++ {
@@ -254,12 +260,7 @@ func (r *Redlock) release(ctx context.Context, l *lease) error {
 		case a = <-answers:
 		case <-ctx.Done():
 			// The caller gave up: what is not confirmed is unknown.
-			go func(left int) {
-				for ; left > 0; left-- {
-					<-answers
-				}
-				cancel()
-			}(len(r.nodes) - n)
+			settleStragglers(answers, len(r.nodes)-n, cancel)
 			if deleted > 0 {
 				return nil
 			}
@@ -273,12 +274,7 @@ func (r *Redlock) release(ctx context.Context, l *lease) error {
 			unknown++
 		}
 		if deleted >= r.quorum() && n+1 < len(r.nodes) {
-			go func(left int) {
-				for ; left > 0; left-- {
-					<-answers
-				}
-				cancel()
-			}(len(r.nodes) - n - 1)
+			settleStragglers(answers, len(r.nodes)-n-1, cancel)
 			return nil
 		}
 	}

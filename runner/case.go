@@ -43,6 +43,15 @@ type caseEnv struct {
 	healthTimeout time.Duration
 }
 
+// useServers points the environment at servers (nil: none). The nil check
+// keeps a nil *cluster.Cluster from becoming a non-nil Cluster interface.
+func (e *caseEnv) useServers(servers *cluster.Cluster) {
+	e.cluster, e.servers = nil, servers
+	if servers != nil {
+		e.cluster = servers
+	}
+}
+
 // caseOutcome is what one case produced.
 type caseOutcome struct {
 	run     report.Run

@@ -271,10 +271,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 				runErr = err
 				break
 			}
-			env.cluster, env.servers = nil, servers
-			if servers != nil {
-				env.cluster = servers
-			}
+			env.useServers(servers)
 			if err := runLane(ctx, &env, []Case{c}); err != nil {
 				runErr = err
 				break
@@ -300,10 +297,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 			var wg sync.WaitGroup
 			for i, lane := range lanes {
 				env := base
-				env.cluster, env.servers = nil, servers
-				if servers != nil {
-					env.cluster = servers
-				}
+				env.useServers(servers)
 				env.procBase = (lanesSoFar + i + 1) * laneProcs
 				wg.Add(1)
 				go func(i int, env caseEnv, lane []Case) {

@@ -160,12 +160,17 @@ func (c *Cluster) endpoints(addr func(*Node) string) impls.Endpoints {
 		case impls.Etcd:
 			e.Etcd = append(e.Etcd, addr(n))
 		case impls.RedisSentinel:
-			// Clients ask the Sentinels for the primary; the data nodes'
-			// addresses come from them (announced as proxies).
+			// Clients ask the Sentinels for the primary; the Sentinels
+			// name nodes at their direct addresses, which a client dials
+			// through the route to its proxy.
 			if n.Name != SentinelPrimary && n.Name != SentinelReplica {
 				e.RedisSentinels = append(e.RedisSentinels, addr(n))
 				e.RedisSentinelMaster = SentinelMaster
 			}
+			if e.RedisSentinelRoutes == nil {
+				e.RedisSentinelRoutes = map[string]string{}
+			}
+			e.RedisSentinelRoutes[n.direct] = addr(n)
 		}
 	}
 	return e

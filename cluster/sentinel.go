@@ -16,12 +16,17 @@ import (
 // The Sentinel topology (impls.RedisSentinel): one Redis primary, one
 // asynchronous replica and three Sentinels, all on 127.0.0.1 behind proxies.
 //
-// Every address that Sentinel hands to clients is a proxy: the Sentinels
-// monitor the primary at its proxy, and the replica announces its own proxy
-// (replica-announce-port), so after a failover clients still go through a
-// proxy that faults can act on. The replica replicates through a proxy of
-// its own (ReplicationLink): cutting it first makes "the primary dies before
-// the key reached the replica" certain, not a race.
+// The Sentinels watch the data nodes and each other at their direct
+// addresses, and that is what they hand to clients: a fault on the clients'
+// proxies (dropped replies, a partition of one client) is not one on
+// Sentinel's control plane. With the Sentinels behind the clients' proxies,
+// the conformance suite's dropped replies made them fail over on their own
+// under load, and the tests after it met a read-only primary. Clients reach
+// every node through its proxy all the same: Endpoints carries a route from
+// each direct address to the proxy (or per-client link) to dial instead.
+// The replica replicates through a proxy of its own (ReplicationLink):
+// cutting it first makes "the primary dies before the key reached the
+// replica" certain, not a race.
 
 // SentinelMaster is the name the Sentinels monitor the primary under.
 const SentinelMaster = "locklab"
@@ -47,7 +52,7 @@ func sentinelBinary() []string {
 func (c *Cluster) startRedisSentinel(ctx context.Context) ([]*Node, error) {
 	var nodes []*Node
 	// primary: an ordinary node behind its proxy.
-	primary, err := c.startSentinelData(ctx, SentinelPrimary, nil)
+	primary, err := c.startSentinelData(ctx, SentinelPrimary)
 	if err != nil {
 		return nil, err
 	}
@@ -59,16 +64,14 @@ func (c *Cluster) startRedisSentinel(ctx context.Context) ([]*Node, error) {
 	if err := c.proxies.Collection.Add(repl, true); err != nil {
 		return nodes, fmt.Errorf("proxy %s: %w", replicationLink, err)
 	}
-	replica, err := c.startSentinelData(ctx, SentinelReplica, func(proxyPort int) []string {
-		return []string{"--replicaof", "127.0.0.1", strconv.Itoa(portOf(repl.Listen)),
-			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(proxyPort)}
-	})
+	replica, err := c.startSentinelData(ctx, SentinelReplica,
+		"--replicaof", "127.0.0.1", strconv.Itoa(portOf(repl.Listen)))
 	if err != nil {
 		return nodes, err
 	}
 	nodes = append(nodes, replica)
 	for i := 1; i <= sentinelCount; i++ {
-		n, err := c.startSentinel(ctx, i, primary.Addr())
+		n, err := c.startSentinel(ctx, i, primary.direct)
 		if err != nil {
 			return nodes, err
 		}
@@ -77,10 +80,10 @@ func (c *Cluster) startRedisSentinel(ctx context.Context) ([]*Node, error) {
 	return nodes, nil
 }
 
-// startSentinelData starts the primary or the replica: no persistence (a
-// restarted primary comes back empty, as in antirez's warning), its proxy
-// made first so the replica can announce it.
-func (c *Cluster) startSentinelData(ctx context.Context, name string, extra func(proxyPort int) []string) (*Node, error) {
+// startSentinelData starts the primary or the replica (extra arguments):
+// no persistence, so a restarted primary comes back empty, as in antirez's
+// warning.
+func (c *Cluster) startSentinelData(ctx context.Context, name string, extra ...string) (*Node, error) {
 	dir := filepath.Join(c.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -98,9 +101,7 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra func
 		"--daemonize", "no", "--save", "", "--appendonly", "no",
 		// A replica syncs at once, not after the default 5 s wait for others.
 		"--repl-diskless-sync-delay", "0"}
-	if extra != nil {
-		argv = append(argv, extra(portOf(proxy.Listen))...)
-	}
+	argv = append(argv, extra...)
 	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
 		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "redis.log"), spawn: c.spawn, argv: argv, ports: ports},
 		health: func(ctx context.Context) error {
@@ -116,12 +117,8 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra func
 	return n, nil
 }
 
-// startSentinel starts Sentinel i watching the primary at its proxy. A
-// primary silent for 1.5 s is down; two Sentinels must agree. Sentinel pings
-// through the same proxies the clients use, so a fault on the clients'
-// links is one on Sentinel's too: at 500 ms the conformance suite's 500 ms
-// of dropped replies sometimes started a failover of its own, which lost
-// the keys of the tests after it.
+// startSentinel starts Sentinel i watching the primary at its direct
+// address. A primary silent for 1.5 s is down; two Sentinels must agree.
 func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*Node, error) {
 	name := fmt.Sprintf("sentinel-%d", i)
 	dir := filepath.Join(c.dir, name)
@@ -146,10 +143,10 @@ func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*No
 	// before the kill in about half of the runs. 10 s outlasts the hold;
 	// the cost is a 20 s wait before a second election if the first one
 	// splits its votes.
-	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel announce-ip 127.0.0.1\nsentinel announce-port %d\n"+
+	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
 		"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s 1500\n"+
 		"sentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
-		ports[0], dir, portOf(proxy.Listen), SentinelMaster, host, port, SentinelMaster, SentinelMaster, SentinelMaster)
+		ports[0], dir, SentinelMaster, host, port, SentinelMaster, SentinelMaster, SentinelMaster)
 	path := filepath.Join(dir, "sentinel.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, err

@@ -16,8 +16,8 @@ import (
 
 // What the failover fault needs of the Sentinel topology's primary. A Node
 // knows only itself, so each step asks the servers: the primary names its
-// replicas (INFO replication, at the addresses they announce, which are
-// their proxies), a replica says whether it has been promoted.
+// replicas (INFO replication, at their own addresses), a replica says
+// whether it has been promoted.
 
 // CanFailover says why n cannot be failed over, or nil: only a data node of
 // the Sentinel topology that locklab runs.
@@ -36,8 +36,8 @@ func isSentinelData(n *Node) bool { return n.Name == SentinelPrimary || n.Name =
 // HeldReplication is replication from one primary held back: each replica
 // was pointed at a proxy that passes nothing.
 type HeldReplication struct {
-	// Replicas are the replicas' addresses (their proxies), as the primary
-	// announced them.
+	// Replicas are the replicas' own addresses, as the primary names
+	// them.
 	Replicas []string
 	proxy    *toxiproxy.Proxy
 	// prev is where each replica replicated from before, to point it back

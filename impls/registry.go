@@ -36,6 +36,10 @@ type Endpoints struct {
 	// primary of RedisSentinelMaster.
 	RedisSentinels      []string
 	RedisSentinelMaster string
+	// RedisSentinelRoutes maps an address the Sentinels hand out (a
+	// node's own) to the one a client dials instead (its proxy); an
+	// address not in it is dialled as it is.
+	RedisSentinelRoutes map[string]string
 }
 
 // Env is what a constructor gets for one client.

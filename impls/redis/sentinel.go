@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -21,9 +22,19 @@ func newSentinelClient(ctx context.Context, ep impls.Endpoints) (*goredis.Client
 	if len(ep.RedisSentinels) == 0 || ep.RedisSentinelMaster == "" {
 		return nil, fmt.Errorf("no redis-sentinel endpoints")
 	}
+	// The Sentinels name the primary (and each other) at addresses of
+	// their own; the route says which proxy stands in front of each.
+	dialer := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 5 * time.Minute}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if via, ok := ep.RedisSentinelRoutes[addr]; ok {
+			addr = via
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}
 	c := goredis.NewFailoverClient(&goredis.FailoverOptions{
 		MasterName:            ep.RedisSentinelMaster,
 		SentinelAddrs:         ep.RedisSentinels,
+		Dialer:                dial,
 		Protocol:              2,
 		DisableIdentity:       true,
 		MaxRetries:            -1,

@@ -107,7 +107,7 @@ func TestSentinelFailover(t *testing.T) {
 			replicas := []string{}
 			for _, n := range testCluster.NodesOf(impls.RedisSentinel) {
 				if n != primary && (n.Name == cluster.SentinelPrimary || n.Name == cluster.SentinelReplica) {
-					replicas = append(replicas, n.Addr())
+					replicas = append(replicas, n.DirectAddr())
 				}
 			}
 			if _, err := cluster.WaitPromoted(ctx, replicas, 20*time.Second); err != nil {

@@ -11,17 +11,22 @@ import (
 // runner's check before the first fault and after the last heal. It waits
 // for a node that is still coming back (a restarted server) until ctx ends.
 func (c *Cluster) Healthy(ctx context.Context, timeout time.Duration) error {
+	return NodesHealthy(ctx, timeout, c.nodes)
+}
+
+// NodesHealthy is Healthy for some of a cluster's nodes.
+func NodesHealthy(ctx context.Context, timeout time.Duration, nodes []*Node) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	errs := make([]error, len(c.nodes))
+	errs := make([]error, len(nodes))
 	done := make(chan int)
-	for i, n := range c.nodes {
+	for i, n := range nodes {
 		go func(i int, n *Node) {
 			errs[i] = waitHealthy(ctx, n)
 			done <- i
 		}(i, n)
 	}
-	for range c.nodes {
+	for range nodes {
 		<-done
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -78,10 +78,14 @@ type Approach struct {
 	// free when that is set by the client's session, not the lease TTL
 	// (a ZooKeeper session timeout); 0 otherwise.
 	CrashFreedAfter time.Duration
-	Survives        string // the faults it is expected to survive
-	Summary         string // one line: how it works
-	Fails           string // one line: how it breaks
-	New             func(ctx context.Context, env Env) (Locker, error)
+	// Nodes is how many of its backend's servers a client uses, the first
+	// ones of its Endpoints list; 0: all of them. A runner that runs cases
+	// side by side gives approaches that use one node a node of their own.
+	Nodes    int
+	Survives string // the faults it is expected to survive
+	Summary  string // one line: how it works
+	Fails    string // one line: how it breaks
+	New      func(ctx context.Context, env Env) (Locker, error)
 }
 
 // Registry maps approach names to their descriptions.

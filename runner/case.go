@@ -41,6 +41,56 @@ type caseEnv struct {
 	servers *cluster.Cluster
 	// healthTimeout bounds each health check (Runner.HealthTimeout).
 	healthTimeout time.Duration
+	// redis are the Redis nodes (indices among the cluster's) this
+	// environment's cases use, when lanes side by side share them out;
+	// nil: all of them.
+	redis []int
+}
+
+// nodesOf is the nodes of kind b that this environment's cases use.
+func (e *caseEnv) nodesOf(b impls.Backend) []*cluster.Node {
+	ns := e.servers.NodesOf(b)
+	if b != impls.Redis || e.redis == nil {
+		return ns
+	}
+	out := make([]*cluster.Node, 0, len(e.redis))
+	for _, i := range e.redis {
+		if i < len(ns) {
+			out = append(out, ns[i])
+		}
+	}
+	return out
+}
+
+// healthy checks the servers before and after a case. In a lane with
+// Redis nodes of its own, the other lanes' Redis nodes are left out: a
+// fault there is not this case's business, and would only hold it up.
+func (e *caseEnv) healthy(ctx context.Context) error {
+	if e.redis == nil || e.servers == nil {
+		return e.cluster.Healthy(ctx, e.healthTimeout)
+	}
+	var nodes []*cluster.Node
+	for _, n := range e.servers.Nodes() {
+		if n.Backend != impls.Redis {
+			nodes = append(nodes, n)
+		}
+	}
+	return cluster.NodesHealthy(ctx, e.healthTimeout, append(nodes, e.nodesOf(impls.Redis)...))
+}
+
+// narrow keeps the Redis addresses this environment's cases use.
+func (e *caseEnv) narrow(ep impls.Endpoints) impls.Endpoints {
+	if e.redis == nil {
+		return ep
+	}
+	all := ep.Redis
+	ep.Redis = make([]string, 0, len(e.redis))
+	for _, i := range e.redis {
+		if i < len(all) {
+			ep.Redis = append(ep.Redis, all[i])
+		}
+	}
+	return ep
 }
 
 // useServers points the environment at servers (nil: none). The nil check
@@ -89,7 +139,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	}
 	// 1. Health.
 	if env.cluster != nil {
-		if err := env.cluster.Healthy(ctx, env.healthTimeout); err != nil {
+		if err := env.healthy(ctx); err != nil {
 			return caseOutcome{}, infraErr(fmt.Errorf("%s: before the case: %w", c.Name, err))
 		}
 	}
@@ -103,11 +153,12 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		case env.servers == nil:
 			return impls.Endpoints{}, nil
 		case c.Direct:
-			return env.servers.DirectEndpoints(), nil
+			return env.narrow(env.servers.DirectEndpoints()), nil
 		case ownLinks:
-			return env.servers.ClientEndpoints(slot)
+			ep, err := env.servers.ClientEndpoints(slot)
+			return env.narrow(ep), err
 		}
-		return env.servers.Endpoints(), nil
+		return env.narrow(env.servers.Endpoints()), nil
 	}
 	hold := newHolders()
 	rec := &checkingRecorder{w: history.Discard{}, observe: hold.see, locks: metrics.NewLocks()}
@@ -173,7 +224,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	var engineErr error
 	engineDone := make(chan struct{})
 	if len(plan) > 0 {
-		res := &resolver{cl: env.servers, server: a.Backend, keyPrefix: spec.KeyPrefix, slots: slots, holders: hold, ownLinks: ownLinks}
+		res := &resolver{cl: env.servers, nodesOf: env.nodesOf, server: a.Backend, keyPrefix: spec.KeyPrefix, slots: slots, holders: hold, ownLinks: ownLinks}
 		engine = chaos.NewEngine(res, nem, holdingWaiter{holders: hold, key: res.keyName})
 	}
 	stopProgress := env.reportProgress(c, prog)
@@ -203,7 +254,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 
 	// 4. Health again: a case whose servers did not recover says so.
 	if env.cluster != nil && ctx.Err() == nil {
-		if err := env.cluster.Healthy(ctx, env.healthTimeout); err != nil {
+		if err := env.healthy(ctx); err != nil {
 			return caseOutcome{}, infraErr(fmt.Errorf("%s: servers did not recover after the faults: %w", c.Name, err))
 		}
 	}

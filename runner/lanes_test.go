@@ -2,13 +2,16 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -72,5 +75,100 @@ func TestParallelLanesAcrossServerOptions(t *testing.T) {
 	}
 	if len(keyOf) < 2*len(cases) {
 		t.Fatalf("%d process ids for %d cases of 2 clients", len(keyOf), len(cases))
+	}
+}
+
+// planLanes: Redis approaches that use one node are shared out over the
+// spare lanes (all of an approach's cases in one), each lane on its own
+// node after the shared ones; the rest of Redis keeps nodes 0..4; other
+// kinds keep one lane each; no spare lanes, no split.
+func TestPlanLanes(t *testing.T) {
+	mk := func(name string, b impls.Backend, nodes int) Case {
+		return Case{Name: name, Approach: impls.Approach{Name: name, Backend: b, Nodes: nodes}}
+	}
+	single1, single2, single3 := mk("s1", impls.Redis, 1), mk("s2", impls.Redis, 1), mk("s3", impls.Redis, 1)
+	multi, zk := mk("redlock", impls.Redis, 0), mk("zk", impls.ZooKeeper, 0)
+	cases := []Case{single1, multi, zk, single2, single1, single3}
+	for _, tc := range []struct {
+		name  string
+		spare int
+		want  []string // per lane: its cases, then its Redis nodes
+	}{
+		{"split", 2, []string{"s1 s1 s3 @[5]", "redlock @[0 1 2 3 4]", "zk @[]", "s2 @[6]"}},
+		{"no spare lanes", 0, []string{"s1 redlock s2 s1 s3 @[]", "zk @[]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, l := range planLanes(cases, 5, tc.spare) {
+				var names []string
+				for _, c := range l.cases {
+					names = append(names, c.Name)
+				}
+				got = append(got, fmt.Sprintf("%s @%v", strings.Join(names, " "), l.redis))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("lanes %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if n := spareLanes(cases); n != spareRedisLanes {
+		t.Fatalf("spareLanes = %d, want %d (three one-node approaches)", n, spareRedisLanes)
+	}
+	if n := spareLanes([]Case{multi, single2}); n != 1 {
+		t.Fatalf("spareLanes = %d, want 1 (one one-node approach)", n)
+	}
+}
+
+// TestSpareRedisLanesKeepFaultsApart: in a parallel run, a case that kills
+// every Redis node its lane uses for 3 s does not touch the cases beside
+// it, Redlock on the shared five and a one-node approach on the other
+// spare lane: they run at the same time and never fail, while the killed
+// case does.
+func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
+	spec := workload.Spec{Clients: 2, Keys: 1, Kind: workload.Mutex, Hold: workload.Dist{Kind: "fixed", A: time.Millisecond},
+		TTL: time.Second, AcquireTimeout: 500 * time.Millisecond, Duration: 5 * time.Second, Seed: 1}
+	kill := step(t, "server-kill", chaos.Selector{Node: chaos.NodeAll}, time.Second, 3*time.Second, nil)
+	killed := faultCase(t, "redis-setnx-px-lua", spec, kill)
+	killed.Processes = false
+	beside := []Case{faultCase(t, "redis-redlock", spec), faultCase(t, "redis-setnx-px-del", spec)}
+	cases := []Case{killed}
+	for _, c := range beside {
+		c.Processes = false
+		cases = append(cases, c)
+	}
+	out, err := (&Runner{Parallel: true}).Run(context.Background(), Plan{Kind: "test", Cases: cases, ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Side by side: each case's grants span the 3 s of the kill.
+	evs, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := map[string]int64{}, map[string]int64{}
+	for _, e := range evs {
+		if e.F != history.Acquire || e.Type != history.OK {
+			continue
+		}
+		name := strings.Split(e.Key, "/")[1] // nonce/case/key
+		if _, ok := first[name]; !ok {
+			first[name] = e.T
+		}
+		last[name] = e.T
+	}
+	for _, c := range cases[1:] {
+		if first[c.Name] > first[killed.Name]+int64(time.Second) || last[c.Name] < first[killed.Name]+int64(4*time.Second) {
+			t.Fatalf("%s was granted from %v to %v, %s's first grant at %v: they did not run side by side", c.Name,
+				time.Duration(first[c.Name]), time.Duration(last[c.Name]), killed.Name, time.Duration(first[killed.Name]))
+		}
+	}
+	for _, r := range out.Results.Runs {
+		failed := r.NotAcquired + r.Indeterminate + r.Errors
+		switch {
+		case r.Approach == killed.Approach.Name && failed == 0:
+			t.Fatalf("%s: no acquire failed while its Redis node was killed for 3 s: the fault missed it", r.Case)
+		case r.Approach != killed.Approach.Name && (failed > 0 || r.Acquired == 0):
+			t.Fatalf("%s: %d acquired, %d failed (%s): another lane's kill reached it", r.Case, r.Acquired, failed, r.FirstError)
+		}
 	}
 }

@@ -45,10 +45,11 @@ type Runner struct {
 	// this binary with the argument "worker".
 	WorkerArgv []string
 	// Parallel runs the cases of different server kinds side by side (one
-	// lane per kind), on one cluster per set of server options (a Redis
-	// persistence mode): a matrix takes about half the time. Cases of one
-	// kind stay in order, so a fault on a kind's servers only ever meets
-	// that kind's case.
+	// lane per kind, and the Redis approaches that use one node on up to
+	// spareRedisLanes lanes of their own, each on a Redis node started for
+	// it), on one cluster per set of server options (a Redis persistence
+	// mode). Cases of one lane stay in order, so a fault on a lane's
+	// servers only ever meets that lane's case.
 	Parallel bool
 	// HealthTimeout bounds how long a case waits for its servers to be
 	// healthy, before the first fault and after the last heal; default
@@ -77,22 +78,68 @@ func groupsByServers(cases []Case) [][]Case {
 	return out
 }
 
-// lanesByServer groups cases by their approach's server kind, in plan order.
-func lanesByServer(cases []Case) [][]Case {
-	var kinds []impls.Backend
-	by := map[impls.Backend][]Case{}
+// spareRedisLanes is how many more lanes share out the Redis approaches
+// that use one node (Approach.Nodes 1), each lane on a Redis node of its
+// own: Redis has the most approaches, and its one lane alone set the
+// length of a parallel matrix. More would crowd 2 cores.
+const spareRedisLanes = 2
+
+// lane is cases that run one after the other on the same servers, beside
+// other lanes: a fault on its servers meets only its own cases.
+type lane struct {
+	cases []Case
+	// redis are the indices, among the cluster's Redis nodes, of those the
+	// lane's cases use; nil: all of them.
+	redis []int
+}
+
+// planLanes splits cases into lanes: one per server kind, in plan order,
+// except that with spare > 0 the Redis approaches that use one node go to
+// spare lanes of their own (an approach's cases all in one), lane i on
+// Redis node shared+i, and the other Redis approaches to a lane on nodes
+// 0..shared-1.
+func planLanes(cases []Case, shared, spare int) []lane {
+	var out []lane
+	at := map[string]int{}      // lane name -> index in out
+	spareOf := map[string]int{} // approach -> its spare lane
 	for _, c := range cases {
-		k := c.Approach.Backend
-		if _, ok := by[k]; !ok {
-			kinds = append(kinds, k)
+		name, redis := string(c.Approach.Backend), []int(nil)
+		if spare > 0 && c.Approach.Backend == impls.Redis {
+			if c.Approach.Nodes == 1 {
+				i, ok := spareOf[c.Approach.Name]
+				if !ok {
+					i = len(spareOf) % spare
+					spareOf[c.Approach.Name] = i
+				}
+				name, redis = fmt.Sprintf("redis node %d", shared+i), []int{shared + i}
+			} else {
+				redis = make([]int, shared)
+				for i := range redis {
+					redis[i] = i
+				}
+			}
 		}
-		by[k] = append(by[k], c)
-	}
-	out := make([][]Case, len(kinds))
-	for i, k := range kinds {
-		out[i] = by[k]
+		i, ok := at[name]
+		if !ok {
+			i = len(out)
+			at[name] = i
+			out = append(out, lane{redis: redis})
+		}
+		out[i].cases = append(out[i].cases, c)
 	}
 	return out
+}
+
+// spareLanes is how many spare Redis lanes a parallel run of cases gets:
+// one per approach that uses one Redis node, at most spareRedisLanes.
+func spareLanes(cases []Case) int {
+	single := map[string]bool{}
+	for _, c := range cases {
+		if c.Approach.Backend == impls.Redis && c.Approach.Nodes == 1 {
+			single[c.Approach.Name] = true
+		}
+	}
+	return min(len(single), spareRedisLanes)
 }
 
 // Outcome is what a plan produced.
@@ -182,6 +229,13 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 	// first case needs them and again when a case asks for other server
 	// options (a Redis persistence mode).
 	kinds := p.servers()
+	// In parallel, Redis approaches that use one node get nodes of their
+	// own, started beside the shared ones (not on a user's cluster, whose
+	// servers are what they are).
+	sharedRedis, spare := cluster.ForBackends(impls.Redis).RedisNodes, 0
+	if r.Parallel && ext == nil {
+		spare = spareLanes(p.Cases)
+	}
 	var servers *cluster.Cluster
 	var serversFor ServerOptions
 	defer func() {
@@ -198,7 +252,11 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 			servers = nil
 		}
 		started := time.Now()
-		cl, err := startCluster(ctx, ext, p.localConfig(kinds, c.Servers))
+		cfg := p.localConfig(kinds, c.Servers)
+		if cfg.RedisNodes > 0 {
+			cfg.RedisNodes += spare
+		}
+		cl, err := startCluster(ctx, ext, cfg)
 		if err != nil {
 			return err
 		}
@@ -291,7 +349,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 			if runErr = ensureServers(group[0]); runErr != nil {
 				break
 			}
-			lanes := lanesByServer(group)
+			lanes := planLanes(group, sharedRedis, spare)
 			lctx, cancel := context.WithCancel(ctx)
 			errs := make([]error, len(lanes))
 			var wg sync.WaitGroup
@@ -299,13 +357,14 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 				env := base
 				env.useServers(servers)
 				env.procBase = (lanesSoFar + i + 1) * laneProcs
+				env.redis = lane.redis
 				wg.Add(1)
-				go func(i int, env caseEnv, lane []Case) {
+				go func(i int, env caseEnv, cases []Case) {
 					defer wg.Done()
-					if errs[i] = runLane(lctx, &env, lane); errs[i] != nil {
+					if errs[i] = runLane(lctx, &env, cases); errs[i] != nil {
 						cancel()
 					}
-				}(i, env, lane)
+				}(i, env, lane.cases)
 			}
 			wg.Wait()
 			cancel()

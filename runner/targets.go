@@ -134,8 +134,10 @@ func (h *holders) holderOf(ctx context.Context, key string, wait time.Duration) 
 
 // resolver turns a fault step's selector into targets when it fires.
 type resolver struct {
-	cl        *cluster.Cluster // nil without servers
-	server    impls.Backend    // the case's approach's server kind: the default for node selectors
+	cl *cluster.Cluster // nil without servers
+	// nodesOf is the case's nodes of a kind: those of its lane.
+	nodesOf   func(impls.Backend) []*cluster.Node
+	server    impls.Backend // the case's approach's server kind: the default for node selectors
 	keyPrefix string
 	slots     []*clientSlot
 	holders   *holders
@@ -243,7 +245,7 @@ func (r *resolver) nodes(ctx context.Context, s chaos.Selector, rng *rand.Rand) 
 	if s.Server != "" {
 		server = impls.Backend(s.Server)
 	}
-	cands := r.cl.NodesOf(server)
+	cands := r.nodesOf(server)
 	if len(cands) == 0 {
 		return nil, fmt.Errorf("no %s nodes in this run", server)
 	}

@@ -10,7 +10,8 @@ import (
 
 // promises renders what an approach declares, the declarations that pick
 // which conformance tests run for it: safe or not, its capabilities, its
-// weaknesses, how long a crashed holder's lock stays.
+// weaknesses, how long a crashed holder's lock stays, how many nodes it
+// uses (which lanes of a parallel run it may take).
 func promises(a impls.Approach) string {
 	var p []string
 	if a.Safe {
@@ -21,6 +22,9 @@ func promises(a impls.Approach) string {
 	p = append(p, a.Caps.Names()...)
 	for _, w := range a.Weak.Names() {
 		p = append(p, "weak:"+w)
+	}
+	if a.Nodes > 0 {
+		p = append(p, fmt.Sprintf("nodes:%d", a.Nodes))
 	}
 	if a.CrashFreedAfter > 0 {
 		p = append(p, fmt.Sprintf("crash-freed-after:%v", a.CrashFreedAfter))
@@ -34,7 +38,7 @@ func promises(a impls.Approach) string {
 // proves it: a change here must be deliberate, and this test makes it so.
 var pinned = map[string]string{
 	"etcd-lease":                 "safe fair blocking fencing fault-tolerant loss-signal crash-freed-after:2s",
-	"lib-bsm-redislock":          "safe ttl renewal",
+	"lib-bsm-redislock":          "safe ttl renewal nodes:1",
 	"lib-redsync":                "safe ttl fault-tolerant",
 	"lib-zk-recipe":              "safe fair blocking fault-tolerant crash-freed-after:2s",
 	"mysql-for-update":           "safe blocking freed-on-disconnect",
@@ -43,14 +47,14 @@ var pinned = map[string]string{
 	"mysql-optimistic":           "safe fencing weak:no-expiry",
 	"mysql-sharded":              "safe ttl reentrant renewal",
 	"pg-advisory":                "safe reentrant blocking freed-on-disconnect",
-	"redis-get-set":              "unsafe ttl weak:racy-acquire",
+	"redis-get-set":              "unsafe ttl weak:racy-acquire nodes:1",
 	"redis-redlock":              "safe ttl fault-tolerant renewal",
 	"redis-sentinel-lua":         "safe ttl renewal",
 	"redis-sentinel-lua-wait":    "safe ttl renewal",
-	"redis-setnx":                "safe weak:release-not-owner-checked weak:no-expiry",
-	"redis-setnx-px-del":         "safe ttl weak:release-not-owner-checked",
-	"redis-setnx-px-getdel":      "safe ttl weak:release-check-not-atomic",
-	"redis-setnx-px-lua":         "safe ttl renewal",
+	"redis-setnx":                "safe weak:release-not-owner-checked weak:no-expiry nodes:1",
+	"redis-setnx-px-del":         "safe ttl weak:release-not-owner-checked nodes:1",
+	"redis-setnx-px-getdel":      "safe ttl weak:release-check-not-atomic nodes:1",
+	"redis-setnx-px-lua":         "safe ttl renewal nodes:1",
 	"zk-ephemeral":               "safe blocking fault-tolerant loss-signal crash-freed-after:2s",
 	"zk-sequential":              "safe fair blocking fencing fault-tolerant loss-signal crash-freed-after:2s",
 }

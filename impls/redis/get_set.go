@@ -17,6 +17,7 @@ import (
 var GetSetApproach = impls.Approach{
 	Name:     "redis-get-set",
 	Backend:  impls.Redis,
+	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true},
 	Weak:     impls.Weaknesses{RacyAcquire: true},
 	Safe:     false,

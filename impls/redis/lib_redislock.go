@@ -18,6 +18,7 @@ import (
 var RedislockApproach = impls.Approach{
 	Name:     "lib-bsm-redislock",
 	Backend:  impls.Redis,
+	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true, Renewal: true},
 	Safe:     true,
 	Survives: "as redis-setnx-px-lua: client crashes",

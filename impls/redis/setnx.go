@@ -16,6 +16,7 @@ import (
 var SetNXApproach = impls.Approach{
 	Name:     "redis-setnx",
 	Backend:  impls.Redis,
+	Nodes:    1,
 	Weak:     impls.Weaknesses{NoExpiry: true, ReleaseNotOwnerChecked: true},
 	Safe:     true,
 	Survives: "nothing beyond well-behaved clients: a crashed holder blocks the key forever",

@@ -13,6 +13,7 @@ import (
 var SetNXPXDelApproach = impls.Approach{
 	Name:     "redis-setnx-px-del",
 	Backend:  impls.Redis,
+	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true},
 	Weak:     impls.Weaknesses{ReleaseNotOwnerChecked: true},
 	Safe:     true,

@@ -17,6 +17,7 @@ import (
 var SetNXPXGetDelApproach = impls.Approach{
 	Name:     "redis-setnx-px-getdel",
 	Backend:  impls.Redis,
+	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true},
 	Weak:     impls.Weaknesses{ReleaseCheckNotAtomic: true},
 	Safe:     true,

@@ -19,6 +19,7 @@ import (
 var SetNXPXLuaApproach = impls.Approach{
 	Name:     "redis-setnx-px-lua",
 	Backend:  impls.Redis,
+	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true, Renewal: true},
 	Safe:     true,
 	Survives: "client crashes (the TTL frees the lock); not a restart without persistence, failover or a clock jump",

@@ -172,3 +172,31 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 		}
 	}
 }
+
+// Estimate: one after the other, the sum; in parallel, the longest lane
+// of each server-options group, groups one after the other.
+func TestEstimate(t *testing.T) {
+	mk := func(b impls.Backend, nodes int, persistence string, d time.Duration) Case {
+		return Case{Approach: impls.Approach{Name: fmt.Sprint(b, nodes), Backend: b, Nodes: nodes},
+			Workload: workload.Spec{Duration: d}, Servers: ServerOptions{RedisPersistence: persistence}}
+	}
+	p := Plan{Cases: []Case{
+		mk(impls.Redis, 1, "none", 4*time.Second), mk(impls.Redis, 0, "none", 3*time.Second),
+		mk(impls.ZooKeeper, 0, "none", 2*time.Second), mk(impls.Redis, 1, "none", 4*time.Second),
+		mk(impls.Redis, 0, "aof-always", 5*time.Second), mk(impls.ZooKeeper, 0, "aof-always", 6*time.Second),
+	}}
+	for _, tc := range []struct {
+		parallel bool
+		want     time.Duration
+	}{
+		// 4+3+2+4+5+6 s plus 1 s each.
+		{false, 30 * time.Second},
+		// group none: the one-node Redis approach's lane, 4+1+4+1 = 10 s;
+		// group aof-always: ZooKeeper's lane, 7 s.
+		{true, 17 * time.Second},
+	} {
+		if got := Estimate(p, tc.parallel, time.Second); got != tc.want {
+			t.Errorf("Estimate(parallel %v) = %v, want %v", tc.parallel, got, tc.want)
+		}
+	}
+}

@@ -142,6 +142,36 @@ func spareLanes(cases []Case) int {
 	return min(len(single), spareRedisLanes)
 }
 
+// Estimate is about how long p takes to run, allowing perCase on top of
+// each case's duration: the sum of its cases one after the other, or in
+// parallel the longest lane of each cluster's group (a group starts when
+// the one before it ended).
+func Estimate(p Plan, parallel bool, perCase time.Duration) time.Duration {
+	cost := func(cases []Case) time.Duration {
+		var d time.Duration
+		for _, c := range cases {
+			d += c.Workload.Duration + perCase
+		}
+		return d
+	}
+	if !parallel {
+		return cost(p.Cases)
+	}
+	var total time.Duration
+	spare := spareLanes(p.Cases)
+	if p.External != "" {
+		spare = 0
+	}
+	for _, group := range groupsByServers(p.Cases) {
+		var longest time.Duration
+		for _, l := range planLanes(group, cluster.ForBackends(impls.Redis).RedisNodes, spare) {
+			longest = max(longest, cost(l.cases))
+		}
+		total += longest
+	}
+	return total
+}
+
 // Outcome is what a plan produced.
 type Outcome struct {
 	Dir     string

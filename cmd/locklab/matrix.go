@@ -55,10 +55,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if err != nil {
 		return exitCode(stderr, err)
 	}
-	var est time.Duration
-	for _, c := range plan.Cases {
-		est += c.Workload.Duration + 2*time.Second
-	}
+	est := runner.Estimate(plan, !*sequential, 2*time.Second)
 	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), est.Round(time.Minute))
 	runCtx := ctx
 	if *budget > 0 {

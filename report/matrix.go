@@ -136,6 +136,101 @@ func MatrixMarkdown(m *Matrix) []byte {
 	return b.Bytes()
 }
 
+// outcomeAbbrev is how an outcome reads in the compact table.
+var outcomeAbbrev = []struct{ outcome, abbrev, meaning string }{
+	{"safe", "safe", "no violation"},
+	{"double-grant:both-valid", "DGv", "double grant, both leases valid"},
+	{"double-grant:outlived", "DGo", "double grant, the holder outlived its lease"},
+	{"double-grant", "DG", "double grant"},
+	{"revoked", "rev", "revoked: the holder was told its lock was gone"},
+	{"phantom-release", "PR", "release of another holder's lock"},
+	{"never-granted", "NG", "a grant no order of events allows"},
+	{"non-linearizable", "NL", "not linearizable"},
+	{"lost-update", "LU", "lost update"},
+	{"stale-write-refused", "SWR", "stale write refused by the fenced store"},
+	{"stale-write", "SW", "stale write accepted"},
+	{"task-twice", "TT", "task processed twice"},
+	{"token-regressed", "TR", "fencing tokens out of order"},
+	{"blocked", "blk", "blocked until a human intervenes"},
+	{"unavailable", "unav", "unavailable"},
+}
+
+func abbrev(outcome string) string {
+	o, not := strings.CutPrefix(outcome, "not:")
+	for _, a := range outcomeAbbrev {
+		if a.outcome == o {
+			o = a.abbrev
+			break
+		}
+	}
+	if not {
+		return "not " + o
+	}
+	return o
+}
+
+func abbrevs(outcomes []string) string {
+	out := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		out[i] = abbrev(o)
+	}
+	return strings.Join(out, "+")
+}
+
+// compact is how a cell reads in the compact table: the expected outcome
+// and the runs that agreed (for an expected violation, the runs that
+// showed it); a mismatch in bold with what was seen.
+func (c MatrixCell) compact() string {
+	if !c.Applies {
+		return "n/a"
+	}
+	agreed := c.Agreed
+	if c.ExpectsViolation {
+		agreed = c.Caught
+	}
+	s := fmt.Sprintf("%s %d/%d", abbrevs(c.Expected), agreed, c.Ran)
+	if c.Status != "as expected" {
+		seen := "none"
+		if len(c.Observed) > 0 {
+			seen = abbrevs(c.Observed)
+		}
+		s = fmt.Sprintf("**%s, saw %s**", s, seen)
+	}
+	return s
+}
+
+// MatrixCompact is the matrix on one screen, for a README: per cell the
+// expected outcome in short and how many runs bore it out, mismatches in
+// bold, and a legend of the abbreviations used.
+func MatrixCompact(m *Matrix) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Generated %s by `%s`, %d run(s) per cell; a cell reads expected outcome, then runs that bore it out.\n\n",
+		m.Generated.Format("2006-01-02"), m.Command, m.Runs)
+	fmt.Fprintf(&b, "| approach | %s |\n|---|%s\n", strings.Join(m.Faults, " | "), strings.Repeat("---|", len(m.Faults)))
+	used := map[string]bool{}
+	for _, a := range m.Approaches {
+		row := make([]string, len(m.Faults))
+		for i, f := range m.Faults {
+			c, _ := m.Cell(a, f)
+			row[i] = c.compact()
+			for _, o := range append(append([]string{}, c.Expected...), c.Observed...) {
+				used[strings.TrimPrefix(o, "not:")] = true
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s |\n", a, strings.Join(row, " | "))
+	}
+	var legend []string
+	for _, a := range outcomeAbbrev {
+		if used[a.outcome] && a.abbrev != a.outcome {
+			legend = append(legend, fmt.Sprintf("%s = %s", a.abbrev, a.meaning))
+		}
+	}
+	if len(legend) > 0 {
+		fmt.Fprintf(&b, "\n%s.\n", strings.Join(legend, "; "))
+	}
+	return b.Bytes()
+}
+
 // Outcome colours of the heat map.
 var (
 	safeColor     = color.RGBA{R: 0x4c, G: 0xaf, B: 0x50, A: 0xff} // expected safe, observed safe

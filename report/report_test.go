@@ -152,3 +152,31 @@ func TestPlotPercentilesDegenerateHistograms(t *testing.T) {
 		}
 	}
 }
+
+// The compact table: expected outcome in short and the runs that bore it
+// out; n/a; a mismatch in bold with what was seen; a legend of what the
+// abbreviations used mean, and only those.
+func TestMatrixCompact(t *testing.T) {
+	m := &Matrix{Runs: 3, Command: "locklab matrix --runs 3", Approaches: []string{"a", "b"}, Faults: []string{"f", "g"},
+		Cells: []MatrixCell{
+			{Approach: "a", Fault: "f", Applies: true, Expected: []string{"safe"}, Ran: 3, Agreed: 3, Status: "as expected"},
+			{Approach: "a", Fault: "g", Applies: true, Expected: []string{"double-grant:both-valid"}, ExpectsViolation: true,
+				Observed: []string{"double-grant:both-valid", "revoked"}, Ran: 3, Agreed: 2, Caught: 2, Status: "as expected"},
+			{Approach: "b", Fault: "f"},
+			{Approach: "b", Fault: "g", Applies: true, Expected: []string{"not:double-grant"}, Observed: []string{"double-grant:outlived"},
+				Ran: 3, Agreed: 2, Contradicted: 1, Status: "contradicted"},
+		}}
+	got := string(MatrixCompact(m))
+	for _, want := range []string{
+		"| a | safe 3/3 | DGv 2/3 |",
+		"| b | n/a | **not DG 2/3, saw DGo** |",
+		"DGv = double grant, both leases valid", "DGo = double grant, the holder outlived its lease", "rev = revoked",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("compact matrix lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "LU =") {
+		t.Errorf("legend explains an abbreviation no cell uses:\n%s", got)
+	}
+}

@@ -108,10 +108,14 @@ func countApplies(cells []matrix.Cell) int {
 	return n
 }
 
-// writeMatrix writes matrix.md, matrix.json, matrix.png, matrix.html (and
+// writeMatrix writes matrix.md, matrix-compact.md (the README's table), matrix.json, matrix.png, matrix.html (and
 // the JUnit file when asked) into dir.
 func writeMatrix(dir string, m *report.Matrix, junit string, stderr io.Writer) int {
 	if err := report.WriteFileAtomic(filepath.Join(dir, "matrix.md"), report.MatrixMarkdown(m)); err != nil {
+		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
+		return exitInfra
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, "matrix-compact.md"), report.MatrixCompact(m)); err != nil {
 		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
 		return exitInfra
 	}

@@ -30,7 +30,7 @@ func TestMatrixSmallEndToEnd(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("results: %v", dirs)
 	}
-	for _, f := range []string{"matrix.md", "matrix.json", "matrix.png", "matrix.html", "results.json"} {
+	for _, f := range []string{"matrix.md", "matrix-compact.md", "matrix.json", "matrix.png", "matrix.html", "results.json"} {
 		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
 			t.Error(err)
 		}

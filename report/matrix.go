@@ -103,21 +103,27 @@ func (c MatrixCell) short() string {
 	return s
 }
 
+// writeTable writes the table: one row per approach, one column per
+// fault, each cell as cell renders it.
+func writeTable(b *bytes.Buffer, m *Matrix, cell func(MatrixCell) string) {
+	fmt.Fprintf(b, "| approach | %s |\n|---|%s\n", strings.Join(m.Faults, " | "), strings.Repeat("---|", len(m.Faults)))
+	for _, a := range m.Approaches {
+		row := make([]string, len(m.Faults))
+		for i, f := range m.Faults {
+			c, _ := m.Cell(a, f)
+			row[i] = cell(c)
+		}
+		fmt.Fprintf(b, "| %s | %s |\n", a, strings.Join(row, " | "))
+	}
+}
+
 // MatrixMarkdown is matrix.md: one row per approach, one column per fault,
 // mismatches in bold, then each cell's mechanism and source.
 func MatrixMarkdown(m *Matrix) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# The known-outcome matrix\n\nGenerated %s by `%s`, %d run(s) per cell.\n\n",
 		m.Generated.Format("2006-01-02"), m.Command, m.Runs)
-	fmt.Fprintf(&b, "| approach | %s |\n|---|%s\n", strings.Join(m.Faults, " | "), strings.Repeat("---|", len(m.Faults)))
-	for _, a := range m.Approaches {
-		row := make([]string, len(m.Faults))
-		for i, f := range m.Faults {
-			c, _ := m.Cell(a, f)
-			row[i] = c.short()
-		}
-		fmt.Fprintf(&b, "| %s | %s |\n", a, strings.Join(row, " | "))
-	}
+	writeTable(&b, m, MatrixCell.short)
 	b.WriteString("\n## Why each cell is expected so\n\n")
 	for _, f := range m.Faults {
 		fmt.Fprintf(&b, "### %s\n\n", f)
@@ -206,19 +212,13 @@ func MatrixCompact(m *Matrix) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "Generated %s by `%s`, %d run(s) per cell; a cell reads expected outcome, then runs that bore it out.\n\n",
 		m.Generated.Format("2006-01-02"), m.Command, m.Runs)
-	fmt.Fprintf(&b, "| approach | %s |\n|---|%s\n", strings.Join(m.Faults, " | "), strings.Repeat("---|", len(m.Faults)))
 	used := map[string]bool{}
-	for _, a := range m.Approaches {
-		row := make([]string, len(m.Faults))
-		for i, f := range m.Faults {
-			c, _ := m.Cell(a, f)
-			row[i] = c.compact()
-			for _, o := range append(append([]string{}, c.Expected...), c.Observed...) {
-				used[strings.TrimPrefix(o, "not:")] = true
-			}
+	writeTable(&b, m, func(c MatrixCell) string {
+		for _, o := range append(append([]string{}, c.Expected...), c.Observed...) {
+			used[strings.TrimPrefix(o, "not:")] = true
 		}
-		fmt.Fprintf(&b, "| %s | %s |\n", a, strings.Join(row, " | "))
-	}
+		return c.compact()
+	})
 	var legend []string
 	for _, a := range outcomeAbbrev {
 		if used[a.outcome] && a.abbrev != a.outcome {

@@ -89,6 +89,9 @@ type Engine struct {
 	active []*injection // injected and not yet healed, in injection order
 	closed bool         // HealAll ran: inject nothing more, heal late ones at once
 	errs   []error
+
+	opened     chan struct{} // closed once the faults due at the start are in place
+	openedOnce sync.Once
 }
 
 type injection struct {
@@ -101,8 +104,15 @@ type injection struct {
 // NewEngine returns an engine resolving targets with r and recording with
 // rec. w may be nil when the plan has no event-driven steps.
 func NewEngine(r Resolver, rec Recorder, w Waiter) *Engine {
-	return &Engine{resolver: r, rec: rec, waiter: w, HealTimeout: time.Minute}
+	return &Engine{resolver: r, rec: rec, waiter: w, HealTimeout: time.Minute, opened: make(chan struct{})}
 }
+
+// Opened is closed once Run has put in place (or failed to) every timed
+// fault due at the start (at 0): a runner starts its clients then, so a
+// fault "from the start" is there before the first request.
+func (e *Engine) Opened() <-chan struct{} { return e.opened }
+
+func (e *Engine) open() { e.openedOnce.Do(func() { close(e.opened) }) }
 
 // Run runs plan against a run that started at start, and returns when every
 // planned injection has fired and its timed heal is done, or when ctx ends
@@ -111,6 +121,7 @@ func NewEngine(r Resolver, rec Recorder, w Waiter) *Engine {
 // heal that failed, a fault not available on its target); "no target now"
 // and the end of ctx are not errors.
 func (e *Engine) Run(ctx context.Context, start time.Time, plan []Planned) error {
+	defer e.open()
 	for _, p := range plan {
 		if p.When != nil && e.waiter == nil {
 			return fmt.Errorf("step %d waits for %s, but the engine has no Waiter", p.Step+1, p.When)
@@ -119,21 +130,30 @@ func (e *Engine) Run(ctx context.Context, start time.Time, plan []Planned) error
 	var wg sync.WaitGroup
 	// Triggers wait from the start; timed injections are started by one
 	// loop as their times come, so a long plan is not a goroutine each.
+	// Those due at the start open the run once they are in place, but
+	// for a fault on the lock's holder, which needs the clients going.
+	var opening sync.WaitGroup
 	for _, p := range plan {
-		if p.When != nil {
+		switch {
+		case p.When != nil:
 			wg.Add(1)
-			go func() { defer wg.Done(); e.fire(ctx, start, p) }()
+			go func() { defer wg.Done(); e.fire(ctx, start, p, func() {}) }()
+		case p.At <= 0 && p.Target.Client != ClientHolder:
+			wg.Add(1)
+			opening.Add(1)
+			go func() { defer wg.Done(); e.fire(ctx, start, p, sync.OnceFunc(opening.Done)) }()
 		}
 	}
+	go func() { opening.Wait(); e.open() }()
 	for _, p := range plan {
-		if p.When != nil {
+		if p.When != nil || p.At <= 0 && p.Target.Client != ClientHolder {
 			continue
 		}
 		if !sleepUntil(ctx, start.Add(p.At)) {
 			break
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); e.fire(ctx, start, p) }()
+		go func() { defer wg.Done(); e.fire(ctx, start, p, func() {}) }()
 	}
 	wg.Wait()
 	e.mu.Lock()
@@ -141,8 +161,10 @@ func (e *Engine) Run(ctx context.Context, start time.Time, plan []Planned) error
 	return errors.Join(e.errs...)
 }
 
-// fire runs one planned injection through its life.
-func (e *Engine) fire(ctx context.Context, start time.Time, p Planned) {
+// fire runs one planned injection through its life; injected is called
+// once the injection is in place or failed (and at the latest on return).
+func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected func()) {
+	defer injected()
 	if p.When != nil {
 		if !sleepUntil(ctx, start.Add(p.At)) {
 			return
@@ -172,6 +194,7 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned) {
 	if err == nil {
 		heal, err = InjectAll(ctx, p.Fault, targets)
 	}
+	injected()
 	if err != nil {
 		ev.Type, ev.Error = EventFail, err.Error()
 		e.record(ev)

@@ -242,3 +242,61 @@ func TestEngineTrigger(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// slowProc takes a while to pause, like a server that must stop every
+// thread.
+type slowProc struct{ fakeProc }
+
+func (p *slowProc) Pause() error { time.Sleep(200 * time.Millisecond); return p.fakeProc.Pause() }
+
+// holderLab resolves the holder only once ctx ends (nobody ever holds).
+type holderLab struct{ fakeLab }
+
+func (l holderLab) Resolve(ctx context.Context, sel Selector, rng *rand.Rand) ([]Target, error) {
+	if sel.Client == ClientHolder {
+		<-ctx.Done()
+		return nil, ErrNoTarget
+	}
+	return l.fakeLab.Resolve(ctx, sel, rng)
+}
+
+// TestEngineOpened: Opened closes once the faults due at the start are in
+// place (a runner starts its clients then), not before; a fault at the
+// start on the lock's holder, which needs the clients going, does not hold
+// it back; a plan with nothing at the start opens at once.
+func TestEngineOpened(t *testing.T) {
+	slow := &slowProc{}
+	lab := holderLab{fakeLab{"slow": {Kind: TargetClient, Name: "client 1", Process: slow}}}
+	for _, tc := range []struct {
+		name     string
+		steps    []Step
+		min, max time.Duration
+	}{
+		{"a slow fault at the start", []Step{
+			{Fault: &ClientPause{}, Target: client("slow")},
+			{Fault: &ClientPause{}, Target: Selector{Client: ClientHolder, Key: "0"}},
+		}, 200 * time.Millisecond, 2 * time.Second},
+		{"nothing at the start", []Step{{Fault: &ClientPause{}, Target: client("slow"), At: ms(500)}}, 0, 400 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			e := NewEngine(lab, &memRecorder{}, nil)
+			start := time.Now()
+			go e.Run(ctx, start, plan(t, 3*time.Second, tc.steps...))
+			select {
+			case <-e.Opened():
+			case <-ctx.Done():
+				t.Fatal("never opened")
+			}
+			if took := time.Since(start); took < tc.min || took > tc.max {
+				t.Fatalf("opened after %v, want between %v and %v", took, tc.min, tc.max)
+			}
+			if tc.min > 0 && len(slow.got()) == 0 {
+				t.Fatal("opened before the fault at the start was in place")
+			}
+			cancel()
+			_ = e.HealAll(context.Background())
+		})
+	}
+}

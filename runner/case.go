@@ -173,6 +173,9 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	spec.Store = workload.NewStore(rec, env.mono, c.Fenced, 1_000_000)
 	slots := make([]*clientSlot, n)
 	var runWorkload func(context.Context) (workload.Stats, error)
+	// begin starts worker clients, launched and connected beforehand,
+	// when the case's clock starts (nil for goroutine clients).
+	var begin func(endMono int64)
 	if c.Processes {
 		f, err := env.newFleet(c, spec, rec, prog)
 		if err != nil {
@@ -183,7 +186,12 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		for i, ws := range f.slots {
 			slots[i] = &clientSlot{index: i, clock: ws, worker: ws}
 		}
-		runWorkload = f.run
+		done := f.launch(ctx)
+		begin = f.begin
+		runWorkload = func(context.Context) (workload.Stats, error) {
+			r := <-done
+			return r.stats, r.err
+		}
 	} else {
 		clocks := make([]*clock.Skewable, n)
 		for i := range slots {
@@ -244,6 +252,17 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		<-ectx.Done()
 		engineErr = errors.Join(runErr, engine.HealAll(ctx))
 	}()
+	// The clients start once the faults due at the start are in place: a
+	// partition "from 0 s" is there before the first request.
+	if engine != nil {
+		select {
+		case <-engine.Opened():
+		case <-ctx.Done():
+		}
+	}
+	if begin != nil {
+		begin(env.mono.Nanos() + int64(spec.Duration))
+	}
 	stats, err := runWorkload(ctx)
 	<-engineDone
 	stopProgress()
@@ -415,8 +434,7 @@ func (env *caseEnv) newFleet(c Case, spec workload.Spec, rec history.Recorder, p
 	if drain == 0 {
 		drain = time.Second
 	}
-	start := workerStart{Approach: c.Approach.Name, EndMono: env.mono.Nanos() + int64(spec.Duration),
-		Drain: drain, Keys: spec.Keys, KeyPrefix: spec.KeyPrefix, Hold: spec.Hold, TTL: spec.TTL,
+	start := workerStart{Approach: c.Approach.Name, Drain: drain, Keys: spec.Keys, KeyPrefix: spec.KeyPrefix, Hold: spec.Hold, TTL: spec.TTL,
 		AcquireTimeout: spec.AcquireTimeout, Kind: spec.Kind, Renew: spec.Renew, Seed: spec.Seed}
 	f := newWorkerFleet(argv, logf, start, spec.Clients, spec.ProcBase, spec.Store, rec, env.mono, prog)
 	f.logFile = logf

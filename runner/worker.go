@@ -44,6 +44,38 @@ type workerFleet struct {
 	spawned func(proc, slot int)
 	logFile io.Closer // the workers' stderr, closed with the fleet
 	slots   []*workerSlot
+	// endMono is when the run ends (CLOCK_MONOTONIC ns), set by begin.
+	endMono atomic.Int64
+	// ready counts the first workers not yet connected (or failed);
+	// begun is closed by begin, which lets them go.
+	ready sync.WaitGroup
+	begun chan struct{}
+}
+
+// fleetResult is what a fleet's run came to.
+type fleetResult struct {
+	stats workload.Stats
+	err   error
+}
+
+// launch starts every slot's first worker and returns once each has
+// connected or failed to; they wait for begin. The run's result comes on
+// the channel it returns.
+func (f *workerFleet) launch(ctx context.Context) <-chan fleetResult {
+	f.ready.Add(len(f.slots))
+	done := make(chan fleetResult, 1)
+	go func() {
+		st, err := f.run(ctx)
+		done <- fleetResult{st, err}
+	}()
+	f.ready.Wait()
+	return done
+}
+
+// begin lets the launched workers go; the run ends at endMono.
+func (f *workerFleet) begin(endMono int64) {
+	f.endMono.Store(endMono)
+	close(f.begun)
 }
 
 // workerSlot is one client position: the worker process holding it now.
@@ -76,7 +108,7 @@ func (p *workerProc) send(m toWorker) error {
 func newWorkerFleet(argv []string, log io.Writer, start workerStart, clients, procBase int, store workload.Resource,
 	rec history.Recorder, mono *clock.Monotonic, prog *workload.Progress) *workerFleet {
 	f := &workerFleet{argv: argv, log: log, start: start, store: store, rec: rec, mono: mono, prog: prog,
-		spawn: spawn.New(), procBase: procBase}
+		spawn: spawn.New(), procBase: procBase, begun: make(chan struct{})}
 	// Slot i starts as process procBase+i, as goroutine clients do;
 	// replacements count on from procBase+clients.
 	f.nextProc.Store(int64(procBase + clients))
@@ -114,16 +146,20 @@ func (f *workerFleet) run(ctx context.Context) (workload.Stats, error) {
 	return total, errors.Join(errs...)
 }
 
-func (f *workerFleet) over() bool { return f.mono.Nanos() >= f.start.EndMono }
+func (f *workerFleet) over() bool { return f.mono.Nanos() >= f.endMono.Load() }
 
 func (f *workerFleet) runSlot(ctx context.Context, s *workerSlot) (workload.Stats, error) {
 	st := workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram()}
 	proc := f.procBase + s.index
+	// The first worker is ready once it says so or ends; replacements
+	// start after begin and do not wait.
+	ready := sync.OnceFunc(f.ready.Done)
 	for first := true; ; first = false {
 		if !first {
 			proc = int(f.nextProc.Add(1) - 1)
 		}
-		end, fatal, crashedAt, err := f.runWorker(ctx, s, proc)
+		end, fatal, crashedAt, err := f.runWorker(ctx, s, proc, first, ready)
+		ready()
 		switch {
 		case err != nil:
 			return st, infraErr(err)
@@ -165,7 +201,9 @@ func (f *workerFleet) runSlot(ctx context.Context, s *workerSlot) (workload.Stat
 // runWorker runs one worker process to its end. It returns the worker's
 // last word (nil if it died without one), or the reason it could not
 // start.
-func (f *workerFleet) runWorker(ctx context.Context, s *workerSlot, proc int) (end *workerEnd, fatal string, killedAt int64, err error) {
+// A first worker waits after connecting: ready is called when it says so,
+// and begin's end time is sent to it once begin was called.
+func (f *workerFleet) runWorker(ctx context.Context, s *workerSlot, proc int, first bool, ready func()) (end *workerEnd, fatal string, killedAt int64, err error) {
 	cmd := exec.Command(f.argv[0], f.argv[1:]...)
 	cmd.Stderr = f.log
 	stdin, err := cmd.StdinPipe()
@@ -178,6 +216,7 @@ func (f *workerFleet) runWorker(ctx context.Context, s *workerSlot, proc int) (e
 	}
 	start := f.start
 	start.Proc, start.Slot = proc, s.index
+	start.Wait, start.EndMono = first, f.endMono.Load()
 	if f.endpoints != nil {
 		ep, err := f.endpoints(s.index)
 		if err != nil {
@@ -222,6 +261,16 @@ func (f *workerFleet) runWorker(ctx context.Context, s *workerSlot, proc int) (e
 			end = m.End
 		case m.Fatal != "":
 			fatal = m.Fatal
+		case m.Ready:
+			ready()
+			go func() {
+				select {
+				case <-f.begun:
+					end := f.endMono.Load()
+					_ = wp.send(toWorker{Go: &end})
+				case <-wp.exited:
+				}
+			}()
 		}
 	}
 	_ = cmd.Wait()

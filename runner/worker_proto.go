@@ -25,6 +25,9 @@ type toWorker struct {
 	// Clock moves the worker's lease clock by this many ns relative to
 	// real time (a client-clock fault).
 	Clock *int64 `json:"clock,omitempty"`
+	// Go starts a worker that was told to wait (workerStart.Wait): the
+	// run ends at this CLOCK_MONOTONIC time.
+	Go *int64 `json:"go,omitempty"`
 }
 
 // workerStart is everything one worker client needs.
@@ -35,7 +38,13 @@ type workerStart struct {
 	Slot      int             `json:"slot"`
 	// EndMono is when the run ends, on CLOCK_MONOTONIC: a replacement
 	// started late ends with everyone else.
-	EndMono        int64         `json:"end_mono"`
+	EndMono int64 `json:"end_mono"`
+	// Wait: connect, say Ready, and wait for Go (which sets EndMono)
+	// before working. A case's first workers wait, so the case's clock
+	// (its duration, its faults' times) starts when every client is
+	// connected, as with goroutine clients, however long the processes
+	// took to start on a loaded machine.
+	Wait           bool          `json:"wait,omitempty"`
 	Drain          time.Duration `json:"drain"`
 	Keys           int           `json:"keys"`
 	KeyPrefix      string        `json:"key_prefix"`
@@ -55,6 +64,8 @@ type fromWorker struct {
 	End   *workerEnd     `json:"end,omitempty"`
 	// Fatal: the worker could not start (bad approach, unreachable server).
 	Fatal string `json:"fatal,omitempty"`
+	// Ready: a waiting worker has connected.
+	Ready bool `json:"ready,omitempty"`
 }
 
 // storeCall is one call of workload.Resource.

@@ -38,7 +38,8 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	}
 	clk := &clock.Skewable{}
 	clk.SetOffset(time.Duration(st.ClockOffset))
-	// Everything after the start message: replies and clock moves.
+	begin := make(chan int64, 1)
+	// Everything after the start message: replies, clock moves, go.
 	go func() {
 		defer cancel()
 		for {
@@ -57,6 +58,11 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 				}
 			case m.Clock != nil:
 				clk.SetOffset(time.Duration(*m.Clock))
+			case m.Go != nil:
+				select {
+				case begin <- *m.Go:
+				default:
+				}
 			}
 		}
 	}()
@@ -71,6 +77,13 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 		return err
 	}
 	defer l.Close()
+	if st.Wait {
+		w.send(fromWorker{Ready: true})
+		select {
+		case st.EndMono = <-begin:
+		case <-ctx.Done(): // the runner is gone or stopping: EndMono 0 ends at once
+		}
+	}
 	mono := clock.NewMonotonic()
 	left := time.Duration(st.EndMono - mono.Nanos())
 	if left <= 0 {

@@ -245,7 +245,8 @@ func (r *Redlock) unlockAll(key, token string, maybeSet []bool) {
 // (it needs a majority, and a majority is free). The stragglers' deletes
 // go on under their own deadline, whatever the caller does with its
 // context once this returns. With fewer confirmations it waits for every
-// answer, to tell "not held" from "unknown".
+// answer, to tell "not held" (our token on less than a majority) from
+// "unknown".
 func (r *Redlock) release(ctx context.Context, l *lease) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	answers := r.fanOut(dctx, func(ctx context.Context, c *goredis.Client) (bool, error) {
@@ -259,11 +260,9 @@ func (r *Redlock) release(ctx context.Context, l *lease) error {
 		select {
 		case a = <-answers:
 		case <-ctx.Done():
-			// The caller gave up: what is not confirmed is unknown.
+			// The caller gave up before a majority confirmed: whether
+			// the lock was ours to release is unknown.
 			settleStragglers(answers, len(r.nodes)-n, cancel)
-			if deleted > 0 {
-				return nil
-			}
 			return fmt.Errorf("release %s: %w: %w", l.key, impls.ErrIndeterminate, context.Cause(ctx))
 		}
 		res[a.i] = a.nodeResult
@@ -279,13 +278,18 @@ func (r *Redlock) release(ctx context.Context, l *lease) error {
 		}
 	}
 	cancel()
+	// The lock is ours only where a majority has our token. Fewer deletes
+	// are leftovers: a former holder whose earlier release had not yet
+	// reached a straggler node (or timed out there) finds its token on one
+	// node while another client holds the majority, and must be told
+	// "not held", not "released".
 	switch {
-	case deleted > 0:
+	case deleted >= r.quorum():
 		return nil
-	case unknown > 0:
+	case deleted+unknown >= r.quorum():
 		return fmt.Errorf("release %s: %w: %w", l.key, impls.ErrIndeterminate, firstError(res))
 	default:
-		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+		return fmt.Errorf("release %s: %w: our token on %d of %d nodes", l.key, impls.ErrNotHeld, deleted, len(r.nodes))
 	}
 }
 

@@ -1,0 +1,49 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// A Redlock holder owns the lock only where a majority has its token. A
+// former holder whose earlier release missed one node (a straggler's
+// delete still in flight, or timed out there) finds its token on that node
+// alone while another client holds the majority: its release must say "not
+// held", not "released", and must leave the new holder's lock alone. Seen
+// under load in the conformance suite's NonOwnerReleaseRefused.
+func TestRedlockReleaseNeedsAMajority(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, b := newLocker(t, RedlockApproach, 1), newLocker(t, RedlockApproach, 2)
+	key := "redlock-release-majority"
+	opt := impls.AcquireOptions{TTL: 10 * time.Second, Try: true}
+	stale, err := a.Acquire(ctx, key, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The leftover: A's token back on the last node, as if its delete had
+	// not reached it.
+	nodes := testCluster.DirectEndpoints().Redis
+	last := newClientNoPing(nodes[len(nodes)-1])
+	defer last.Close()
+	if err := last.Set(ctx, key, stale.(*lease).token, 10*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	held, err := b.Acquire(ctx, key, opt)
+	if err != nil {
+		t.Fatalf("B's acquire with a leftover on one node of five: %v", err)
+	}
+	if err := stale.Release(ctx); !errors.Is(err, impls.ErrNotHeld) {
+		t.Fatalf("release by the former holder with its token on one node: err = %v, want ErrNotHeld", err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatalf("B's release after the refused one: %v (B's lock must be intact)", err)
+	}
+}

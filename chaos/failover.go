@@ -35,7 +35,7 @@ const ThreatFailover = "failover"
 // default, or keep: no cut, so what the primary acknowledged has almost
 // certainly replicated, the control case), after (time between the cut and
 // the kill; default 0), within (bound on the promotion and on the heal's
-// wait; default 20s). Targets: the primary of the Sentinel topology:
+// wait; default 45s). Targets: the primary of the Sentinel topology:
 // {node: leader, server: redis-sentinel}.
 type Failover struct {
 	Mode        string   `yaml:"mode"`
@@ -78,7 +78,9 @@ func (f Failover) within() time.Duration {
 	if f.Within > 0 {
 		return f.Within.D()
 	}
-	return 20 * time.Second
+	// Sentinel retries an election whose votes split two failover
+	// timeouts (2 x 10 s) after the first attempt; 45 s covers one retry.
+	return 45 * time.Second
 }
 
 func (f Failover) Available(t Target) error {

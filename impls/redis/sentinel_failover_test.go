@@ -110,7 +110,9 @@ func TestSentinelFailover(t *testing.T) {
 					replicas = append(replicas, n.DirectAddr())
 				}
 			}
-			if _, err := cluster.WaitPromoted(ctx, replicas, 20*time.Second); err != nil {
+			// 45 s: an election whose votes split is retried only two
+			// failover-timeouts (20 s) after the first attempt.
+			if _, err := cluster.WaitPromoted(ctx, replicas, 45*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			leaseB, errB := tryUntilAnswered(b, key, opt, 15*time.Second)

@@ -130,15 +130,14 @@ func (e *Engine) Run(ctx context.Context, start time.Time, plan []Planned) error
 	var wg sync.WaitGroup
 	// Triggers wait from the start; timed injections are started by one
 	// loop as their times come, so a long plan is not a goroutine each.
-	// Those due at the start open the run once they are in place, but
-	// for a fault on the lock's holder, which needs the clients going.
+	// Those due at the start (opensRun) open the run once in place.
 	var opening sync.WaitGroup
 	for _, p := range plan {
 		switch {
 		case p.When != nil:
 			wg.Add(1)
 			go func() { defer wg.Done(); e.fire(ctx, start, p, func() {}) }()
-		case p.At <= 0 && p.Target.Client != ClientHolder:
+		case opensRun(p):
 			wg.Add(1)
 			opening.Add(1)
 			go func() { defer wg.Done(); e.fire(ctx, start, p, sync.OnceFunc(opening.Done)) }()
@@ -146,7 +145,7 @@ func (e *Engine) Run(ctx context.Context, start time.Time, plan []Planned) error
 	}
 	go func() { opening.Wait(); e.open() }()
 	for _, p := range plan {
-		if p.When != nil || p.At <= 0 && p.Target.Client != ClientHolder {
+		if p.When != nil || opensRun(p) {
 			continue
 		}
 		if !sleepUntil(ctx, start.Add(p.At)) {
@@ -159,6 +158,13 @@ func (e *Engine) Run(ctx context.Context, start time.Time, plan []Planned) error
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return errors.Join(e.errs...)
+}
+
+// opensRun says whether the run's clients wait for p: a timed fault due
+// at the start, unless it is on the lock's holder, which needs the clients
+// going.
+func opensRun(p Planned) bool {
+	return p.When == nil && p.At <= 0 && p.Target.Client != ClientHolder
 }
 
 // fire runs one planned injection through its life; injected is called

@@ -53,10 +53,15 @@ func (e *caseEnv) nodesOf(b impls.Backend) []*cluster.Node {
 	if b != impls.Redis || e.redis == nil {
 		return ns
 	}
-	out := make([]*cluster.Node, 0, len(e.redis))
-	for _, i := range e.redis {
-		if i < len(ns) {
-			out = append(out, ns[i])
+	return pick(ns, e.redis)
+}
+
+// pick is the elements of all at the indices idx (those in range).
+func pick[T any](all []T, idx []int) []T {
+	out := make([]T, 0, len(idx))
+	for _, i := range idx {
+		if i < len(all) {
+			out = append(out, all[i])
 		}
 	}
 	return out
@@ -80,15 +85,8 @@ func (e *caseEnv) healthy(ctx context.Context) error {
 
 // narrow keeps the Redis addresses this environment's cases use.
 func (e *caseEnv) narrow(ep impls.Endpoints) impls.Endpoints {
-	if e.redis == nil {
-		return ep
-	}
-	all := ep.Redis
-	ep.Redis = make([]string, 0, len(e.redis))
-	for _, i := range e.redis {
-		if i < len(all) {
-			ep.Redis = append(ep.Redis, all[i])
-		}
+	if e.redis != nil {
+		ep.Redis = pick(ep.Redis, e.redis)
 	}
 	return ep
 }

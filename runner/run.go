@@ -130,6 +130,18 @@ func planLanes(cases []Case, shared, spare int) []lane {
 	return out
 }
 
+// redisLanes is how many Redis nodes the lane of the approaches that use
+// them all gets (shared), and how many spare lanes, each on a node of its
+// own, the one-node approaches get: only in parallel, and not on a user's
+// cluster, whose servers are what they are.
+func (p Plan) redisLanes(parallel bool) (shared, spare int) {
+	shared = cluster.ForBackends(impls.Redis).RedisNodes
+	if parallel && p.External == "" {
+		spare = spareLanes(p.Cases)
+	}
+	return shared, spare
+}
+
 // spareLanes is how many spare Redis lanes a parallel run of cases gets:
 // one per approach that uses one Redis node, at most spareRedisLanes.
 func spareLanes(cases []Case) int {
@@ -158,13 +170,10 @@ func Estimate(p Plan, parallel bool, perCase time.Duration) time.Duration {
 		return cost(p.Cases)
 	}
 	var total time.Duration
-	spare := spareLanes(p.Cases)
-	if p.External != "" {
-		spare = 0
-	}
+	shared, spare := p.redisLanes(parallel)
 	for _, group := range groupsByServers(p.Cases) {
 		var longest time.Duration
-		for _, l := range planLanes(group, cluster.ForBackends(impls.Redis).RedisNodes, spare) {
+		for _, l := range planLanes(group, shared, spare) {
 			longest = max(longest, cost(l.cases))
 		}
 		total += longest
@@ -260,12 +269,8 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 	// options (a Redis persistence mode).
 	kinds := p.servers()
 	// In parallel, Redis approaches that use one node get nodes of their
-	// own, started beside the shared ones (not on a user's cluster, whose
-	// servers are what they are).
-	sharedRedis, spare := cluster.ForBackends(impls.Redis).RedisNodes, 0
-	if r.Parallel && ext == nil {
-		spare = spareLanes(p.Cases)
-	}
+	// own, started beside the shared ones.
+	sharedRedis, spare := p.redisLanes(r.Parallel)
 	var servers *cluster.Cluster
 	var serversFor ServerOptions
 	defer func() {

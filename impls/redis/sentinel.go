@@ -24,12 +24,13 @@ func newSentinelClient(ctx context.Context, ep impls.Endpoints) (*goredis.Client
 	}
 	// The Sentinels name the primary (and each other) at addresses of
 	// their own; the route says which proxy stands in front of each.
-	dialer := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 5 * time.Minute}
+	const dialTimeout = 2 * time.Second
+	dialer := goredis.NewDialer(&goredis.Options{DialTimeout: dialTimeout}) // go-redis's own
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if via, ok := ep.RedisSentinelRoutes[addr]; ok {
 			addr = via
 		}
-		return dialer.DialContext(ctx, network, addr)
+		return dialer(ctx, network, addr)
 	}
 	c := goredis.NewFailoverClient(&goredis.FailoverOptions{
 		MasterName:            ep.RedisSentinelMaster,
@@ -39,7 +40,7 @@ func newSentinelClient(ctx context.Context, ep impls.Endpoints) (*goredis.Client
 		DisableIdentity:       true,
 		MaxRetries:            -1,
 		PoolSize:              1,
-		DialTimeout:           2 * time.Second,
+		DialTimeout:           dialTimeout,
 		ReadTimeout:           3 * time.Second,
 		WriteTimeout:          3 * time.Second,
 		ContextTimeoutEnabled: true,

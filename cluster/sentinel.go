@@ -104,9 +104,18 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra ...s
 	argv = append(argv, extra...)
 	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
 		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "redis.log"), spawn: c.spawn, argv: argv, ports: ports},
+		// A replica is healthy once linked to its primary: until then
+		// the topology has nothing to fail over to (a test right after
+		// a restart of every server met "no replica to fail over to").
 		health: func(ctx context.Context) error {
-			_, err := redisCommand(ctx, direct, "PING")
-			return err
+			info, err := redisCommand(ctx, direct, "INFO replication")
+			if err != nil {
+				return err
+			}
+			if infoField(info, "role") == "slave" && infoField(info, "master_link_status") != "up" {
+				return fmt.Errorf("%s: replica not linked to its primary yet", name)
+			}
+			return nil
 		}}
 	if err := n.proc.start(); err != nil {
 		return nil, err

@@ -433,7 +433,7 @@ func (env *caseEnv) newFleet(c Case, spec workload.Spec, rec history.Recorder, p
 		drain = time.Second
 	}
 	start := workerStart{Approach: c.Approach.Name, Drain: drain, Keys: spec.Keys, KeyPrefix: spec.KeyPrefix, Hold: spec.Hold, TTL: spec.TTL,
-		AcquireTimeout: spec.AcquireTimeout, Kind: spec.Kind, Renew: spec.Renew, Seed: spec.Seed}
+		AcquireTimeout: spec.AcquireTimeout, Kind: spec.Kind, Renew: spec.Renew, HonourLease: spec.HonourLease, Seed: spec.Seed}
 	f := newWorkerFleet(argv, logf, start, spec.Clients, spec.ProcBase, spec.Store, rec, env.mono, prog)
 	f.logFile = logf
 	return f, nil

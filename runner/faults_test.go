@@ -122,12 +122,16 @@ func TestClientPausePastTTLGivesOutlivedDoubleGrantAndLostUpdates(t *testing.T) 
 }
 
 // The same pause with a fenced store: the stale holder's write is refused,
-// no update is lost.
+// no update is lost. The pause must land before the holder's write, so
+// holds are long beside the delay of a SIGSTOP, and the holder is paused
+// twice (one pause of 20-40 ms holds once landed after the write on an
+// idle machine: no double grant to show).
 func TestClientPauseWithFencingRefusesStaleWrites(t *testing.T) {
-	spec := workload.Spec{Clients: 3, Kind: workload.Counter, Hold: workload.Dist{Kind: "uniform", A: 20 * time.Millisecond, B: 40 * time.Millisecond},
-		TTL: time.Second, Duration: 7 * time.Second, Seed: 1}
-	c := faultCase(t, "zk-sequential", spec,
-		step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 3500*time.Millisecond, nil))
+	spec := workload.Spec{Clients: 3, Kind: workload.Counter, Hold: workload.Dist{Kind: "uniform", A: 100 * time.Millisecond, B: 200 * time.Millisecond},
+		TTL: time.Second, Duration: 10 * time.Second, Seed: 1}
+	pause := step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 3500*time.Millisecond, nil)
+	pause.Every = chaos.Duration(4500 * time.Millisecond)
+	c := faultCase(t, "zk-sequential", spec, pause)
 	c.Fenced = true
 	c.Expect = verdict.Expectation{Outcomes: []verdict.Outcome{verdict.DoubleGrant, verdict.StaleWriteRefused},
 		Forbidden: []verdict.Outcome{verdict.LostUpdate}}
@@ -208,4 +212,39 @@ func procsOf(evs []history.Event) []int {
 		}
 	}
 	return out
+}
+
+// A careful holder (honour-lease) that works past its lease stops when the
+// lease runs out by its own clock, so without a fault it never overlaps the
+// next holder. Its lease clock set back 5 s while it holds makes it work
+// on, believing its lease valid, after the server freed the lock: a double
+// grant with both leases valid, caused by the client's clock alone.
+func TestClientClockJumpMakesACarefulHolderOverlap(t *testing.T) {
+	spec := workload.Spec{Clients: 2, Hold: workload.Dist{Kind: "uniform", A: 1500 * time.Millisecond, B: 2 * time.Second},
+		TTL: time.Second, AcquireTimeout: 5 * time.Second, Duration: 5 * time.Second, Seed: 1, HonourLease: true}
+	jump := step(t, "client-clock", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, 500*time.Millisecond, 0,
+		map[string]any{"offset": "-5s"})
+	jump.When = &chaos.When{Holding: "0"}
+	for _, tc := range []struct {
+		name   string
+		faults []chaos.Step
+		expect verdict.Expectation
+	}{
+		{"no fault: holders stop in time", nil, verdict.Expect("test", verdict.Safe)},
+		{"clock set back: both leases valid", []chaos.Step{jump}, verdict.Expect("test", verdict.DoubleGrantBothValid)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := faultCase(t, "redis-setnx-px-lua", spec, tc.faults...)
+			c.Processes = false // the lease clock of a goroutine client is moved in place
+			c.Expect = tc.expect
+			out, _ := runFaultCase(t, c)
+			v := out.Verdicts[0]
+			if v.Status != verdict.Agrees {
+				t.Fatalf("%s: %s", v.Status, v.Text)
+			}
+			if r := out.Results.Runs[0]; r.Acquired < 3 {
+				t.Fatalf("%d grants in 5 s: too few to show anything", r.Acquired)
+			}
+		})
+	}
 }

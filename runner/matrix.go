@@ -9,7 +9,6 @@ import (
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/verdict"
-	"github.com/locklab/locklab/workload"
 )
 
 // MatrixOptions choose the part of the matrix to run.
@@ -66,9 +65,8 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 				w := s.Workload
 				c := Case{Name: CellCaseName(fname, a.Name, run), Approach: a, Fenced: w.Fenced, Record: true,
 					Processes: s.Processes, Servers: ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
-					Workload: workload.Spec{Clients: w.Clients, Keys: w.Keys, Hold: w.Hold, TTL: w.TTL, Duration: s.Duration,
-						Seed: opt.Seed + uint64(run), AcquireTimeout: w.AcquireTimeout, Kind: w.Kind, Renew: w.Renew},
-					Expect: cell.Expect}
+					Workload: workloadSpec(w, s.Duration, opt.Seed+uint64(run)),
+					Expect:   cell.Expect}
 				for _, ft := range s.Faults {
 					c.Faults = append(c.Faults, ft.Step)
 				}

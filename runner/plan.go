@@ -229,13 +229,18 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 	return p, nil
 }
 
+// workloadSpec is a scenario's workload as the runner runs it, for one run.
+func workloadSpec(w scenario.Workload, duration time.Duration, seed uint64) workload.Spec {
+	return workload.Spec{Clients: w.Clients, Keys: w.Keys, Hold: w.Hold, TTL: w.TTL, Duration: duration,
+		Seed: seed, AcquireTimeout: w.AcquireTimeout, Kind: w.Kind, Renew: w.Renew, HonourLease: w.HonourLease}
+}
+
 // scenarioCase is one run of a scenario for approach a.
 func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration time.Duration, external bool) (Case, error) {
 	w := s.Workload
 	c := Case{Name: a.Name, Approach: a, Fenced: w.Fenced, Record: true, Processes: s.Processes,
-		Servers: ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
-		Workload: workload.Spec{Clients: w.Clients, Keys: w.Keys, Hold: w.Hold, TTL: w.TTL, Duration: duration,
-			Seed: seed, AcquireTimeout: w.AcquireTimeout, Kind: w.Kind, Renew: w.Renew}}
+		Servers:  ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
+		Workload: workloadSpec(w, duration, seed)}
 	for _, f := range s.Faults {
 		c.Faults = append(c.Faults, f.Step)
 	}

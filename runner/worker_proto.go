@@ -53,6 +53,7 @@ type workerStart struct {
 	AcquireTimeout time.Duration `json:"acquire_timeout"`
 	Kind           string        `json:"kind"`
 	Renew          bool          `json:"renew"`
+	HonourLease    bool          `json:"honour_lease,omitempty"`
 	Seed           uint64        `json:"seed"`
 	ClockOffset    int64         `json:"clock_offset"`
 }

@@ -92,7 +92,7 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	}
 	spec := workload.Spec{Clients: 1, Keys: st.Keys, Hold: st.Hold, TTL: st.TTL, Duration: left, Seed: st.Seed ^ uint64(st.Proc),
 		AcquireTimeout: st.AcquireTimeout, Drain: st.Drain, KeyPrefix: st.KeyPrefix, ProcBase: st.Proc, Kind: st.Kind,
-		Renew: st.Renew}
+		Renew: st.Renew, HonourLease: st.HonourLease}
 	if st.Kind == workload.Counter || st.Kind == workload.Tasks {
 		spec.Store = w
 	}

@@ -61,6 +61,7 @@ type Workload struct {
 	AcquireTimeout time.Duration
 	Fenced         bool
 	Renew          bool
+	HonourLease    bool // holders stop when their lease runs out on their own clock
 }
 
 // Fault is one entry of `faults:`: a fault with its options, where it acts
@@ -100,6 +101,7 @@ type workloadFile struct {
 	AcquireTimeout chaos.Duration `yaml:"acquire-timeout"`
 	Fenced         bool           `yaml:"fenced"`
 	Renew          bool           `yaml:"renew"`
+	HonourLease    bool           `yaml:"honour-lease"`
 }
 
 type clientsFile struct {
@@ -213,7 +215,7 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 
 func parseWorkload(w workloadFile, line int) (Workload, error) {
 	out := Workload{Kind: w.Kind, Clients: w.Clients, Keys: w.Keys, TTL: w.TTL.D(), AcquireTimeout: w.AcquireTimeout.D(),
-		Fenced: w.Fenced, Renew: w.Renew}
+		Fenced: w.Fenced, Renew: w.Renew, HonourLease: w.HonourLease}
 	if out.Kind == "" {
 		out.Kind = workload.Mutex
 	}

@@ -26,7 +26,7 @@ const good = `# What it shows, and why.
 # Second line.
 name: demo
 approaches: [memory, fenced-memory]
-workload: {kind: counter, clients: 4, keys: 2, hold: uniform:1ms-5ms, ttl: 1s, fenced: true, renew: true, acquire-timeout: 2s}
+workload: {kind: counter, clients: 4, keys: 2, hold: uniform:1ms-5ms, ttl: 1s, fenced: true, renew: true, honour-lease: true, acquire-timeout: 2s}
 clients: {as: processes}
 duration: 10s
 seed: 9
@@ -63,7 +63,7 @@ func TestParseGood(t *testing.T) {
 		t.Errorf("description = %q", s.Description)
 	}
 	w := s.Workload
-	if w.Kind != "counter" || w.Clients != 4 || w.Keys != 2 || w.TTL != time.Second || !w.Fenced || !w.Renew ||
+	if w.Kind != "counter" || w.Clients != 4 || w.Keys != 2 || w.TTL != time.Second || !w.Fenced || !w.Renew || !w.HonourLease ||
 		w.AcquireTimeout != 2*time.Second || w.Hold.String() != "uniform:1ms-5ms" {
 		t.Errorf("workload = %+v", w)
 	}

@@ -236,18 +236,55 @@ func (c *client) critical(key string, lease impls.Lease, hold time.Duration) {
 	case Counter:
 		// The seed's "deduct 3% of the balance": read, think, write.
 		b, err := c.spec.Store.Read(c.proc, key, token)
-		sleep(hold)
-		if err == nil {
+		c.work(lease, hold)
+		if err == nil && c.mayAct(lease) {
 			_ = c.spec.Store.Write(c.proc, key, b-b*3/100, b, token)
 		}
 	case Tasks:
 		if !c.spec.Store.Done(key) {
-			sleep(hold) // the processing
-			_, _ = c.spec.Store.Process(c.proc, key, token)
+			c.work(lease, hold) // the processing
+			if c.mayAct(lease) {
+				_, _ = c.spec.Store.Process(c.proc, key, token)
+			}
 		}
 	default:
-		sleep(hold)
+		c.work(lease, hold)
 	}
+}
+
+// workStep is the unit of a careful holder's work: it looks at its clock
+// before each, and starts none that its lease would not cover.
+const workStep = 10 * time.Millisecond
+
+// work spends hold in the critical section. A holder that honours its
+// lease stops early, before its lease runs out by its own clock: what it
+// believes, right or wrong, not what the server decided.
+func (c *client) work(lease impls.Lease, hold time.Duration) {
+	if !c.spec.HonourLease {
+		sleep(hold)
+		return
+	}
+	end := time.Now().Add(hold)
+	for {
+		left := time.Until(end)
+		if left <= 0 || !c.mayAct(lease) {
+			return
+		}
+		sleep(min(left, workStep))
+	}
+}
+
+// mayAct reports whether the holder may still act under lease: always,
+// unless it honours its lease and less than two steps of work are left of
+// the lease by its own clock (one to finish the step, one of slack for a
+// late timer on a loaded machine). A lease without an expiry (a session, a
+// transaction) never runs out here.
+func (c *client) mayAct(lease impls.Lease) bool {
+	if !c.spec.HonourLease {
+		return true
+	}
+	vu := lease.ValidUntil()
+	return vu.IsZero() || c.own.Now().Add(2*workStep).Before(vu)
 }
 
 func sleep(d time.Duration) {

@@ -51,7 +51,13 @@ type Spec struct {
 	// Renew makes a holder extend its lease every TTL/3 while it holds,
 	// where the approach offers renewal (a watchdog, as Redisson does).
 	Renew bool
-	Store Resource // the protected resource, for Counter and Tasks
+	// HonourLease makes a holder stop its critical section when its lease
+	// runs out by its own clock (checked before every 10 ms of work, and
+	// before the counter's or the task's write): a careful holder, as the
+	// Redlock algorithm asks of its clients. Without it a holder works its
+	// full hold whatever its lease says.
+	HonourLease bool
+	Store       Resource // the protected resource, for Counter and Tasks
 	// Rate, when positive, makes the workload an open loop: lock requests
 	// arrive at Rate per second over all clients (each client takes every
 	// Clients-th arrival, staggered), whether or not earlier ones are done,

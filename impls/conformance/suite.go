@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 	only(a.Caps.TTL, "CrashedHolderFreedAfterTTL", "no TTL declared", s.crashedHolderFreedAfterTTL)
 	only(a.Caps.TTL && !w.ReleaseNotOwnerChecked && !w.ReleaseCheckNotAtomic, "ExpiredHolderReleaseRefused",
 		"no TTL, or release declared not owner-checked or not atomic", s.expiredHolderReleaseRefused)
+	only(a.Caps.TTL, "ValidUntilOnTheClientsClock", "no TTL declared", s.validUntilOnTheClientsClock)
 	only(a.CrashFreedAfter > 0, "CrashedHolderFreedAfterSession", "no session timeout declared", s.crashedHolderFreedAfterSession)
 	only(a.Caps.FreedOnDisconnect, "CrashedHolderFreedOnDisconnect", "not declared freed on disconnect", s.crashedHolderFreedOnDisconnect)
 	only(w.NoExpiry, "CrashedHolderBlocksForever", "not declared without expiry", s.crashedHolderBlocksForever)
@@ -128,9 +129,15 @@ func (s *suite) directLocker(t *testing.T, id int) impls.Locker {
 
 func (s *suite) lockerAt(t *testing.T, id int, ep impls.Endpoints) impls.Locker {
 	t.Helper()
+	return s.lockerWithClock(t, id, ep, &clock.Skewable{})
+}
+
+// lockerWithClock is a client whose lease clock is clk.
+func (s *suite) lockerWithClock(t *testing.T, id int, ep impls.Endpoints, clk clock.Clock) impls.Locker {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l, err := s.h.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: &clock.Skewable{}, ClientID: id})
+	l, err := s.h.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: id})
 	if err != nil {
 		t.Fatalf("new %s client: %v", s.h.Approach.Name, err)
 	}
@@ -461,6 +468,23 @@ func (s *suite) crashedHolderFreedAfterTTL(t *testing.T) {
 		t.Errorf("lock of a crashed holder freed after %v, want between %v and %v (acquire took %v)", took, ttl-100*time.Millisecond, late, granted)
 	}
 	release(t, lease2)
+}
+
+// validUntilOnTheClientsClock: a lease's expiry is told on the client's
+// own lease clock, the clock the lab skews, even where a library keeps its
+// own on the machine's clock; else a clock fault would move what the
+// history says the holder believed without the holder believing it.
+func (s *suite) validUntilOnTheClientsClock(t *testing.T) {
+	const ttl = 5 * time.Second
+	clk := &clock.Skewable{}
+	clk.SetOffset(-time.Hour)
+	l := s.lockerWithClock(t, 1, s.h.Endpoints, clk)
+	lease := acquire(t, l, s.key(t), impls.AcquireOptions{TTL: ttl})
+	now := clk.Now()
+	if vu := lease.ValidUntil(); !vu.After(now) || vu.After(now.Add(ttl)) {
+		t.Errorf("ValidUntil = %v; the client's clock reads %v (an hour behind the machine's): want within one TTL after it", vu, now)
+	}
+	release(t, lease)
 }
 
 // staleReleaseDeletesOthersLock: a negative control. Release without an

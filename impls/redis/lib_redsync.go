@@ -85,7 +85,7 @@ func (r *Redsync) Acquire(ctx context.Context, key string, opt impls.AcquireOpti
 		redsync.WithRetryDelayFunc(func(int) time.Duration { return time.Duration(rand.Int64N(int64(5 * time.Millisecond))) }))
 	err := m.LockContext(ctx)
 	if err == nil {
-		return &redsyncLease{m: m, key: key, ttl: ttl}, nil
+		return &redsyncLease{m: m, key: key, ttl: ttl, clock: r.clock}, nil
 	}
 	if len(r.probe.nodes)-r.probe.down(context.Background()) < r.probe.quorum() {
 		return nil, fmt.Errorf("lib-redsync %s: %w: %w", key, impls.ErrUnavailable, err)
@@ -107,14 +107,25 @@ func (r *Redsync) Acquire(ctx context.Context, key string, opt impls.AcquireOpti
 func (r *Redsync) Close() error { return r.probe.Close() }
 
 type redsyncLease struct {
-	m   *redsync.Mutex
-	key string
-	ttl time.Duration
+	m     *redsync.Mutex
+	key   string
+	ttl   time.Duration
+	clock clock.Clock // the client's lease clock
 }
 
 func (l *redsyncLease) Key() string           { return l.key }
 func (l *redsyncLease) Token() (uint64, bool) { return 0, false }
-func (l *redsyncLease) ValidUntil() time.Time { return l.m.Until() }
+
+// ValidUntil moves redsync's expiry, which it keeps on the machine's clock
+// (time.Now), onto the client's lease clock, where the lab reads beliefs:
+// redsync itself never sees a skewed client clock.
+func (l *redsyncLease) ValidUntil() time.Time {
+	until := l.m.Until()
+	if until.IsZero() {
+		return until
+	}
+	return l.clock.Now().Add(time.Until(until))
+}
 func (l *redsyncLease) Lost() <-chan struct{} { return nil }
 
 func (l *redsyncLease) Release(ctx context.Context) error {

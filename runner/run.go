@@ -335,18 +335,25 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		return nil
 	}
 	// runLane runs cases one after the other in one environment.
-	runLane := func(ctx context.Context, env *caseEnv, cases []Case) error {
+	runLane := func(lctx context.Context, env *caseEnv, cases []Case) error {
 		for _, c := range cases {
-			if ctx.Err() != nil {
+			if lctx.Err() != nil {
 				return nil
 			}
 			mu.Lock()
 			step++
 			env.step = step
 			mu.Unlock()
-			co, err := runCase(ctx, env, c)
+			co, err := runCase(lctx, env, c)
 			if err != nil {
 				return err
+			}
+			if lctx.Err() != nil && ctx.Err() == nil {
+				// Cut short because another lane failed: what it saw is
+				// not an observation of the case (a violation it was due
+				// to show would read as missed). The run reports the
+				// other lane's error.
+				return nil
 			}
 			if err := record(c, co); err != nil {
 				return err

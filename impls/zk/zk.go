@@ -307,11 +307,7 @@ func (s *session) ensure(ctx context.Context, path string) error {
 	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	for i := range parts {
 		p := "/" + strings.Join(parts[:i+1], "/")
-		err := s.do(ctx, func() error {
-			_, err := s.conn.Create(p, nil, 0, openACL)
-			return err
-		}, nil)
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if err := s.createDir(ctx, p); err != nil {
 			return outcome("create "+p, err)
 		}
 	}
@@ -319,6 +315,34 @@ func (s *session) ensure(ctx context.Context, path string) error {
 	s.ensured[path] = true
 	s.mu.Unlock()
 	return nil
+}
+
+// dirRetry is the pause between tries of a directory create whose
+// connection dropped.
+const dirRetry = 100 * time.Millisecond
+
+// createDir creates one persistent node unless it exists. Creating a
+// directory is idempotent, so a try whose connection dropped (an ensemble
+// member still joining the quorum closes its clients' connections) is
+// tried again until ctx ends, instead of failing a client at start-up.
+func (s *session) createDir(ctx context.Context, p string) error {
+	for {
+		err := s.do(ctx, func() error {
+			_, err := s.conn.Create(p, nil, 0, openACL)
+			return err
+		}, nil)
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNodeExists):
+			return nil
+		case !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrNoServer):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(dirRetry):
+		}
+	}
 }
 
 // deleteIfOurs deletes path if it holds our token: the undo of a create

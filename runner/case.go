@@ -67,20 +67,15 @@ func pick[T any](all []T, idx []int) []T {
 	return out
 }
 
-// healthy checks the servers before and after a case. In a lane with
-// Redis nodes of its own, the other lanes' Redis nodes are left out: a
-// fault there is not this case's business, and would only hold it up.
-func (e *caseEnv) healthy(ctx context.Context) error {
-	if e.redis == nil || e.servers == nil {
+// healthy checks the servers of backend b before and after a case: those
+// of its own lane only. Another kind's servers, or another lane's Redis
+// nodes, are not this case's business: a fault there (a failover lane's
+// primary down for half a minute) would only hold it up, or fail it.
+func (e *caseEnv) healthy(ctx context.Context, b impls.Backend) error {
+	if e.servers == nil {
 		return e.cluster.Healthy(ctx, e.healthTimeout)
 	}
-	var nodes []*cluster.Node
-	for _, n := range e.servers.Nodes() {
-		if n.Backend != impls.Redis {
-			nodes = append(nodes, n)
-		}
-	}
-	return cluster.NodesHealthy(ctx, e.healthTimeout, append(nodes, e.nodesOf(impls.Redis)...))
+	return cluster.NodesHealthy(ctx, e.healthTimeout, e.nodesOf(b))
 }
 
 // narrow keeps the Redis addresses this environment's cases use.
@@ -137,7 +132,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	}
 	// 1. Health.
 	if env.cluster != nil {
-		if err := env.healthy(ctx); err != nil {
+		if err := env.healthy(ctx, c.Approach.Backend); err != nil {
 			return caseOutcome{}, infraErr(fmt.Errorf("%s: before the case: %w", c.Name, err))
 		}
 	}
@@ -271,7 +266,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 
 	// 4. Health again: a case whose servers did not recover says so.
 	if env.cluster != nil && ctx.Err() == nil {
-		if err := env.healthy(ctx); err != nil {
+		if err := env.healthy(ctx, c.Approach.Backend); err != nil {
 			return caseOutcome{}, infraErr(fmt.Errorf("%s: servers did not recover after the faults: %w", c.Name, err))
 		}
 	}

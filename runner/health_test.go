@@ -117,3 +117,47 @@ func TestLaneCutShortByAnotherLanesFailureIsNotRecorded(t *testing.T) {
 		}
 	}
 }
+
+// A case checks the health of its own servers only: a server of another
+// kind that is down (another lane's fault, such as a failover lane's
+// primary, killed for half a minute) neither holds it up nor fails it.
+func TestCaseChecksOnlyItsOwnServers(t *testing.T) {
+	ctx := context.Background()
+	servers, err := cluster.StartLocal(ctx, cluster.ForBackends(impls.Redis, impls.ZooKeeper))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer servers.Close()
+	ep := servers.DirectEndpoints()
+	cfg := filepath.Join(t.TempDir(), "servers.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("redis: [%s]\nzookeeper: [%s]\n",
+		strings.Join(ep.Redis, ", "), strings.Join(ep.ZooKeeper, ", "))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := serverRegistry().Get("zk-sequential")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Case{Name: a.Name, Approach: a, Record: true, Workload: workload.Spec{Clients: 2, Keys: 1, Kind: workload.Mutex,
+		Hold: workload.Dist{Kind: "fixed", A: 5 * time.Millisecond}, TTL: time.Second, AcquireTimeout: time.Second,
+		Duration: 2 * time.Second, Seed: 1}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// Killed once the case is under way: its health check after the
+	// workload must not care.
+	var kill sync.Once
+	progress := func(s Status) {
+		if s.Acquired > 0 {
+			kill.Do(func() { servers.NodesOf(impls.Redis)[0].Kill() })
+		}
+	}
+	p := Plan{Kind: "test", Cases: []Case{c}, ResultsDir: t.TempDir(), External: cfg}
+	out, err := (&Runner{HealthTimeout: 2 * time.Second, Progress: progress}).Run(ctx, p)
+	if err != nil {
+		t.Fatalf("a ZooKeeper case failed on a dead Redis node: %v", err)
+	}
+	if len(out.Results.Runs) != 1 || out.Results.Runs[0].Acquired == 0 {
+		t.Fatalf("runs = %+v, want one ZooKeeper case with grants", out.Results.Runs)
+	}
+}

@@ -141,21 +141,7 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Side by side: each case's grants span the 3 s of the kill.
-	evs, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, last := map[string]int64{}, map[string]int64{}
-	for _, e := range evs {
-		if e.F != history.Acquire || e.Type != history.OK {
-			continue
-		}
-		name := strings.Split(e.Key, "/")[1] // nonce/case/key
-		if _, ok := first[name]; !ok {
-			first[name] = e.T
-		}
-		last[name] = e.T
-	}
+	first, last := caseSpans(t, out.Dir, func(e history.Event) bool { return e.F == history.Acquire && e.Type == history.OK })
 	for _, c := range cases[1:] {
 		if first[c.Name] > first[killed.Name]+int64(time.Second) || last[c.Name] < first[killed.Name]+int64(4*time.Second) {
 			t.Fatalf("%s was granted from %v to %v, %s's first grant at %v: they did not run side by side", c.Name,
@@ -187,16 +173,77 @@ func TestEstimate(t *testing.T) {
 	}}
 	for _, tc := range []struct {
 		parallel bool
+		maxCases int
 		want     time.Duration
 	}{
 		// 4+3+2+4+5+6 s plus 1 s each.
-		{false, 30 * time.Second},
+		{false, 0, 30 * time.Second},
 		// group none: the one-node Redis approach's lane, 4+1+4+1 = 10 s;
 		// group aof-always: ZooKeeper's lane, 7 s.
-		{true, 17 * time.Second},
+		{true, 8, 17 * time.Second},
+		{true, 2, 17 * time.Second},
+		// One case at a time: the cases' sum, 17 s and 13 s.
+		{true, 1, 30 * time.Second},
 	} {
-		if got := Estimate(p, tc.parallel, time.Second); got != tc.want {
-			t.Errorf("Estimate(parallel %v) = %v, want %v", tc.parallel, got, tc.want)
+		if got := Estimate(p, tc.parallel, tc.maxCases, time.Second); got != tc.want {
+			t.Errorf("Estimate(parallel %v, %d at once) = %v, want %v", tc.parallel, tc.maxCases, got, tc.want)
 		}
 	}
+}
+
+// MaxCases bounds the cases running at once across lanes: one at a time,
+// a Redis lane's case and a ZooKeeper lane's case never overlap; two at a
+// time, they run side by side.
+func TestMaxCasesBoundsCasesAtOnce(t *testing.T) {
+	spec := workload.Spec{Clients: 2, Keys: 1, Kind: workload.Mutex, Hold: workload.Dist{Kind: "fixed", A: time.Millisecond},
+		TTL: time.Second, AcquireTimeout: time.Second, Duration: 2 * time.Second, Seed: 1}
+	var cases []Case
+	for _, approach := range []string{"redis-setnx-px-lua", "zk-sequential"} {
+		a, err := serverRegistry().Get(approach)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, Case{Name: approach, Approach: a, Workload: spec, Record: true})
+	}
+	for _, tc := range []struct {
+		maxCases int
+		overlap  bool
+	}{{1, false}, {2, true}} {
+		out, err := (&Runner{Parallel: true, MaxCases: tc.maxCases}).Run(context.Background(), Plan{Kind: "test", Cases: cases, ResultsDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each case's span: its first to its last lock event.
+		first, last := caseSpans(t, out.Dir, func(e history.Event) bool { return e.F == history.Acquire || e.F == history.Release })
+		a, b := cases[0].Name, cases[1].Name
+		if _, ok := first[b]; !ok || first[a] == 0 {
+			t.Fatalf("%d at once: events of %v, want both cases", tc.maxCases, first)
+		}
+		overlap := first[a] < last[b] && first[b] < last[a]
+		if overlap != tc.overlap {
+			t.Errorf("%d at once: cases overlap = %v, want %v", tc.maxCases, overlap, tc.overlap)
+		}
+	}
+}
+
+// caseSpans is, per case, the time of the first and of the last event of
+// the run's history that keep accepts.
+func caseSpans(t *testing.T, dir string, keep func(history.Event) bool) (first, last map[string]int64) {
+	t.Helper()
+	evs, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last = map[string]int64{}, map[string]int64{}
+	for _, e := range evs {
+		if !keep(e) {
+			continue
+		}
+		name := strings.Split(e.Key, "/")[1] // nonce/case/key
+		if _, ok := first[name]; !ok {
+			first[name] = e.T
+		}
+		last[name] = e.T
+	}
+	return first, last
 }

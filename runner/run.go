@@ -51,11 +51,21 @@ type Runner struct {
 	// mode). Cases of one lane stay in order, so a fault on a lane's
 	// servers only ever meets that lane's case.
 	Parallel bool
+	// MaxCases bounds how many cases run at once in a parallel run, across
+	// lanes (a lane waits for a slot before each case); 0: DefaultMaxCases.
+	// Eight lanes at once on two cores starved the servers: a ZooKeeper
+	// ensemble granted a lock once in 4 s, and a restarted member did not
+	// rejoin within the health check's 30 s.
+	MaxCases int
 	// HealthTimeout bounds how long a case waits for its servers to be
 	// healthy, before the first fault and after the last heal; default
 	// 30 s (a ZooKeeper election or a PostgreSQL recovery takes seconds).
 	HealthTimeout time.Duration
 }
+
+// DefaultMaxCases is how many cases a parallel run runs at once: two per
+// CPU, since a case mostly waits on its servers and its clients' holds.
+func DefaultMaxCases() int { return max(2, 2*runtime.NumCPU()) }
 
 // laneProcs is the size of each parallel lane's range of process ids.
 const laneProcs = 1_000_000
@@ -158,7 +168,7 @@ func spareLanes(cases []Case) int {
 // each case's duration: the sum of its cases one after the other, or in
 // parallel the longest lane of each cluster's group (a group starts when
 // the one before it ended).
-func Estimate(p Plan, parallel bool, perCase time.Duration) time.Duration {
+func Estimate(p Plan, parallel bool, maxCases int, perCase time.Duration) time.Duration {
 	cost := func(cases []Case) time.Duration {
 		var d time.Duration
 		for _, c := range cases {
@@ -171,12 +181,17 @@ func Estimate(p Plan, parallel bool, perCase time.Duration) time.Duration {
 	}
 	var total time.Duration
 	shared, spare := p.redisLanes(parallel)
+	if maxCases <= 0 {
+		maxCases = DefaultMaxCases()
+	}
 	for _, group := range groupsByServers(p.Cases) {
 		var longest time.Duration
 		for _, l := range planLanes(group, shared, spare) {
 			longest = max(longest, cost(l.cases))
 		}
-		total += longest
+		// No lane ends before its own cases, nor the group before its
+		// cases have shared out the slots.
+		total += max(longest, cost(group)/time.Duration(maxCases))
 	}
 	return total
 }
@@ -335,9 +350,16 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		return nil
 	}
 	// runLane runs cases one after the other in one environment.
+	maxCases := r.MaxCases
+	if maxCases <= 0 {
+		maxCases = DefaultMaxCases()
+	}
+	slots := make(chan struct{}, maxCases)
 	runLane := func(lctx context.Context, env *caseEnv, cases []Case) error {
 		for _, c := range cases {
-			if lctx.Err() != nil {
+			select {
+			case slots <- struct{}{}:
+			case <-lctx.Done():
 				return nil
 			}
 			mu.Lock()
@@ -345,6 +367,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 			env.step = step
 			mu.Unlock()
 			co, err := runCase(lctx, env, c)
+			<-slots
 			if err != nil {
 				return err
 			}

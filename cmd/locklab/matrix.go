@@ -29,6 +29,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	results := fs.String("results", "results", "directory for results/<run-id>/")
 	junit := fs.String("junit", "", "also write JUnit XML (one test case per cell) to this file")
 	sequential := fs.Bool("sequential", false, "run one cell at a time (by default, cells of different server kinds run side by side)")
+	parallel := fs.Int("parallel", 0, fmt.Sprintf("at most this many cases at once when cells run side by side; 0: two per CPU (%d here)", runner.DefaultMaxCases()))
 	dir := fs.String("matrix", "", "a directory with expectations.yaml and faults/*.yaml to use instead of the built-in matrix")
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
 		return code
@@ -39,6 +40,10 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	}
 	if *budget < 0 {
 		fmt.Fprintf(stderr, "locklab matrix: --budget %v: must not be negative\n", *budget)
+		return exitUsage
+	}
+	if *parallel < 0 {
+		fmt.Fprintf(stderr, "locklab matrix: --parallel %d: must not be negative\n", *parallel)
 		return exitUsage
 	}
 	var src iofs.FS = matrix.Shipped
@@ -55,7 +60,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if err != nil {
 		return exitCode(stderr, err)
 	}
-	est := runner.Estimate(plan, !*sequential, 2*time.Second)
+	est := runner.Estimate(plan, !*sequential, *parallel, 2*time.Second)
 	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), est.Round(time.Minute))
 	runCtx := ctx
 	if *budget > 0 {
@@ -63,7 +68,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		runCtx, cancel = context.WithTimeoutCause(ctx, *budget, fmt.Errorf("the --budget of %v ran out", *budget))
 		defer cancel()
 	}
-	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: !*sequential}
+	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: !*sequential, MaxCases: *parallel}
 	r.Progress = func(s runner.Status) {
 		if s.Elapsed < 200*time.Millisecond {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", s.Step, s.Steps, s.Case)

@@ -48,3 +48,31 @@ func TestSkewableOffset(t *testing.T) {
 		t.Fatalf("Offset = %v", c.Offset())
 	}
 }
+
+// A process preempted between its Go reading and its kernel reading must
+// not stamp its events late by the preemption: the anchor keeps the
+// narrowest of its bracketed tries.
+func TestAnchorSurvivesAPreemptedReading(t *testing.T) {
+	kernelNow := func() int64 {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		return ts.Nano()
+	}
+	tries := 0
+	m := anchor(func() (int64, bool) {
+		tries++
+		if tries <= 3 {
+			// Preempted after the Go reading, before the kernel's.
+			time.Sleep(2 * time.Millisecond)
+		}
+		return kernelNow(), true
+	})
+	before := kernelNow()
+	got := m.Nanos()
+	after := kernelNow()
+	if got < before-int64(100*time.Microsecond) || got > after+int64(100*time.Microsecond) {
+		t.Fatalf("Nanos %d outside the kernel's [%d, %d] by more than 100µs (%v late)", got, before, after, time.Duration(got-after))
+	}
+}

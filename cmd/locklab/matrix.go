@@ -61,7 +61,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		return exitCode(stderr, err)
 	}
 	est := runner.Estimate(plan, !*sequential, *parallel, 2*time.Second)
-	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), est.Round(time.Minute))
+	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), roughly(est))
 	runCtx := ctx
 	if *budget > 0 {
 		var cancel context.CancelFunc
@@ -146,4 +146,13 @@ func writeMatrix(dir string, m *report.Matrix, junit string, stderr io.Writer) i
 		}
 	}
 	return exitOK
+}
+
+// roughly rounds an estimate to what it can promise: minutes past a
+// minute, seconds below (a small matrix is not "about 0s").
+func roughly(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Round(time.Minute)
+	}
+	return d.Round(time.Second)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/report"
 )
@@ -91,5 +92,19 @@ func TestMatrixWrongExpectationFails(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "redis-setnx-px-lua under none") {
 		t.Fatalf("the cell is not named:\n%s", out.String())
+	}
+}
+
+func TestRoughly(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{400 * time.Millisecond, 0},
+		{14600 * time.Millisecond, 15 * time.Second},
+		{59 * time.Second, 59 * time.Second},
+		{90 * time.Second, 2 * time.Minute},
+		{17*time.Minute + 20*time.Second, 17 * time.Minute},
+	} {
+		if got := roughly(c.in); got != c.want {
+			t.Errorf("roughly(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }

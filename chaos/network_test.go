@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -258,6 +259,53 @@ func TestSlowReplies(t *testing.T) {
 	start = time.Now()
 	conn.must("PING")
 	if took := time.Since(start); took > latency/2 {
+		t.Fatalf("after the heal PING took %v", took)
+	}
+}
+
+// TestSlowRepliesHealAfterClientReset: a client resets its connection while
+// its replies are delayed, and the heal comes before they are due. At the
+// heal the proxy's writer fails on the first reply and then waits for the
+// proxy's toxic lock, which the heal holds, so it takes no more replies.
+// With toxiproxy's own latency toxic the heal then waits 5 s for each
+// delayed reply (20 s here), and when the writer fails while the toxic is
+// handing on a reply instead of sleeping, for ever: a full matrix hung on
+// such a heal. The heal must return within one flush wait, and the proxy
+// must go on serving.
+func TestSlowRepliesHealAfterClientReset(t *testing.T) {
+	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	node := c.Nodes()[0]
+	conn := dialRedis(t, node.Addr())
+	conn.must("PING")
+	const latency = 2 * time.Second
+	h := inject(t, &SlowReplies{Latency: Duration(latency)}, NodeTarget(node))
+	for i := 0; i < 5; i++ { // five separate replies: five delayed chunks
+		conn.send("PING")
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := conn.conn.(*net.TCPConn).SetLinger(0); err != nil {
+		t.Fatal(err)
+	}
+	conn.conn.Close() // a reset: the proxy's first write to it fails
+	time.Sleep(100 * time.Millisecond)
+	healed := make(chan error, 1)
+	start := time.Now()
+	go func() { healed <- h(context.Background()) }()
+	select {
+	case err := <-healed:
+		if err != nil {
+			t.Fatalf("heal: %v", err)
+		}
+		if took := time.Since(start); took > holdFlushWait+2*time.Second {
+			t.Fatalf("heal took %v, want at most the flush wait (%v)", took, holdFlushWait)
+		}
+	case <-time.After(8 * holdFlushWait):
+		t.Fatalf("heal did not return in %v", 8*holdFlushWait)
+	}
+	fresh := dialRedis(t, node.Addr())
+	start = time.Now()
+	fresh.must("PING")
+	if took := time.Since(start); took > latency/4 {
 		t.Fatalf("after the heal PING took %v", took)
 	}
 }

@@ -37,6 +37,7 @@ func (f SlowReplies) Validate() error {
 func (f SlowReplies) Available(t Target) error { return needLinks(f, t) }
 
 func (f SlowReplies) Inject(ctx context.Context, t Target) (Heal, error) {
-	return addToxics(ctx, f.Kind(), t.Links, toxic{Type: "latency", Stream: "downstream", Attributes: map[string]any{
+	registerSlow()
+	return addToxics(ctx, f.Kind(), t.Links, toxic{Type: slowToxicType, Stream: "downstream", Attributes: map[string]any{
 		"latency": f.Latency.D().Milliseconds(), "jitter": f.Jitter.D().Milliseconds()}})
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 )
@@ -40,7 +41,7 @@ func addToxics(ctx context.Context, kind string, proxies []*toxiproxy.Proxy, spe
 		var errs []error
 		for i := len(done) - 1; i >= 0; i-- {
 			a := done[i]
-			err := a.proxy.Toxics.RemoveToxic(ctx, a.name)
+			err := removeToxic(ctx, a.proxy, a.name)
 			if err != nil && !errors.Is(err, toxiproxy.ErrToxicNotFound) {
 				errs = append(errs, fmt.Errorf("heal %s on %s: %w", kind, a.proxy.Name, err))
 			}
@@ -62,4 +63,24 @@ func addToxics(ctx context.Context, kind string, proxies []*toxiproxy.Proxy, spe
 		}
 	}
 	return once(remove), nil
+}
+
+// toxicRemoveWait bounds one toxic's removal. toxiproxy removes a toxic by
+// waiting, with the proxy's toxic lock held, for the toxic to stop on every
+// connection; a toxic stuck on a dead connection would hang the heal, and
+// the run, for ever. Ours stop within holdFlushWait; past this the heal
+// fails, naming the toxic, and the run ends as an infrastructure failure.
+const toxicRemoveWait = 30 * time.Second
+
+func removeToxic(ctx context.Context, p *toxiproxy.Proxy, name string) error {
+	done := make(chan error, 1)
+	go func() { done <- p.Toxics.RemoveToxic(ctx, name) }()
+	wait := time.NewTimer(toxicRemoveWait)
+	defer wait.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-wait.C:
+		return fmt.Errorf("toxiproxy did not remove toxic %s within %v (a connection's toxic is stuck)", name, toxicRemoveWait)
+	}
 }

@@ -19,8 +19,9 @@ import (
 // own (FAKETIME_TIMESTAMP_FILE), re-read at every clock call
 // (FAKETIME_NO_CACHE=1): writing the file jumps that server's clock at once
 // and no other process's. The monotonic clock is left alone
-// (FAKETIME_DONT_FAKE_MONOTONIC=1), as an NTP step leaves it alone on a
-// real machine; the JVM also needs that to run at all.
+// (FAKETIME_DONT_FAKE_MONOTONIC=1, FAKETIME_FORCE_MONOTONIC_FIX=0), as an
+// NTP step leaves it alone on a real machine; the JVM also needs that to
+// run at all, and to run without burning CPU.
 //
 // Which servers can take it:
 //   - Redis: yes, with tcmalloc preloaded before libfaketime (Debian's
@@ -70,6 +71,12 @@ func fakeTimeEnv(dir string, withTCMalloc bool) ([]string, error) {
 		fakeTimeEnvKey + file,
 		cache,
 		"FAKETIME_DONT_FAKE_MONOTONIC=1",
+		// The "monotonic fix" shifts the deadlines of condition waits on
+		// the monotonic clock by the fake offset; with that clock not
+		// faked it only makes them wrong, and the JVM's timed waits
+		// spin: a ZooKeeper ensemble used 2 cores while idle, 0.03
+		// without it (measured side by side here).
+		"FAKETIME_FORCE_MONOTONIC_FIX=0",
 	}, nil
 }
 

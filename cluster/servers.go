@@ -284,7 +284,13 @@ func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error)
 		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(i+1)+"\n"), 0o644); err != nil {
 			return nil, err
 		}
-		cfg := fmt.Sprintf("tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\n"+
+		// A short tick keeps sessions and failure detection fast (a
+		// dead leader is noticed after syncLimit ticks, 1 s). initLimit
+		// bounds a member's connect and sync with the leader, which a
+		// restarted member does with a cold JVM: 2 s (10 ticks) was not
+		// enough on a loaded machine, so it timed out, rejoined the
+		// election and timed out again until the health check gave up.
+		cfg := fmt.Sprintf("tickTime=200\ninitLimit=50\nsyncLimit=5\ndataDir=%s\nclientPort=%d\n"+
 			"clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n"+
 			"maxClientCnxns=0\n%s", data, ports[3*i], servers.String())
 		if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {

@@ -247,3 +247,32 @@ func caseSpans(t *testing.T, dir string, keep func(history.Event) bool) (first, 
 	}
 	return first, last
 }
+
+// Only the cases that jump a server's clock get servers under libfaketime,
+// on a cluster of their own: a ZooKeeper ensemble under it burns most of
+// two cores, and the matrix once ran every lane's servers under it because
+// one column needed it.
+func TestServerClockCasesGetFakeTimeServersOfTheirOwn(t *testing.T) {
+	jump := chaos.Step{Fault: chaos.ServerClock{}}
+	pause := chaos.Step{Fault: chaos.ServerPause{}}
+	zk := impls.Approach{Name: "zk", Backend: impls.ZooKeeper}
+	cases := []Case{
+		{Name: "plain", Approach: zk},
+		{Name: "clock", Approach: zk, Faults: []chaos.Step{pause, jump}},
+		{Name: "paused", Approach: zk, Faults: []chaos.Step{pause}},
+		{Name: "clock-aof", Approach: zk, Faults: []chaos.Step{jump}, Servers: ServerOptions{RedisPersistence: "aof-always"}},
+	}
+	var got []string
+	for _, g := range groupsByServers(cases) {
+		var names []string
+		for _, c := range g {
+			names = append(names, c.Name)
+		}
+		cfg := localConfig([]impls.Backend{impls.ZooKeeper}, g[0].servers())
+		got = append(got, fmt.Sprintf("%s fake=%v", strings.Join(names, ","), cfg.FakeTime))
+	}
+	want := []string{"plain,paused fake=false", "clock fake=true", "clock-aof fake=true"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("groups %q, want %q", got, want)
+	}
+}

@@ -31,6 +31,24 @@ type Plan struct {
 type ServerOptions struct {
 	// RedisPersistence: "" or "none", "aof-everysec", "aof-always", "rdb".
 	RedisPersistence string
+	// FakeTime runs the servers that can take it under libfaketime, so a
+	// case can jump their clocks. Case.servers sets it for the cases with
+	// a server-clock fault, and only for them: a JVM under libfaketime
+	// burns CPU while idle (a ZooKeeper ensemble under it took about 1.8
+	// of 2 cores for a whole matrix run, when one cell in 15 needed it).
+	FakeTime bool
+}
+
+// servers is the server options c runs with: those it asks for, under
+// libfaketime when a fault of c jumps a server's clock.
+func (c Case) servers() ServerOptions {
+	o := c.Servers
+	for _, st := range c.Faults {
+		if st.Fault.Kind() == "server-clock" {
+			o.FakeTime = true
+		}
+	}
+	return o
 }
 
 // Case is one approach under one setting for one duration.

@@ -76,10 +76,11 @@ func groupsByServers(cases []Case) [][]Case {
 	var order []ServerOptions
 	by := map[ServerOptions][]Case{}
 	for _, c := range cases {
-		if _, ok := by[c.Servers]; !ok {
-			order = append(order, c.Servers)
+		o := c.servers()
+		if _, ok := by[o]; !ok {
+			order = append(order, o)
 		}
-		by[c.Servers] = append(by[c.Servers], c)
+		by[o] = append(by[o], c)
 	}
 	out := make([][]Case, len(order))
 	for i, o := range order {
@@ -294,7 +295,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		}
 	}()
 	ensureServers := func(c Case) error {
-		if len(kinds) == 0 || (servers != nil && serversFor == c.Servers) {
+		if len(kinds) == 0 || (servers != nil && serversFor == c.servers()) {
 			return nil
 		}
 		if servers != nil {
@@ -302,7 +303,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 			servers = nil
 		}
 		started := time.Now()
-		cfg := p.localConfig(kinds, c.Servers)
+		cfg := localConfig(kinds, c.servers())
 		if cfg.RedisNodes > 0 {
 			cfg.RedisNodes += spare
 		}
@@ -310,7 +311,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		if err != nil {
 			return err
 		}
-		servers, serversFor = cl, c.Servers
+		servers, serversFor = cl, c.servers()
 		r.logf("cluster ready in %.2fs: %d nodes", time.Since(started).Seconds(), len(cl.Nodes()))
 		for be, v := range cl.Versions {
 			res.Versions[string(be)] = v
@@ -494,18 +495,12 @@ func tally(v *report.Verdict, co caseOutcome) {
 	}
 }
 
-// localConfig is how the plan's servers are started locally for a case
-// asking for opts.
-func (p Plan) localConfig(kinds []impls.Backend, opts ServerOptions) cluster.LocalConfig {
+// localConfig is how the servers of kinds are started locally for cases
+// running with opts.
+func localConfig(kinds []impls.Backend, opts ServerOptions) cluster.LocalConfig {
 	cfg := cluster.ForBackends(kinds...)
 	cfg.RedisPersistence = opts.RedisPersistence
-	for _, c := range p.Cases {
-		for _, st := range c.Faults {
-			if st.Fault.Kind() == "server-clock" {
-				cfg.FakeTime = true // its servers must run under libfaketime from the start
-			}
-		}
-	}
+	cfg.FakeTime = opts.FakeTime // such servers run under libfaketime from the start
 	return cfg
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/impls"
 )
@@ -38,6 +40,47 @@ func BenchmarkCycle(b *testing.B) {
 			}
 		}
 	})
+	// The floor of the algorithm on these nodes: the same ten commands a
+	// Redlock cycle sends (SET NX PX to all five, then the compare-and-
+	// delete script to all five), each round waiting for every answer
+	// (as redsync does) or for a majority (as redis-redlock does, the
+	// stragglers finishing in the background). Their ratio bounds what
+	// redis-redlock can gain over lib-redsync at one client.
+	for _, wait := range []struct {
+		name    string
+		answers int
+	}{{"bare-fanout-all", 5}, {"bare-fanout-majority", 3}} {
+		b.Run(wait.name, func(b *testing.B) {
+			var nodes []*goredis.Client
+			for _, a := range testCluster.DirectEndpoints().Redis[:5] {
+				c := newClientNoPing(a)
+				defer c.Close()
+				nodes = append(nodes, c)
+			}
+			round := func(f func(*goredis.Client) bool) {
+				done := make(chan bool, len(nodes))
+				for _, c := range nodes {
+					go func() { done <- f(c) }()
+				}
+				yes := 0
+				for n := 0; n < len(nodes) && (yes < wait.answers || n < wait.answers); n++ {
+					if <-done {
+						yes++
+					}
+				}
+				if yes < 3 {
+					b.Fatalf("%d of %d nodes said yes", yes, len(nodes))
+				}
+			}
+			for i := 0; b.Loop(); i++ {
+				key, token := fmt.Sprintf("fanout-%d", i), fmt.Sprintf("t%d", i)
+				round(func(c *goredis.Client) bool { return c.SetNX(ctx, key, token, time.Second).Val() })
+				round(func(c *goredis.Client) bool {
+					return compareAndDelete.Run(ctx, c, []string{key}, token).Val() == int64(1)
+				})
+			}
+		})
+	}
 	for _, a := range []impls.Approach{SetNXPXLuaApproach, RedlockApproach, RedsyncApproach} {
 		b.Run(a.Name, func(b *testing.B) {
 			l, err := a.New(ctx, impls.Env{Endpoints: testCluster.DirectEndpoints(), Clock: &clock.Skewable{}, ClientID: 1})

@@ -273,3 +273,27 @@ func TestLongTempRoot(t *testing.T) {
 		}
 	}
 }
+
+// Run as root, PostgreSQL runs as the postgres user; under a private TMPDIR
+// it cannot reach its data directory. The start fails at once, naming the
+// directory it cannot enter and what to do (initdb's own error names only
+// the data directory).
+func TestPostgresUnderPrivateTempRootSaysWhy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs PostgreSQL as another user")
+	}
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := ForBackends(impls.Postgres)
+	cfg.TempRoot = private
+	c, err := StartLocal(context.Background(), cfg)
+	if err == nil {
+		c.Close()
+		t.Fatal("PostgreSQL started under a private temp root")
+	}
+	if !strings.Contains(err.Error(), "cannot enter "+private) || !strings.Contains(err.Error(), "TMPDIR") {
+		t.Fatalf("error = %v, want it to name %s and TMPDIR", err, private)
+	}
+}

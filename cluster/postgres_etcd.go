@@ -61,6 +61,9 @@ func (c *Cluster) startPostgres(ctx context.Context) (*Node, error) {
 		if err := os.Chmod(c.dir, 0o711); err != nil {
 			return nil, err
 		}
+		if err := reachable(filepath.Dir(c.dir), uid, gid); err != nil {
+			return nil, fmt.Errorf("%s: PostgreSQL runs as user postgres (locklab runs as root), which %w: set TMPDIR to a directory others can enter", name, err)
+		}
 		if err := os.Chown(dir, uid, gid); err != nil {
 			return nil, err
 		}
@@ -103,6 +106,30 @@ func (c *Cluster) startPostgres(ctx context.Context) (*Node, error) {
 			return nil
 		}, nil
 	}, 1)
+}
+
+// reachable says why uid (in group gid) cannot enter dir, or nil: every
+// directory on the way must let it search (x) as owner, group or other.
+// initdb's own error, "could not access directory: Permission denied",
+// names the data directory, not the private TMPDIR above it that is the cause.
+func reachable(dir string, uid, gid int) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("cannot see %s: %w", d, err)
+		}
+		mode := st.Mode().Perm()
+		ok := mode&0o001 != 0
+		if sys, isUnix := st.Sys().(*syscall.Stat_t); isUnix {
+			ok = ok || (int(sys.Uid) == uid && mode&0o100 != 0) || (int(sys.Gid) == gid && mode&0o010 != 0)
+		}
+		if !ok {
+			return fmt.Errorf("cannot enter %s (mode %04o)", d, mode)
+		}
+		if parent := filepath.Dir(d); parent == d {
+			return nil
+		}
+	}
 }
 
 // ---- etcd ----

@@ -137,7 +137,7 @@ func TestBenchSIGHUPIsAnInterrupt(t *testing.T) {
 // server failure (3), however the cut-short start reads.
 func TestSIGINTDuringClusterStartIsAnInterrupt(t *testing.T) {
 	for _, after := range []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond, 2500 * time.Millisecond} {
-		tmp := t.TempDir()
+		tmp := enterableTempDir(t) // PostgreSQL runs as its own user
 		results := filepath.Join(tmp, "r")
 		cmd := locklab(tmp, "bench", "--approaches", "redis-redlock,mysql-for-update,zk-sequential,etcd-lease,pg-advisory",
 			"--clients", "1", "--duration", "3s", "--results", results)

@@ -37,6 +37,22 @@ func TestMain(m *testing.M) {
 
 // locklab returns a command whose servers live under tmp, so the test can
 // find every process it started by its command line.
+// enterableTempDir is a test temp dir that other users can enter, as any
+// TMPDIR a user would choose: run as root, locklab starts PostgreSQL as the
+// postgres user, which must reach its data directory (t.TempDir's own
+// directory is private, and PostgreSQL then cannot start: seen failing the
+// SIGINT test when the cluster came up before the signal).
+func enterableTempDir(t *testing.T) string {
+	t.Helper()
+	tmp := t.TempDir()
+	for _, d := range []string{tmp, filepath.Dir(tmp)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tmp
+}
+
 func locklab(tmp string, args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,7 +162,11 @@ func TestZooKeeperUnderFakeTimeIdles(t *testing.T) {
 	used := func() time.Duration {
 		var d time.Duration
 		for _, n := range c.Nodes() {
-			d += cpuTime(t, n.Pid())
+			st, ok := procStat(n.Pid())
+			if !ok {
+				t.Fatalf("%s: no /proc stat", n.Name)
+			}
+			d += st.cpu
 		}
 		return d
 	}
@@ -178,18 +181,4 @@ func TestZooKeeperUnderFakeTimeIdles(t *testing.T) {
 			t.Fatalf("%s after the jump: %q %v", n.Name, r, err)
 		}
 	}
-}
-
-// cpuTime is the CPU time pid has used, from /proc/pid/stat (clock ticks
-// of 10 ms, as on every Linux this runs on).
-func cpuTime(t *testing.T, pid int) time.Duration {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b)[strings.LastIndexByte(string(b), ')')+2:])
-	user, _ := strconv.Atoi(f[11])
-	sys, _ := strconv.Atoi(f[12])
-	return time.Duration(user+sys) * 10 * time.Millisecond
 }

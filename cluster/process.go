@@ -192,9 +192,10 @@ func descendants(pid int) []int {
 type stat struct {
 	state      string
 	ppid, pgrp int
+	cpu        time.Duration // user and system time used so far
 }
 
-// procStat reads a process's state, parent and group from /proc.
+// procStat reads a process's state, parent, group and CPU time from /proc.
 func procStat(pid int) (stat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -212,7 +213,13 @@ func procStat(pid int) (stat, bool) {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	pgrp, _ := strconv.Atoi(f[2])
-	return stat{state: f[0], ppid: ppid, pgrp: pgrp}, true
+	st := stat{state: f[0], ppid: ppid, pgrp: pgrp}
+	if len(f) > 12 { // utime and stime, in clock ticks of 10 ms on every Linux this runs on
+		user, _ := strconv.Atoi(f[11])
+		sys, _ := strconv.Atoi(f[12])
+		st.cpu = time.Duration(user+sys) * 10 * time.Millisecond
+	}
+	return st, true
 }
 
 // allGone waits until none of pids is alive (zombies hold nothing), or

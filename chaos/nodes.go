@@ -17,7 +17,7 @@ import (
 // faults are unavailable on it).
 func NodeTarget(n *cluster.Node) Target {
 	t := Target{Kind: TargetNode, Name: n.Name, Links: []*toxiproxy.Proxy{n.Proxy()}}
-	if n.Pid() != 0 {
+	if n.Controllable() {
 		t.Process = n
 	}
 	return t

@@ -29,7 +29,8 @@ type Node struct {
 	Backend impls.Backend
 	direct  string
 	proxy   *toxiproxy.Proxy
-	proc    *process // nil for external servers
+	proc    *process         // a server locklab runs on this machine
+	ctr     *dockerContainer // a server locklab runs as a container
 	health  func(ctx context.Context) error
 }
 
@@ -42,8 +43,17 @@ func (n *Node) DirectAddr() string { return n.direct }
 // Proxy is the fault-injecting proxy in front of the node.
 func (n *Node) Proxy() *toxiproxy.Proxy { return n.proxy }
 
-// Pid is the server's process id, or 0 when locklab does not run it.
+// Controllable says whether locklab runs the server, so it can pause,
+// kill and restart it (not so for an external server).
+func (n *Node) Controllable() bool { return n.proc != nil || n.ctr != nil }
+
+// Pid is the server's process id (a container's main process), or 0 when
+// locklab does not run it.
 func (n *Node) Pid() int {
+	if n.ctr != nil {
+		_, pid, _ := n.ctr.state(context.Background())
+		return pid
+	}
 	if n.proc == nil {
 		return 0
 	}
@@ -57,6 +67,9 @@ func (n *Node) Pid() int {
 
 // Pause stops the server process (SIGSTOP): it keeps its sockets but answers nothing.
 func (n *Node) Pause() error {
+	if n.ctr != nil {
+		return n.ctr.pause()
+	}
 	if n.proc == nil {
 		return fmt.Errorf("pause %s: %w", n.Name, ErrUnsupported)
 	}
@@ -65,6 +78,9 @@ func (n *Node) Pause() error {
 
 // Resume continues a paused server (SIGCONT).
 func (n *Node) Resume() error {
+	if n.ctr != nil {
+		return n.ctr.resume()
+	}
 	if n.proc == nil {
 		return fmt.Errorf("resume %s: %w", n.Name, ErrUnsupported)
 	}
@@ -73,6 +89,9 @@ func (n *Node) Resume() error {
 
 // Kill ends the server at once (SIGKILL), as a crash would.
 func (n *Node) Kill() error {
+	if n.ctr != nil {
+		return n.ctr.kill()
+	}
 	if n.proc == nil {
 		return fmt.Errorf("kill %s: %w", n.Name, ErrUnsupported)
 	}
@@ -85,6 +104,15 @@ func (n *Node) Kill() error {
 // Restart starts a killed server again on the same port and data dir and
 // waits until it is healthy. A running server is killed first.
 func (n *Node) Restart(ctx context.Context) error {
+	if n.ctr != nil {
+		if err := n.ctr.kill(); err != nil {
+			return err
+		}
+		if err := n.ctr.start(ctx); err != nil {
+			return err
+		}
+		return waitHealthy(ctx, n)
+	}
 	if n.proc == nil {
 		return fmt.Errorf("restart %s: %w", n.Name, ErrUnsupported)
 	}
@@ -106,7 +134,8 @@ type Cluster struct {
 	postgresDSN func(addr string) string
 	proxies     *toxiproxy.ApiServer
 	spawn       *spawn.Spawner
-	dir         string // temp dir removed at Close; "" for external
+	dir         string         // temp dir removed at Close; "" for external
+	docker      *dockerSession // the containers' engine, network and guard (--cluster docker)
 	closeMu     sync.Mutex
 	closed      bool
 	Versions    map[impls.Backend]string
@@ -206,6 +235,10 @@ func (c *Cluster) Close() error {
 		}
 	}
 	wg.Wait()
+	var dockerErr error
+	if c.docker != nil {
+		dockerErr = c.docker.close(c.nodes)
+	}
 	if c.spawn != nil {
 		c.spawn.Close()
 	}
@@ -214,7 +247,7 @@ func (c *Cluster) Close() error {
 			return fmt.Errorf("remove %s: %w", c.dir, err)
 		}
 	}
-	return nil
+	return dockerErr
 }
 
 // waitHealthy polls the node's health check until it passes, the process
@@ -232,6 +265,11 @@ func waitHealthy(ctx context.Context, n *Node) error {
 		if last == nil {
 			return nil
 		}
+		if n.ctr != nil {
+			if running, _, err := n.ctr.state(ctx); err == nil && !running {
+				return n.startError(errors.New("exited during start-up"))
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return n.startError(fmt.Errorf("not healthy in time: %w", last))
@@ -243,6 +281,11 @@ func waitHealthy(ctx context.Context, n *Node) error {
 }
 
 func (n *Node) startError(err error) error {
+	if n.ctr != nil {
+		if tail := n.ctr.logTail(3); tail != "" {
+			return fmt.Errorf("%s: %w (log: %s)", n.Name, err, tail)
+		}
+	}
 	if n.proc != nil {
 		if tail := n.proc.logTail(3); tail != "" {
 			return fmt.Errorf("%s: %w (log: %s)", n.Name, err, tail)

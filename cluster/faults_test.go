@@ -24,28 +24,7 @@ func TestServerFaultsActOnTheWholeServer(t *testing.T) {
 	for _, kind := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 		t.Run(string(kind), func(t *testing.T) {
 			n := c.NodesOf(kind)[0]
-			answers := func() error {
-				hctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
-				defer cancel()
-				return n.health(hctx)
-			}
-			if err := answers(); err != nil {
-				t.Fatalf("healthy server does not answer: %v", err)
-			}
-			// Pause: nothing answers, then everything does again.
-			if err := n.Pause(); err != nil {
-				t.Fatal(err)
-			}
-			if err := answers(); err == nil {
-				n.Resume()
-				t.Fatal("a paused server answered")
-			}
-			if err := n.Resume(); err != nil {
-				t.Fatal(err)
-			}
-			if err := waitHealthy(ctx, n); err != nil {
-				t.Fatalf("after resume: %v", err)
-			}
+			answers := pauseAndResume(t, n)
 			for i := 1; i <= 3; i++ {
 				pgid := n.Pid()
 				tree := append([]int{pgid}, descendants(pgid)...)
@@ -144,4 +123,33 @@ func TestPostgresBackendsFollowTheServer(t *testing.T) {
 		t.Fatalf("after the restart the lock must be free: granted=%v err=%v", got2, err)
 	}
 	holder.Close(ctx)
+}
+
+// pauseAndResume checks that a healthy node answers, answers nothing while
+// paused and answers again after Resume; it returns the check it used.
+func pauseAndResume(t *testing.T, n *Node) (answers func() error) {
+	t.Helper()
+	ctx := context.Background()
+	answers = func() error {
+		hctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+		defer cancel()
+		return n.health(hctx)
+	}
+	if err := answers(); err != nil {
+		t.Fatalf("healthy server does not answer: %v", err)
+	}
+	if err := n.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := answers(); err == nil {
+		n.Resume()
+		t.Fatal("a paused server answered")
+	}
+	if err := n.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitHealthy(ctx, n); err != nil {
+		t.Fatalf("after resume: %v", err)
+	}
+	return answers
 }

@@ -92,20 +92,25 @@ func (c *Cluster) startPostgres(ctx context.Context) (*Node, error) {
 			}
 		}
 		a := addr(ports[0])
-		return p, a, func(ctx context.Context) error {
-			conn, err := pgx.Connect(ctx, postgresDSN(a))
-			if err != nil {
-				return err
-			}
-			defer conn.Close(ctx)
-			var v string
-			if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
-				return err
-			}
-			c.setVersion(impls.Postgres, "postgresql "+strings.Fields(v)[0])
-			return nil
-		}, nil
+		return p, a, c.postgresHealth(a), nil
 	}, 1)
+}
+
+// postgresHealth: the server at a takes queries.
+func (c *Cluster) postgresHealth(a string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, postgresDSN(a))
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		var v string
+		if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
+			return err
+		}
+		c.setVersion(impls.Postgres, "postgresql "+strings.Fields(v)[0])
+		return nil
+	}
 }
 
 // reachable says why uid (in group gid) cannot enter dir, or nil: every
@@ -161,22 +166,27 @@ func (c *Cluster) startEtcd(ctx context.Context, size int) ([]*Node, error) {
 					"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 					"--initial-cluster-token", "locklab", "--heartbeat-interval", "50", "--election-timeout", "500"},
 			},
-			health: func(ctx context.Context) error {
-				var health struct{ Health string }
-				if err := getJSON(ctx, client+"/health", &health); err != nil {
-					return err
-				}
-				if health.Health != "true" {
-					return fmt.Errorf("health %q", health.Health)
-				}
-				var v struct{ Etcdserver string }
-				if err := getJSON(ctx, client+"/version", &v); err == nil {
-					c.setVersion(impls.Etcd, "etcd "+v.Etcdserver)
-				}
-				return nil
-			},
+			health: c.etcdHealth(client),
 		}, nil
 	})
+}
+
+// etcdHealth: the member at client (its URL) reports itself healthy.
+func (c *Cluster) etcdHealth(client string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var health struct{ Health string }
+		if err := getJSON(ctx, client+"/health", &health); err != nil {
+			return err
+		}
+		if health.Health != "true" {
+			return fmt.Errorf("health %q", health.Health)
+		}
+		var v struct{ Etcdserver string }
+		if err := getJSON(ctx, client+"/version", &v); err == nil {
+			c.setVersion(impls.Etcd, "etcd "+v.Etcdserver)
+		}
+		return nil
+	}
 }
 
 func getJSON(ctx context.Context, url string, v any) error {

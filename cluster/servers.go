@@ -23,6 +23,9 @@ func addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p
 func (c *Cluster) setVersion(b impls.Backend, v string) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
+	if c.docker != nil {
+		v += " (image " + c.docker.images[b] + ")"
+	}
 	c.Versions[b] = v
 }
 
@@ -58,19 +61,24 @@ func (c *Cluster) startRedis(ctx context.Context, i int, opt redisOptions) (*Nod
 				"--dir", dir, "--daemonize", "no"}, persist...),
 		}
 		a := addr(ports[0])
-		return p, a, func(ctx context.Context) error {
-			info, err := redisCommand(ctx, a, "INFO server")
-			if err != nil {
-				return err
-			}
-			for _, l := range strings.Split(info, "\n") {
-				if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
-					c.setVersion(impls.Redis, "redis "+v)
-				}
-			}
-			return nil
-		}, nil
+		return p, a, c.redisHealth(a), nil
 	}, 1)
+}
+
+// redisHealth: the node at a answers INFO (and says its version).
+func (c *Cluster) redisHealth(a string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		info, err := redisCommand(ctx, a, "INFO server")
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+				c.setVersion(impls.Redis, "redis "+v)
+			}
+		}
+		return nil
+	}
 }
 
 // redisCommand sends one inline command and returns the raw reply; enough for
@@ -166,26 +174,32 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*Node, error) {
 				"--innodb-buffer-pool-size=128M"},
 		}
 		a := addr(ports[0])
-		return p, a, func(ctx context.Context) error {
-			cfg := mysql.NewConfig()
-			cfg.User, cfg.Net, cfg.Addr = "root", "tcp", a
-			conn, err := mysql.NewConnector(cfg)
-			if err != nil {
-				return err
-			}
-			db := sql.OpenDB(conn)
-			defer db.Close()
-			if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+MySQLDatabase); err != nil {
-				return err
-			}
-			var v string
-			if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
-				return err
-			}
-			c.setVersion(impls.MySQL, "mariadb "+v)
-			return nil
-		}, nil
+		return p, a, c.mariadbHealth(a), nil
 	}, 1)
+}
+
+// mariadbHealth: the server at a takes root's queries; it also creates the
+// lock tables' database.
+func (c *Cluster) mariadbHealth(a string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		cfg := mysql.NewConfig()
+		cfg.User, cfg.Net, cfg.Addr = "root", "tcp", a
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return err
+		}
+		db := sql.OpenDB(conn)
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+MySQLDatabase); err != nil {
+			return err
+		}
+		var v string
+		if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+			return err
+		}
+		c.setVersion(impls.MySQL, "mariadb "+v)
+		return nil
+	}
 }
 
 func lastLine(s string) string {
@@ -310,23 +324,28 @@ func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error)
 					"-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar",
 					"org.apache.zookeeper.server.quorum.QuorumPeerMain", "./zoo.cfg"},
 			},
-			health: func(ctx context.Context) error {
-				out, err := ZKFourLetter(ctx, a, "srvr")
-				if err != nil {
-					return err
-				}
-				if !strings.Contains(out, "Mode: leader") && !strings.Contains(out, "Mode: follower") {
-					return fmt.Errorf("not serving yet")
-				}
-				for _, l := range strings.Split(out, "\n") {
-					if v, ok := strings.CutPrefix(l, "Zookeeper version: "); ok {
-						c.setVersion(impls.ZooKeeper, "zookeeper "+strings.SplitN(v, "-", 2)[0])
-					}
-				}
-				return nil
-			},
+			health: c.zooKeeperHealth(a),
 		}, nil
 	})
+}
+
+// zooKeeperHealth: the member at a serves as leader or follower.
+func (c *Cluster) zooKeeperHealth(a string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		out, err := ZKFourLetter(ctx, a, "srvr")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "Mode: leader") && !strings.Contains(out, "Mode: follower") {
+			return fmt.Errorf("not serving yet")
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(l, "Zookeeper version: "); ok {
+				c.setVersion(impls.ZooKeeper, "zookeeper "+strings.SplitN(v, "-", 2)[0])
+			}
+		}
+		return nil
+	}
 }
 
 // ZKFourLetter sends a ZooKeeper four-letter command ("srvr", "ruok") and

@@ -19,6 +19,7 @@ type MatrixOptions struct {
 	Seed       uint64
 	ResultsDir string
 	External   string
+	Docker     *Docker // the servers run as containers: cells they cannot take are n/a
 }
 
 // MatrixPlan makes a plan of every applicable cell of the matrix, Runs
@@ -49,14 +50,24 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 		}
 		faults = opt.Faults
 	}
-	p := Plan{Kind: "matrix", ResultsDir: opt.ResultsDir, External: opt.External,
-		Config: map[string]any{"approaches": names(approaches), "faults": faults, "runs": opt.Runs, "seed": opt.Seed}}
+	p := Plan{Kind: "matrix", ResultsDir: opt.ResultsDir, External: opt.External, Docker: opt.Docker,
+		Config: map[string]any{"approaches": names(approaches), "faults": faults, "runs": opt.Runs, "seed": opt.Seed,
+			"cluster": clusterMode(opt.External, opt.Docker), "images": opt.Docker.images()}}
 	var cells []matrix.Cell
 	for _, fname := range faults {
 		f, _ := m.Fault(fname)
 		s := f.Scenario
 		for _, a := range approaches {
 			cell := m.Cell(a, fname)
+			if cell.Applies && opt.Docker != nil {
+				probe := Case{Approach: a}
+				for _, ft := range s.Faults {
+					probe.Faults = append(probe.Faults, ft.Step)
+				}
+				if err := dockerUnavailable(probe); err != nil {
+					cell.Applies, cell.Why = false, "not with --cluster docker: "+err.Error()
+				}
+			}
 			cells = append(cells, cell)
 			if !cell.Applies {
 				continue

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
@@ -21,10 +22,54 @@ type Plan struct {
 	Cases      []Case
 	ResultsDir string // results/<run-id>/ goes here
 	External   string // YAML of server addresses; "" = start the servers locally
-	Config     any    // the settings as given, echoed into results.json
+	// Docker, when set, starts the servers as containers (--cluster docker).
+	Docker *Docker
+	Config any // the settings as given, echoed into results.json
 	// Repeats is how many times each approach's case runs (run --runs):
 	// the summary then counts, per approach, the runs that agreed.
 	Repeats int
+}
+
+// Docker is how a plan's servers run as containers.
+type Docker struct {
+	Images map[impls.Backend]string // per server kind; missing: cluster.PublicImages
+}
+
+// images are the images asked for, for results.json (nil: not Docker).
+func (d *Docker) images() map[impls.Backend]string {
+	if d == nil {
+		return nil
+	}
+	out := map[impls.Backend]string{}
+	for b, img := range cluster.PublicImages {
+		out[b] = img
+	}
+	for b, img := range d.Images {
+		out[b] = img
+	}
+	return out
+}
+
+// clusterMode names where the servers run, for results.json.
+func clusterMode(external string, docker *Docker) string {
+	switch {
+	case external != "":
+		return "external"
+	case docker != nil:
+		return "docker"
+	}
+	return "local"
+}
+
+// dockerUnavailable says why case c cannot run on a Docker cluster, or nil.
+func dockerUnavailable(c Case) error {
+	if c.servers().FakeTime {
+		return fmt.Errorf("a server clock jump needs libfaketime in the servers, which the images do not have")
+	}
+	if c.Approach.Backend == impls.RedisSentinel {
+		return fmt.Errorf("the Redis Sentinel topology runs only embedded")
+	}
+	return nil
 }
 
 // ServerOptions say how the servers of a plan are run (locally).
@@ -108,11 +153,12 @@ type BenchConfig struct {
 	AcquireTimeout time.Duration
 	Seed           uint64
 	ResultsDir     string
-	External       string // YAML of server addresses; "" = start locally
-	Direct         bool   // bypass the fault-injecting proxies
-	Workload       string // mutex, counter or tasks
-	Fenced         bool   // the store refuses stale fencing tokens
-	NoHistory      bool   // record nothing, check nothing (to measure recording's cost)
+	External       string  // YAML of server addresses; "" = start locally
+	Docker         *Docker // start the servers as containers
+	Direct         bool    // bypass the fault-injecting proxies
+	Workload       string  // mutex, counter or tasks
+	Fenced         bool    // the store refuses stale fencing tokens
+	NoHistory      bool    // record nothing, check nothing (to measure recording's cost)
 	// Rate, when positive, is an open loop: lock requests per second over
 	// all clients (workload.Spec.Rate).
 	Rate float64
@@ -123,8 +169,8 @@ func (c BenchConfig) configJSON() map[string]any {
 	return map[string]any{
 		"approaches": c.Approaches, "clients": c.Clients, "duration": c.Duration.String(), "keys": c.Keys,
 		"hold": c.Hold.String(), "ttl": c.TTL.String(), "acquire_timeout": c.AcquireTimeout.String(),
-		"seed": c.Seed, "cluster": map[bool]string{true: "external", false: "local"}[c.External != ""],
-		"external_config": c.External, "via_proxy": !c.Direct, "workload": c.workload(), "fenced": c.Fenced,
+		"seed": c.Seed, "cluster": clusterMode(c.External, c.Docker),
+		"external_config": c.External, "images": c.Docker.images(), "via_proxy": !c.Direct, "workload": c.workload(), "fenced": c.Fenced,
 		"recorded": !c.NoHistory, "rate_per_sec": c.Rate,
 	}
 }
@@ -149,7 +195,7 @@ func BenchPlan(reg *impls.Registry, cfg BenchConfig) (Plan, error) {
 	if err := workload.CheckKind(cfg.Workload); err != nil {
 		return Plan{}, usageErr(err)
 	}
-	p := Plan{Kind: "bench", ResultsDir: cfg.ResultsDir, External: cfg.External, Config: cfg.configJSON()}
+	p := Plan{Kind: "bench", ResultsDir: cfg.ResultsDir, External: cfg.External, Docker: cfg.Docker, Config: cfg.configJSON()}
 	for _, name := range cfg.Approaches {
 		a, err := reg.Get(name)
 		if err != nil {
@@ -193,6 +239,7 @@ type ScenarioOptions struct {
 	Duration   time.Duration // override the scenario's duration; 0: as written
 	ResultsDir string
 	External   string
+	Docker     *Docker
 	// Runs repeats each approach's case this many times, run i with seed
 	// seed+i (0 or 1: once, named after the approach alone).
 	Runs int
@@ -224,8 +271,8 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 	if runs > 1000 {
 		return Plan{}, usageErr(fmt.Errorf("--runs %d: at most 1000", runs))
 	}
-	p := Plan{Kind: "run " + s.Name, ResultsDir: opt.ResultsDir, External: opt.External, Repeats: runs,
-		Config: map[string]any{"scenario": s.Name, "file": s.Path, "description": s.Description, "seed": seed,
+	p := Plan{Kind: "run " + s.Name, ResultsDir: opt.ResultsDir, External: opt.External, Docker: opt.Docker, Repeats: runs,
+		Config: map[string]any{"cluster": clusterMode(opt.External, opt.Docker), "images": opt.Docker.images(), "scenario": s.Name, "file": s.Path, "description": s.Description, "seed": seed,
 			"approaches": names, "duration": duration.String(), "workload": s.Workload.Kind, "clients": s.Workload.Clients,
 			"processes": s.Processes, "fenced": s.Workload.Fenced, "runs": runs}}
 	for _, name := range names {

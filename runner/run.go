@@ -241,6 +241,13 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		}
 		ext = &cfg
 	}
+	if p.Docker != nil {
+		for _, c := range p.Cases {
+			if err := dockerUnavailable(c); err != nil {
+				return nil, usageErr(fmt.Errorf("%s: not with --cluster docker: %w (run it with --cluster local)", c.Name, err))
+			}
+		}
+	}
 	runID := time.Now().UTC().Format("20060102-150405") + "-" + randHex(2)
 	dir := filepath.Join(p.ResultsDir, runID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -307,7 +314,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		if cfg.RedisNodes > 0 {
 			cfg.RedisNodes += spare
 		}
-		cl, err := startCluster(ctx, ext, cfg)
+		cl, err := startCluster(ctx, ext, p.Docker, cfg)
 		if err != nil {
 			return err
 		}
@@ -504,8 +511,16 @@ func localConfig(kinds []impls.Backend, opts ServerOptions) cluster.LocalConfig 
 	return cfg
 }
 
-// startCluster starts the servers locally, or connects to the user's.
-func startCluster(ctx context.Context, ext *cluster.ExternalConfig, cfg cluster.LocalConfig) (*cluster.Cluster, error) {
+// startCluster starts the servers locally (as processes, or as containers
+// when docker is set), or connects to the user's.
+func startCluster(ctx context.Context, ext *cluster.ExternalConfig, docker *Docker, cfg cluster.LocalConfig) (*cluster.Cluster, error) {
+	if docker != nil {
+		cl, err := cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cfg, Images: docker.Images})
+		if err != nil {
+			return nil, infraErr(fmt.Errorf("start containers: %w", err))
+		}
+		return cl, nil
+	}
 	if ext != nil {
 		cl, err := cluster.ConnectExternal(ctx, *ext)
 		if err != nil {

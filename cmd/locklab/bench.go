@@ -31,8 +31,7 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	acquireTimeout := fs.Duration("acquire-timeout", 10*time.Second, "how long one acquire may wait")
 	seed := fs.Uint64("seed", 1, "random seed for key choice and hold times")
 	results := fs.String("results", "results", "directory for results/<run-id>/")
-	clusterMode := fs.String("cluster", "local", "local: start the servers on 127.0.0.1; external: use --config")
-	config := fs.String("config", "", "YAML with server addresses, for --cluster external")
+	where := addClusterFlags(fs, "bench", true)
 	viaProxy := fs.Bool("via-proxy", false, "connect clients through the fault-injecting proxies (about 0.1 ms more per round trip), as runs with network faults do")
 	fs.Bool("direct", true, "deprecated: clients connect straight to the servers by default")
 	kind := fs.String("workload", "mutex", "what holders do: mutex (hold only), counter (read-modify-write a balance in a store), tasks (claim tasks, each once)")
@@ -74,11 +73,11 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 		AcquireTimeout: *acquireTimeout, Seed: *seed, ResultsDir: *results, Direct: !*viaProxy,
 		Workload: *kind, Fenced: *fenced, NoHistory: *noHistory, Rate: *rate,
 	}
-	ext, code := clusterFlags("bench", *clusterMode, *config, stderr)
+	ext, docker, code := where.resolve(stderr)
 	if code >= 0 {
 		return code
 	}
-	cfg.External = ext
+	cfg.External, cfg.Docker = ext, docker
 	plan, err := runner.BenchPlan(reg, cfg)
 	if err != nil {
 		return exitCode(stderr, err)

@@ -22,6 +22,7 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	only := listFlag{"redis", "mysql", "zookeeper", "postgres", "etcd"}
 	fs.Var(&only, "servers", "which servers to start: redis (5 nodes), mysql, zookeeper (3 nodes), postgres, etcd (3 nodes)")
 	fs.Var(&only, "backends", "deprecated: the same as --servers")
+	where := addClusterFlags(fs, "cluster up", false)
 	if code := parseFlags(fs, args[1:], stdout, stderr); code >= 0 {
 		return code
 	}
@@ -39,8 +40,18 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 			return exitUsage
 		}
 	}
+	_, docker, code := where.resolve(stderr)
+	if code >= 0 {
+		return code
+	}
 	start := time.Now()
-	c, err := cluster.StartLocal(ctx, cluster.ForBackends(bs...))
+	var c *cluster.Cluster
+	var err error
+	if docker != nil {
+		c, err = cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cluster.ForBackends(bs...), Images: docker.Images})
+	} else {
+		c, err = cluster.StartLocal(ctx, cluster.ForBackends(bs...))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "locklab cluster up: %v\n", err)
 		if ctx.Err() != nil {

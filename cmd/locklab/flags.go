@@ -7,6 +7,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/runner"
 )
 
 // newFlags returns a flag set that reports errors as one line (the caller
@@ -82,25 +85,84 @@ func (l *intsFlag) Set(s string) error {
 	return nil
 }
 
-// clusterFlags checks --cluster and --config together; it returns the
-// external config path ("" for local) or an exit code >= 0 on bad usage.
-func clusterFlags(cmd, mode, config string, stderr io.Writer) (string, int) {
-	switch mode {
-	case "local":
-		if config != "" {
-			fmt.Fprintf(stderr, "locklab %s: --config goes with --cluster external\n", cmd)
-			return "", exitUsage
-		}
-		return "", -1
-	case "external":
-		if config == "" {
-			fmt.Fprintf(stderr, "locklab %s: --cluster external needs --config FILE\n", cmd)
-			return "", exitUsage
-		}
-		return config, -1
+// clusterFlags are --cluster, --config and --image: where the servers run.
+type clusterFlags struct {
+	cmd    string
+	mode   *string
+	config *string
+	images imageFlag
+}
+
+// addClusterFlags registers them on fs; external says whether the command
+// takes the user's own servers (--cluster external).
+func addClusterFlags(fs *flag.FlagSet, cmd string, external bool) *clusterFlags {
+	f := &clusterFlags{cmd: cmd}
+	modes := "local: start the servers on 127.0.0.1; docker: start them as containers (see --image)"
+	if external {
+		modes += "; external: use --config"
+		f.config = fs.String("config", "", "YAML with server addresses, for --cluster external")
 	}
-	fmt.Fprintf(stderr, "locklab %s: --cluster %q: want local or external\n", cmd, mode)
-	return "", exitUsage
+	f.mode = fs.String("cluster", "local", modes)
+	fs.Var(&f.images, "image", "with --cluster docker: local (the images scripts/images.sh builds), public (the default: redis:7.0, mariadb:10.11, ...), or SERVER=IMAGE for one server kind; repeatable")
+	return f
+}
+
+// resolve checks the flags together; it returns the external config path
+// ("" otherwise), the Docker settings (nil otherwise), or an exit code >= 0
+// on bad usage.
+func (f *clusterFlags) resolve(stderr io.Writer) (string, *runner.Docker, int) {
+	config := ""
+	if f.config != nil {
+		config = *f.config
+	}
+	if len(f.images) > 0 && *f.mode != "docker" {
+		fmt.Fprintf(stderr, "locklab %s: --image goes with --cluster docker\n", f.cmd)
+		return "", nil, exitUsage
+	}
+	switch *f.mode {
+	case "local", "docker":
+		if config != "" {
+			fmt.Fprintf(stderr, "locklab %s: --config goes with --cluster external\n", f.cmd)
+			return "", nil, exitUsage
+		}
+		if *f.mode == "local" {
+			return "", nil, -1
+		}
+		images, err := cluster.ParseImages(f.images)
+		if err != nil {
+			fmt.Fprintf(stderr, "locklab %s: %v\n", f.cmd, err)
+			return "", nil, exitUsage
+		}
+		return "", &runner.Docker{Images: images}, -1
+	case "external":
+		if f.config == nil {
+			break
+		}
+		if config == "" {
+			fmt.Fprintf(stderr, "locklab %s: --cluster external needs --config FILE\n", f.cmd)
+			return "", nil, exitUsage
+		}
+		return config, nil, -1
+	}
+	want := "local or docker"
+	if f.config != nil {
+		want = "local, docker or external"
+	}
+	fmt.Fprintf(stderr, "locklab %s: --cluster %q: want %s\n", f.cmd, *f.mode, want)
+	return "", nil, exitUsage
+}
+
+// imageFlag collects --image values (repeatable, each comma-separated).
+type imageFlag []string
+
+func (l *imageFlag) String() string { return strings.Join(*l, ",") }
+func (l *imageFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
 }
 
 // errWriter remembers the first write error, so a command can say its

@@ -30,6 +30,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	junit := fs.String("junit", "", "also write JUnit XML (one test case per cell) to this file")
 	sequential := fs.Bool("sequential", false, "run one cell at a time (by default, cells of different server kinds run side by side)")
 	parallel := fs.Int("parallel", 0, fmt.Sprintf("at most this many cases at once when cells run side by side; 0: two per CPU (%d here)", runner.DefaultMaxCases()))
+	where := addClusterFlags(fs, "matrix", false)
 	dir := fs.String("matrix", "", "a directory with expectations.yaml and faults/*.yaml to use instead of the built-in matrix")
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
 		return code
@@ -46,6 +47,10 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		fmt.Fprintf(stderr, "locklab matrix: --parallel %d: must not be negative\n", *parallel)
 		return exitUsage
 	}
+	_, docker, code := where.resolve(stderr)
+	if code >= 0 {
+		return code
+	}
 	var src iofs.FS = matrix.Shipped
 	if *dir != "" {
 		src = os.DirFS(*dir)
@@ -56,7 +61,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		return exitUsage
 	}
 	plan, cells, err := runner.MatrixPlan(reg, m, runner.MatrixOptions{Approaches: approaches, Faults: faults, Runs: *runs,
-		Seed: *seed, ResultsDir: *results})
+		Seed: *seed, ResultsDir: *results, Docker: docker})
 	if err != nil {
 		return exitCode(stderr, err)
 	}

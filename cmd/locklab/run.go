@@ -22,8 +22,7 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	seed := fs.Uint64("seed", 0, "override the scenario's seed (the same seed gives the same fault timeline)")
 	duration := fs.Duration("duration", 0, "override the scenario's duration (repeating faults repeat for longer)")
 	results := fs.String("results", "results", "directory for results/<run-id>/")
-	clusterMode := fs.String("cluster", "local", "local: start the servers on 127.0.0.1; external: use --config")
-	config := fs.String("config", "", "YAML with server addresses, for --cluster external")
+	where := addClusterFlags(fs, "run", true)
 	runs := fs.Int("runs", 1, "run each approach's case this many times (run i with seed+i) and count how many agree")
 	need := fs.Int("need", 0, "with --runs: exit 0 when at least this many runs of each approach agree, and none shows a violation it was not expected to (default: all)")
 	g := gateFlags(fs, "run", false)
@@ -37,7 +36,7 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 		fmt.Fprintln(stderr, "locklab run: want one scenario file: locklab run SCENARIO.yaml (see scenarios/)")
 		return exitUsage
 	}
-	ext, code := clusterFlags("run", *clusterMode, *config, stderr)
+	ext, docker, code := where.resolve(stderr)
 	if code >= 0 {
 		return code
 	}
@@ -59,7 +58,7 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 		return exitUsage
 	}
 	g.need = *need
-	opt := runner.ScenarioOptions{Approaches: approaches, ResultsDir: *results, External: ext, Duration: *duration, Runs: *runs}
+	opt := runner.ScenarioOptions{Approaches: approaches, ResultsDir: *results, External: ext, Docker: docker, Duration: *duration, Runs: *runs}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "seed" {
 			opt.Seed = seed

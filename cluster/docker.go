@@ -1,0 +1,605 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	testcontainers "github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// DockerConfig says which servers to start as containers: the same
+// topology as the embedded mode, from images.
+type DockerConfig struct {
+	LocalConfig
+	// Images names the image of each server kind; a kind missing here
+	// takes PublicImages' (see ParseImages for the --image flag).
+	Images map[impls.Backend]string
+}
+
+// PublicImages are the official public images a Docker cluster runs by
+// default; pulled when the engine does not have them.
+var PublicImages = map[impls.Backend]string{
+	impls.Redis: "redis:7.0", impls.MySQL: "mariadb:10.11", impls.ZooKeeper: "zookeeper:3.8",
+	impls.Etcd: "gcr.io/etcd-development/etcd:v3.4.23", impls.Postgres: "postgres:15",
+}
+
+// LocalImages are the images scripts/images.sh builds from Debian's
+// packages, for engines that reach no registry (`--image local`).
+var LocalImages = map[impls.Backend]string{
+	impls.Redis: "locklab/redis:bookworm", impls.MySQL: "locklab/mariadb:bookworm",
+	impls.ZooKeeper: "locklab/zookeeper:bookworm", impls.Etcd: "locklab/etcd:bookworm",
+	impls.Postgres: "locklab/postgres:bookworm",
+}
+
+// ParseImages reads --image values: "local" (every server from
+// LocalImages), "public", or SERVER=IMAGE for one server kind (mariadb is
+// another name for mysql). Later values override earlier ones.
+func ParseImages(values []string) (map[impls.Backend]string, error) {
+	out := map[impls.Backend]string{}
+	for _, v := range values {
+		switch v {
+		case "local", "public":
+			src := map[string]map[impls.Backend]string{"local": LocalImages, "public": PublicImages}[v]
+			for b, img := range src {
+				out[b] = img
+			}
+			continue
+		}
+		kind, img, ok := strings.Cut(v, "=")
+		b := impls.Backend(strings.TrimSpace(kind))
+		if b == "mariadb" {
+			b = impls.MySQL
+		}
+		if _, known := PublicImages[b]; !ok || !known || strings.TrimSpace(img) == "" {
+			return nil, fmt.Errorf("--image %q: want local, public or SERVER=IMAGE with SERVER one of %s", v, strings.Join(dockerKinds(), ", "))
+		}
+		out[b] = strings.TrimSpace(img)
+	}
+	return out, nil
+}
+
+func dockerKinds() []string {
+	var ks []string
+	for b := range PublicImages {
+		ks = append(ks, string(b))
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Ports inside the containers; each is published on a free port of
+// 127.0.0.1 that stays the node's across kills and restarts.
+const (
+	redisPort    = "6379/tcp"
+	mariadbPort  = "3306/tcp"
+	zkClientPort = "2181/tcp"
+	etcdPort     = "2379/tcp"
+	postgresPort = "5432/tcp"
+)
+
+// StartDocker starts the configured servers as containers of the local
+// Docker engine, on a network of their own, each published on 127.0.0.1
+// only and put behind a proxy like a local node. Pause, kill and restart
+// act on the whole container. On error nothing is left running.
+//
+// testcontainers' reaper (Ryuk) is an image this machine may not be able to
+// pull, so it is off; a guard process removes the containers instead when
+// locklab ends in a way that skips Close (killed, crashed).
+func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) {
+	if cfg.RedisSentinel {
+		return nil, errors.New("--cluster docker: the Redis Sentinel topology runs only embedded (--cluster local)")
+	}
+	if cfg.FakeTime {
+		return nil, errors.New("--cluster docker: server clock faults need libfaketime, which the images do not have: run them embedded (--cluster local)")
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 90 * time.Second
+	}
+	images := map[impls.Backend]string{}
+	for b, img := range PublicImages {
+		images[b] = img
+	}
+	for b, img := range cfg.Images {
+		images[b] = img
+	}
+	// testcontainers' settings are process-wide: its reaper setting is read
+	// once, at its first use in this process, and its default logger would
+	// print every container's life to stderr.
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
+	tclog.SetDefault(quietLogger{})
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster docker: the Docker engine does not answer: %w", err)
+	}
+	d := &dockerSession{cli: cli, id: randomID(), images: images}
+	c := newCluster()
+	c.docker = d
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	d.removeOrphans(ctx)
+	if err := d.startGuard(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0, impls.MySQL: cfg.MySQL,
+		impls.ZooKeeper: cfg.ZooKeeperNodes > 0, impls.Postgres: cfg.Postgres, impls.Etcd: cfg.EtcdNodes > 0}
+	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+		if need[b] {
+			if err := d.ensureImage(ctx, images[b]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if d.network, err = d.createNetwork(ctx); err != nil {
+		return nil, err
+	}
+	persist, err := redisPersistenceArgs(cfg.RedisPersistence)
+	if err != nil {
+		return nil, err
+	}
+
+	var specs []containerSpec
+	for i := 0; i < cfg.RedisNodes; i++ {
+		specs = append(specs, containerSpec{name: fmt.Sprintf("redis-%d", i), backend: impls.Redis, port: redisPort,
+			entrypoint: []string{"redis-server"},
+			cmd:        append([]string{"--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no", "--dir", "/tmp"}, persist...)})
+	}
+	if cfg.MySQL {
+		c.mysqlDSN = mysqlDSN
+		specs = append(specs, containerSpec{name: "mysql-0", backend: impls.MySQL, port: mariadbPort,
+			entrypoint: []string{"sh", "-c", mariadbScript}})
+	}
+	for i := 0; i < cfg.ZooKeeperNodes; i++ {
+		specs = append(specs, containerSpec{name: fmt.Sprintf("zk-%d", i+1), backend: impls.ZooKeeper, port: zkClientPort,
+			entrypoint: []string{"sh", "-c", zooKeeperScript},
+			env:        map[string]string{"ZK_MYID": strconv.Itoa(i + 1), "ZK_CFG": zooKeeperConfig(cfg.ZooKeeperNodes)}})
+	}
+	if cfg.Postgres {
+		specs = append(specs, containerSpec{name: "postgres-0", backend: impls.Postgres, port: postgresPort,
+			entrypoint: []string{"sh", "-c", postgresScript}})
+	}
+	for i := 0; i < cfg.EtcdNodes; i++ {
+		specs = append(specs, containerSpec{name: fmt.Sprintf("etcd-%d", i+1), backend: impls.Etcd, port: etcdPort,
+			entrypoint: []string{"etcd"}, etcdMembers: cfg.EtcdNodes})
+	}
+
+	// Every container starts in parallel; members of an ensemble become
+	// healthy only together.
+	nodes := make([]*Node, len(specs))
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		wg.Add(1)
+		go func(i int, s containerSpec) {
+			defer wg.Done()
+			nodes[i], errs[i] = c.startContainer(ctx, s)
+		}(i, s)
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		if n != nil {
+			c.nodes = append(c.nodes, n)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("containers not healthy within %v: %w", cfg.StartTimeout, err)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// containerSpec is one server container.
+type containerSpec struct {
+	name       string
+	backend    impls.Backend
+	port       string // the client port inside the container
+	entrypoint []string
+	cmd        []string
+	env        map[string]string
+	// etcdMembers: the size of the etcd cluster (its command names the
+	// host port, known only once one is chosen).
+	etcdMembers int
+}
+
+// startContainer creates and starts one container with its client port on
+// a free port of 127.0.0.1, waits until it is healthy and puts a proxy in
+// front of it. A port taken in the meantime means another one.
+func (c *Cluster) startContainer(ctx context.Context, s containerSpec) (*Node, error) {
+	d := c.docker
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		ports, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		direct := addr(ports[0])
+		cmd := s.cmd
+		if s.etcdMembers > 0 {
+			cmd = etcdArgs(s.name, s.etcdMembers, "http://"+direct)
+		}
+		ctr, err := d.create(ctx, s, cmd, ports[0])
+		n := &Node{Name: s.name, Backend: s.backend, direct: direct, ctr: ctr, health: c.healthOf(s.backend, direct)}
+		if err != nil {
+			if ctr != nil {
+				ctr.remove(context.Background())
+			}
+			lastErr = fmt.Errorf("%s: %w", s.name, err)
+			if msg := err.Error(); strings.Contains(msg, "already allocated") || strings.Contains(msg, "in use") {
+				continue
+			}
+			return nil, lastErr
+		}
+		if err := waitHealthy(ctx, n); err != nil {
+			return n, err // kept, so Close removes it
+		}
+		if n.proxy, err = c.addProxy(s.name, direct); err != nil {
+			return n, err
+		}
+		return n, nil
+	}
+	return nil, lastErr
+}
+
+// healthOf is the health check of a server kind at a.
+func (c *Cluster) healthOf(b impls.Backend, a string) func(context.Context) error {
+	switch b {
+	case impls.Redis:
+		return c.redisHealth(a)
+	case impls.MySQL:
+		// Docker's port proxy accepts before the server listens and then
+		// hangs up, which the MySQL driver logs as "unexpected EOF" on
+		// every try: wait for the server's greeting first.
+		sql := c.mariadbHealth(a)
+		return func(ctx context.Context) error {
+			if err := greets(ctx, a); err != nil {
+				return err
+			}
+			return sql(ctx)
+		}
+	case impls.ZooKeeper:
+		return c.zooKeeperHealth(a)
+	case impls.Postgres:
+		return c.postgresHealth(a)
+	case impls.Etcd:
+		return c.etcdHealth("http://" + a)
+	}
+	return func(context.Context) error { return fmt.Errorf("no health check for %s", b) }
+}
+
+// greets says whether the server at a speaks first, as MariaDB does.
+func greets(ctx context.Context, a string) error {
+	var dialer net.Dialer
+	conn, err := dialer.DialContext(ctx, "tcp", a)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err != nil {
+		return fmt.Errorf("no greeting: %w", err)
+	}
+	return nil
+}
+
+// The start-up scripts run the servers as the embedded mode does, with the
+// paths of Debian's packages (scripts/images.sh) and, where they differ,
+// of the official images. A killed container keeps its file system, so a
+// restart finds its data where it left it.
+
+// mariadbScript: root may connect from the host (through Docker's bridge,
+// not from localhost), as the embedded server lets it. An init file takes
+// one statement per line.
+const mariadbScript = `set -e
+d=/var/lib/locklab-mysql
+if [ ! -d "$d/mysql" ]; then
+  mkdir -p "$d"
+  mariadb-install-db --no-defaults --datadir="$d" --auth-root-authentication-method=normal --skip-test-db --user=root >/tmp/install.log 2>&1 || { cat /tmp/install.log; exit 1; }
+fi
+printf "%s\n" "CREATE USER IF NOT EXISTS root@'%';" "GRANT ALL ON *.* TO root@'%' WITH GRANT OPTION;" >/tmp/init.sql
+exec mariadbd --no-defaults --datadir="$d" --socket=/tmp/mariadbd.sock --port=3306 --bind-address=0.0.0.0 --user=root \
+  --skip-log-bin --skip-name-resolve --performance-schema=OFF --max-connections=2000 --innodb-buffer-pool-size=128M \
+  --init-file=/tmp/init.sql`
+
+// postgresScript: trust from any host of the container's network (the
+// host's connections arrive through Docker's bridge).
+const postgresScript = `set -e
+bin=$(ls -d /usr/lib/postgresql/*/bin | tail -1)
+d=/var/lib/locklab-pg
+if [ ! -f "$d/PG_VERSION" ]; then
+  mkdir -p "$d" && chown postgres "$d"
+  runuser -u postgres -- "$bin/initdb" -D "$d" -U postgres --auth=trust -E UTF8 --no-sync >/tmp/initdb.log 2>&1 || { cat /tmp/initdb.log; exit 1; }
+  echo 'host all all 0.0.0.0/0 trust' >>"$d/pg_hba.conf"
+fi
+exec runuser -u postgres -- "$bin/postgres" -D "$d" -p 5432 -c listen_addresses='*' -c unix_socket_directories= \
+  -c max_connections=500 -c shared_buffers=64MB`
+
+// zooKeeperScript: Debian's jars, or the official image's distribution.
+const zooKeeperScript = `set -e
+mkdir -p /var/lib/locklab-zk
+echo "$ZK_MYID" >/var/lib/locklab-zk/myid
+printf '%s\n' "$ZK_CFG" >/tmp/zoo.cfg
+if [ -f /usr/share/java/zookeeper.jar ]; then
+  cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar
+else
+  cp=$(ls -d /apache-zookeeper-*/conf):$(ls /apache-zookeeper-*/lib/*.jar | tr '\n' ':')
+fi
+exec java -Xms64m -Xmx256m -XX:+UseSerialGC -Dzookeeper.root.logger=WARN,CONSOLE -cp "$cp" \
+  org.apache.zookeeper.server.quorum.QuorumPeerMain /tmp/zoo.cfg`
+
+// zooKeeperConfig is the ensemble's zoo.cfg: the members find each other
+// by their names on the cluster's network; timings as in the embedded mode.
+func zooKeeperConfig(size int) string {
+	var b strings.Builder
+	b.WriteString("tickTime=200\ninitLimit=50\nsyncLimit=5\ndataDir=/var/lib/locklab-zk\nclientPort=2181\n" +
+		"admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\nquorumListenOnAllIPs=true\n")
+	for j := 1; j <= size; j++ {
+		fmt.Fprintf(&b, "server.%d=zk-%d:2888:3888\n", j, j)
+	}
+	return b.String()
+}
+
+// etcdArgs: peers by name on the cluster's network; clients are told the
+// published address.
+func etcdArgs(name string, size int, advertise string) []string {
+	var initial []string
+	for j := 1; j <= size; j++ {
+		initial = append(initial, fmt.Sprintf("etcd-%d=http://etcd-%d:2380", j, j))
+	}
+	return []string{"--name", name, "--data-dir", "/var/lib/locklab-etcd",
+		"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", advertise,
+		"--listen-peer-urls", "http://0.0.0.0:2380", "--initial-advertise-peer-urls", "http://" + name + ":2380",
+		"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+		"--initial-cluster-token", "locklab", "--heartbeat-interval", "50", "--election-timeout", "500"}
+}
+
+// ---- the session: one cluster's containers, network and guard ----
+
+const (
+	labelSession = "locklab.session"
+	labelOwner   = "locklab.owner" // pid of the locklab that made it
+)
+
+type dockerSession struct {
+	cli     *testcontainers.DockerClient
+	id      string
+	images  map[impls.Backend]string
+	network string
+	guard   *guard
+}
+
+func randomID() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (d *dockerSession) labels() map[string]string {
+	return map[string]string{labelSession: d.id, labelOwner: strconv.Itoa(os.Getpid())}
+}
+
+// ensureImage pulls ref when the engine does not have it; a failed pull
+// says how to build the local images instead.
+func (d *dockerSession) ensureImage(ctx context.Context, ref string) error {
+	if _, err := d.cli.ImageInspect(ctx, ref); err == nil {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	resp, err := d.cli.ImagePull(pctx, ref, client.ImagePullOptions{})
+	if err == nil {
+		err = resp.Wait(pctx)
+		resp.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("image %s is not on this machine and could not be pulled (%v): build the local images with scripts/images.sh and pass --image local", ref, firstLine(err.Error()))
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func (d *dockerSession) createNetwork(ctx context.Context) (string, error) {
+	name := "locklab-" + d.id
+	if _, err := d.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels()}); err != nil {
+		return "", fmt.Errorf("docker network %s: %w", name, err)
+	}
+	return name, nil
+}
+
+// create makes and starts one container; on error it may still return the
+// container, for removal.
+func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []string, hostPort int) (*dockerContainer, error) {
+	port := network.MustParsePort(s.port)
+	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
+		Image: d.images[s.backend], Name: "locklab-" + d.id + "-" + s.name,
+		Entrypoint: s.entrypoint, Cmd: cmd, Env: s.env, Labels: d.labels(),
+		ExposedPorts:   []string{s.port},
+		Networks:       []string{d.network},
+		NetworkAliases: map[string][]string{d.network: {s.name}},
+		HostConfigModifier: func(hc *container.HostConfig) {
+			hc.PortBindings = network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(hostPort)}}}
+		},
+	}}
+	tc, err := testcontainers.GenericContainer(ctx, req)
+	var ctr *dockerContainer
+	if tc != nil {
+		ctr = &dockerContainer{cli: d.cli, id: tc.GetContainerID(), name: s.name}
+	}
+	return ctr, err
+}
+
+// removeOrphans removes the containers and networks of a locklab that is
+// gone without cleaning up (its guard killed with it).
+func (d *dockerSession) removeOrphans(ctx context.Context) {
+	list, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", labelOwner)})
+	if err != nil {
+		return
+	}
+	for _, ct := range list.Items {
+		if pid, err := strconv.Atoi(ct.Labels[labelOwner]); err == nil && !alive(pid) {
+			d.cli.ContainerRemove(ctx, ct.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		}
+	}
+	nets, err := d.cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("label", labelOwner)})
+	if err != nil {
+		return
+	}
+	for _, n := range nets.Items {
+		if pid, err := strconv.Atoi(n.Labels[labelOwner]); err == nil && !alive(pid) {
+			d.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+		}
+	}
+}
+
+// close removes every container and the network, then lets the guard go.
+func (d *dockerSession) close(nodes []*Node) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, n := range nodes {
+		if n.ctr == nil {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, ctr *dockerContainer) { defer wg.Done(); errs[i] = ctr.remove(ctx) }(i, n.ctr)
+	}
+	wg.Wait()
+	if d.network != "" {
+		if _, err := d.cli.NetworkRemove(ctx, d.network, client.NetworkRemoveOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("docker network %s: %w", d.network, err))
+		}
+	}
+	if d.guard != nil {
+		d.guard.release()
+	}
+	d.cli.Close()
+	return errors.Join(errs...)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+// ---- one container ----
+
+type dockerContainer struct {
+	cli  *testcontainers.DockerClient
+	id   string
+	name string
+}
+
+func (c *dockerContainer) pause() error {
+	_, err := c.cli.ContainerPause(context.Background(), c.id, client.ContainerPauseOptions{})
+	return wrapDocker("pause", c.name, err)
+}
+
+func (c *dockerContainer) resume() error {
+	_, err := c.cli.ContainerUnpause(context.Background(), c.id, client.ContainerUnpauseOptions{})
+	return wrapDocker("unpause", c.name, err)
+}
+
+// kill ends every process of the container at once and returns when the
+// engine reports it stopped. A paused container is killed too.
+func (c *dockerContainer) kill() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	running, _, err := c.state(ctx)
+	if err != nil {
+		return err
+	}
+	if running {
+		if _, err := c.cli.ContainerKill(ctx, c.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil && !strings.Contains(err.Error(), "is not running") {
+			return wrapDocker("kill", c.name, err)
+		}
+	}
+	for {
+		running, _, err := c.state(ctx)
+		if err != nil {
+			return err
+		}
+		if !running {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kill %s: still running after 30 s", c.name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (c *dockerContainer) start(ctx context.Context) error {
+	_, err := c.cli.ContainerStart(ctx, c.id, client.ContainerStartOptions{})
+	return wrapDocker("start", c.name, err)
+}
+
+// state says whether the container runs, and its main process's pid.
+func (c *dockerContainer) state(ctx context.Context) (running bool, pid int, err error) {
+	res, err := c.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
+	if err != nil {
+		return false, 0, wrapDocker("inspect", c.name, err)
+	}
+	st := res.Container.State
+	if st == nil {
+		return false, 0, nil
+	}
+	return st.Running, st.Pid, nil
+}
+
+func (c *dockerContainer) remove(ctx context.Context) error {
+	_, err := c.cli.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "no such container") {
+		return nil
+	}
+	return wrapDocker("remove", c.name, err)
+}
+
+// logTail is the last lines the container's server wrote.
+func (c *dockerContainer) logTail(n int) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := c.cli.ContainerLogs(ctx, c.id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(n)})
+	if err != nil {
+		return ""
+	}
+	defer res.Close()
+	var out strings.Builder
+	demux(&out, res)
+	return strings.Join(strings.Fields(strings.ReplaceAll(out.String(), "\n", " | ")), " ")
+}
+
+func wrapDocker(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("docker %s %s: %w", op, name, err)
+}

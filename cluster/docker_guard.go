@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+)
+
+// guard removes a Docker session's containers and network once locklab is
+// gone, however it ended: it is a shell that reads a pipe only locklab
+// holds open, so the pipe's end (Close, a crash, SIGKILL) is its signal.
+// It runs in a process group of its own, ignoring the terminal's signals,
+// so a Ctrl-C at locklab does not take it down before it did its job.
+// This is what testcontainers' Ryuk container does, without an image.
+type guard struct {
+	cmd  *exec.Cmd
+	pipe io.WriteCloser
+	done chan struct{}
+}
+
+func (d *dockerSession) startGuard() error {
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		return errors.New("--cluster docker: the docker command is not installed; locklab uses it to remove its containers should it be killed")
+	}
+	script := fmt.Sprintf(`trap '' INT TERM HUP QUIT
+cat >/dev/null
+ids=$(%[1]s ps -aq --filter label=%[2]s=%[3]s)
+[ -z "$ids" ] || %[1]s rm -f -v $ids >/dev/null 2>&1
+%[1]s network rm locklab-%[3]s >/dev/null 2>&1
+exit 0`, docker, labelSession, d.id)
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pipe, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("docker guard: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("docker guard: %w", err)
+	}
+	g := &guard{cmd: cmd, pipe: pipe, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(g.done) }()
+	d.guard = g
+	return nil
+}
+
+// release ends the guard after a clean Close (nothing left for it to
+// remove, so it is quick) and waits a little for it.
+func (g *guard) release() {
+	g.pipe.Close()
+	select {
+	case <-g.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// alive says whether process pid exists.
+func alive(pid int) bool {
+	return pid > 0 && !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// demux copies a container log stream (stdout and stderr multiplexed) to w.
+func demux(w io.Writer, r io.Reader) {
+	stdcopy.StdCopy(w, w, r)
+}

@@ -1,0 +1,204 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	testcontainers "github.com/testcontainers/testcontainers-go"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// startDockerForTest starts a Docker cluster from the local images
+// (scripts/images.sh, which `make test` runs first).
+func startDockerForTest(t *testing.T, cfg LocalConfig) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages})
+	if err != nil {
+		t.Fatalf("start the Docker cluster (are the images built? scripts/images.sh): %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// sessionContainers lists the containers of a Docker session, running or not.
+func sessionContainers(t *testing.T, session string) []string {
+	t.Helper()
+	cli, err := testcontainers.NewDockerClientWithOpts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", labelSession+"="+session)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range list.Items {
+		names = append(names, strings.Join(c.Names, ","))
+	}
+	return names
+}
+
+// The Docker cluster is the embedded one's topology in containers: every
+// server answers at its published 127.0.0.1 port and through its proxy;
+// Pause freezes the whole container until Resume; Kill leaves nothing
+// running and nothing answering; Restart works three times in a row on the
+// same address, keeping the data a server persisted; Close leaves no
+// container behind. For every server kind.
+func TestDockerClusterTakesServerFaults(t *testing.T) {
+	c := startDockerForTest(t, LocalConfig{RedisNodes: 1, MySQL: true, ZooKeeperNodes: 3, Postgres: true, EtcdNodes: 3})
+	ctx := context.Background()
+	session := c.docker.id
+	if got := len(sessionContainers(t, session)); got != 9 {
+		t.Fatalf("%d containers in the session, want 9", got)
+	}
+	for _, kind := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+		t.Run(string(kind), func(t *testing.T) {
+			n := c.NodesOf(kind)[0]
+			if !strings.HasPrefix(n.DirectAddr(), "127.0.0.1:") || !strings.HasPrefix(n.Addr(), "127.0.0.1:") {
+				t.Fatalf("addresses %s / %s are not on 127.0.0.1", n.DirectAddr(), n.Addr())
+			}
+			if v := c.Versions[kind]; !strings.Contains(v, "(image "+LocalImages[kind]+")") {
+				t.Errorf("version %q does not name the image %s", v, LocalImages[kind])
+			}
+			answers := pauseAndResume(t, n)
+			direct := n.DirectAddr()
+			for i := 1; i <= 3; i++ {
+				if err := n.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				if running, _, err := n.ctr.state(ctx); err != nil || running {
+					t.Fatalf("kill %d: container still running (err %v)", i, err)
+				}
+				if err := answers(); err == nil {
+					t.Fatalf("kill %d: a killed server answered", i)
+				}
+				rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+				err := n.Restart(rctx)
+				cancel()
+				if err != nil {
+					t.Fatalf("restart %d: %v", i, err)
+				}
+				if n.DirectAddr() != direct {
+					t.Fatalf("restart %d moved the server from %s to %s", i, direct, n.DirectAddr())
+				}
+			}
+		})
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := sessionContainers(t, session); len(left) > 0 {
+		t.Fatalf("containers left after Close: %v", left)
+	}
+}
+
+// A Redis node without persistence loses its keys when its container is
+// killed and started again (the fault server-restart relies on it), and
+// keeps them with AOF always.
+func TestDockerRedisRestartLosesKeysUnlessPersisted(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		kept bool
+	}{{RedisPersistNone, false}, {RedisPersistAOFAlways, true}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			c := startDockerForTest(t, LocalConfig{RedisNodes: 1, RedisPersistence: tc.mode})
+			ctx := context.Background()
+			n := c.NodesOf(impls.Redis)[0]
+			if out, err := redisCommand(ctx, n.DirectAddr(), "SET lock holder-1"); err != nil || out != "OK" {
+				t.Fatalf("SET: %q %v", out, err)
+			}
+			if err := n.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			out, err := redisCommand(ctx, n.DirectAddr(), "EXISTS lock")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept := out == "1"; kept != tc.kept {
+				t.Fatalf("after a restart with persistence %s the key exists: %v, want %v", tc.mode, kept, tc.kept)
+			}
+		})
+	}
+}
+
+// A locklab killed with SIGKILL cannot run Close: its guard removes the
+// containers and the network all the same.
+func TestDockerContainersGoWhenLocklabIsKilled(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "LOCKLAB_DOCKER_HELPER=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	session := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "session "); ok {
+				session <- id
+			}
+		}
+		close(session)
+	}()
+	var id string
+	select {
+	case id = <-session:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the helper did not start its cluster")
+	}
+	if id == "" {
+		t.Fatal("the helper ended without starting its cluster")
+	}
+	if got := len(sessionContainers(t, id)); got != 2 {
+		t.Fatalf("helper's session has %d containers, want 2", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left := sessionContainers(t, id)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after locklab was killed, its containers are still there: %v", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestMain lets the test binary be the locklab that gets killed (run by
+// TestDockerContainersGoWhenLocklabIsKilled, in a process of its own): it
+// starts a cluster, says its session and waits to die.
+func TestMain(m *testing.M) {
+	if os.Getenv("LOCKLAB_DOCKER_HELPER") != "1" {
+		os.Exit(m.Run())
+	}
+	c, err := StartDocker(context.Background(), DockerConfig{LocalConfig: LocalConfig{RedisNodes: 2}, Images: LocalImages})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("session", c.docker.id)
+	time.Sleep(10 * time.Minute)
+}

@@ -6,12 +6,13 @@ APPROACHES ?= redis-setnx-px-lua,mysql-insert-delete
 CLIENTS ?= 1,8,32
 DURATION ?= 5s
 
-.PHONY: help deps build test vet bench gobench clean
+.PHONY: help deps images build test vet bench gobench clean
 
 help:
 	@echo "make deps      install servers and Go (Debian 12)"
 	@echo "make build     build $(BIN)"
-	@echo "make test      gofmt, go vet, and every test against real servers"
+	@echo "make images    build the server images of --cluster docker (scripts/images.sh)"
+	@echo "make test      gofmt, go vet, and every test against real servers (embedded and in containers)"
 	@echo "make bench     locklab bench on the embedded servers (APPROACHES, CLIENTS, DURATION)"
 	@echo "make gobench   Go benchmarks (history, checker)"
 
@@ -25,7 +26,12 @@ vet:
 	@fmt="$$(gofmt -l .)"; if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi
 	$(GO) vet ./...
 
-test: vet
+images:
+	./scripts/images.sh
+
+# The Docker tests run against the images scripts/images.sh builds (reused
+# when their packages are current: a few seconds).
+test: vet images
 	$(GO) test -count=1 -timeout 20m ./...
 
 bench: build

@@ -48,7 +48,10 @@ if [ "${1:-}" = "--list" ]; then
   for s in "${SERVERS[@]}"; do echo "$(image_of "$s")  $(versions "$s")"; done
   exit 0
 fi
-[ "$(id -u)" = 0 ] || die "needs root (debootstrap and chroot): run it with sudo"
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || die "needs root (debootstrap and chroot), and there is no sudo"
+  exec sudo -E "$0" "$@"
+fi
 command -v docker >/dev/null || die "no docker command: install Docker"
 docker info >/dev/null 2>&1 || die "the Docker engine does not answer (docker info failed)"
 

@@ -1,0 +1,46 @@
+package indocker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/impls/conformance"
+)
+
+var testCluster *cluster.Cluster
+
+// TestMain starts every server kind the containers serve (the Sentinel
+// topology runs only embedded) from the local images.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	cfg := cluster.ForBackends(impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd)
+	cfg.StartTimeout = 3 * time.Minute
+	c, err := cluster.StartDocker(context.Background(), cluster.DockerConfig{LocalConfig: cfg, Images: cluster.LocalImages})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the Docker cluster (images from scripts/images.sh):", err)
+		return 1
+	}
+	defer c.Close()
+	testCluster = c
+	return m.Run()
+}
+
+// Every approach that runs on these servers passes the suite.
+func TestConformance(t *testing.T) {
+	conformance.RunRegistered(t, testCluster, func(r *impls.Registry) {
+		for _, a := range all.Registry().All() {
+			if a.Backend != impls.RedisSentinel {
+				r.Register(a)
+			}
+		}
+	})
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"sort"
@@ -276,7 +275,7 @@ func (c *Cluster) healthOf(b impls.Backend, a string) func(context.Context) erro
 		// every try: wait for the server's greeting first.
 		sql := c.mariadbHealth(a)
 		return func(ctx context.Context) error {
-			if err := greets(ctx, a); err != nil {
+			if err := answers(ctx, a, nil); err != nil {
 				return err
 			}
 			return sql(ctx)
@@ -289,21 +288,6 @@ func (c *Cluster) healthOf(b impls.Backend, a string) func(context.Context) erro
 		return c.etcdHealth("http://" + a)
 	}
 	return func(context.Context) error { return fmt.Errorf("no health check for %s", b) }
-}
-
-// greets says whether the server at a speaks first, as MariaDB does.
-func greets(ctx context.Context, a string) error {
-	var dialer net.Dialer
-	conn, err := dialer.DialContext(ctx, "tcp", a)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Read(make([]byte, 1)); err != nil {
-		return fmt.Errorf("no greeting: %w", err)
-	}
-	return nil
 }
 
 // The start-up scripts run the servers as the embedded mode does, with the
@@ -320,7 +304,8 @@ if [ ! -d "$d/mysql" ]; then
   mkdir -p "$d"
   mariadb-install-db --no-defaults --datadir="$d" --auth-root-authentication-method=normal --skip-test-db --user=root >/tmp/install.log 2>&1 || { cat /tmp/install.log; exit 1; }
 fi
-printf "%s\n" "CREATE USER IF NOT EXISTS root@'%';" "GRANT ALL ON *.* TO root@'%' WITH GRANT OPTION;" >/tmp/init.sql
+printf "%s\n" "CREATE USER IF NOT EXISTS root@'%';" "GRANT ALL ON *.* TO root@'%' WITH GRANT OPTION;" \
+  "CREATE DATABASE IF NOT EXISTS locklab;" >/tmp/init.sql
 exec mariadbd --no-defaults --datadir="$d" --socket=/tmp/mariadbd.sock --port=3306 --bind-address=0.0.0.0 --user=root \
   --skip-log-bin --skip-name-resolve --performance-schema=OFF --max-connections=2000 --innodb-buffer-pool-size=128M \
   --init-file=/tmp/init.sql`

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -159,14 +160,7 @@ func ConnectExternal(ctx context.Context, cfg ExternalConfig) (_ *Cluster, err e
 		}
 	}()
 	add := func(name string, b impls.Backend, a string) error {
-		n := &Node{Name: name, Backend: b, direct: a, health: func(ctx context.Context) error {
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, "tcp", a)
-			if err != nil {
-				return err
-			}
-			return conn.Close()
-		}}
+		n := &Node{Name: name, Backend: b, direct: a, health: func(ctx context.Context) error { return speaks(ctx, b, a) }}
 		hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		if err := waitHealthy(hctx, n); err != nil {
@@ -231,4 +225,53 @@ func postgresURLAddr(dsn string) (string, error) {
 		return u.Host + ":5432", nil
 	}
 	return u.Host, nil
+}
+
+// speaks says whether the server at a answers in its own protocol, without
+// credentials. Accepting a connection is not enough: Docker's port proxy
+// accepts on behalf of a container whose server is not up yet, then hangs
+// up (seen with compose.yaml's MariaDB: a bench right after it "answered"
+// failed with "invalid connection").
+func speaks(ctx context.Context, b impls.Backend, a string) error {
+	switch b {
+	case impls.Redis:
+		_, err := redisCommand(ctx, a, "PING")
+		if err != nil && strings.Contains(err.Error(), "redis answered") {
+			return nil // an error reply (NOAUTH) is an answer
+		}
+		return err
+	case impls.MySQL:
+		return answers(ctx, a, nil) // MariaDB speaks first
+	case impls.ZooKeeper:
+		_, err := ZKFourLetter(ctx, a, "srvr") // any answer, even "not in the whitelist"
+		return err
+	case impls.Postgres:
+		// An SSLRequest: the server answers one byte, S or N.
+		return answers(ctx, a, []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f})
+	case impls.Etcd:
+		return answers(ctx, a, []byte("GET /health HTTP/1.0\r\n\r\n"))
+	}
+	return answers(ctx, a, nil)
+}
+
+// answers sends req to a and waits for at least one byte back.
+func answers(ctx context.Context, a string, req []byte) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", a)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if len(req) > 0 {
+		if _, err := conn.Write(req); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.Read(make([]byte, 1)); err != nil {
+		return fmt.Errorf("no answer: %w", err)
+	}
+	return nil
 }

@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -90,5 +92,33 @@ func TestConnectExternalPostgresAndEtcd(t *testing.T) {
 	var one int
 	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
 		t.Fatalf("query through the proxy: %v", err)
+	}
+}
+
+// A port that accepts and hangs up (Docker's port proxy in front of a
+// container whose server is not up yet) is not a healthy server, whatever
+// its kind.
+func TestExternalHealthWantsAnAnswerNotJustAConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := speaks(ctx, b, l.Addr().String())
+		cancel()
+		if err == nil {
+			t.Errorf("%s: a port that hangs up counted as a healthy server", b)
+		}
 	}
 }

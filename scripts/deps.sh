@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what locklab needs on Debian 12: the servers it starts (Redis,
-# MariaDB, ZooKeeper), make, and a Go toolchain as new as go.mod asks for.
+# MariaDB, ZooKeeper), make, what builds the images of --cluster docker
+# (debootstrap) and proves compose.yaml (docker-compose), and a Go toolchain
+# as new as go.mod asks for.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +12,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 PACKAGES=(make git ca-certificates curl unzip
   redis-server redis-tools mariadb-server zookeeper default-jre-headless
-  postgresql etcd-server faketime libtcmalloc-minimal4 redis-sentinel)
+  postgresql etcd-server faketime libtcmalloc-minimal4 redis-sentinel
+  debootstrap docker-compose)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

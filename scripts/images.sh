@@ -6,6 +6,7 @@
 #
 #   scripts/images.sh            build what is missing or out of date
 #   scripts/images.sh --list     print the images and their packages
+#   scripts/images.sh --env      print the variables that point compose.yaml at them
 #
 # Each image is tagged locklab/<server>:bookworm (what `--image local`
 # names) and labelled with the exact package versions it holds; an image
@@ -44,6 +45,11 @@ versions() {
 
 image_of() { echo "locklab/$1:$SUITE"; }
 
+# --env: the variables compose.yaml takes its images from, for the local ones.
+if [ "${1:-}" = "--env" ]; then
+  for s in "${SERVERS[@]}"; do echo "export LOCKLAB_${s^^}_IMAGE=$(image_of "$s")"; done
+  exit 0
+fi
 if [ "${1:-}" = "--list" ]; then
   for s in "${SERVERS[@]}"; do echo "$(image_of "$s")  $(versions "$s")"; done
   exit 0

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 )
 
 // containersOf lists the containers (running or not) a locklab process made,
@@ -90,5 +94,80 @@ func TestDockerSIGINTAndSIGKILLLeaveNoContainer(t *testing.T) {
 			cmd.Wait()
 			waitNoContainers(t, pid, 30*time.Second)
 		})
+	}
+}
+
+// composeCommand is Docker Compose as this machine has it: the docker
+// plugin, or the older docker-compose program.
+func composeCommand(t *testing.T) []string {
+	t.Helper()
+	if exec.Command("docker", "compose", "version").Run() == nil {
+		return []string{"docker", "compose"}
+	}
+	if p, err := exec.LookPath("docker-compose"); err == nil {
+		return []string{p}
+	}
+	t.Fatal("neither 'docker compose' nor docker-compose is installed (scripts/deps.sh installs docker-compose)")
+	return nil
+}
+
+// compose.yaml, with its images pointed at the local ones by its variables,
+// brings up servers that `locklab bench --cluster external --config
+// examples/compose-cluster.yaml` runs every kind of approach against.
+func TestComposeFileRunsWithLocalImages(t *testing.T) {
+	tmp := t.TempDir()
+	compose := composeCommand(t)
+	project := "locklab-compose-test-" + strconv.Itoa(os.Getpid())
+	env := os.Environ()
+	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+		env = append(env, cluster.ComposeImageVar(b)+"="+cluster.LocalImages[b])
+	}
+	dc := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(compose[0], append(append(compose[1:], "-p", project, "-f", "../../compose.yaml"), args...)...)
+		cmd.Env = env
+		return cmd
+	}
+	if out, err := dc("up", "-d").CombinedOutput(); err != nil {
+		dc("down", "-v").Run()
+		t.Fatalf("compose up: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := dc("down", "-v").CombinedOutput(); err != nil {
+			t.Errorf("compose down: %v\n%s", err, out)
+		}
+	})
+	// Wait until every server answers, as a user would before a bench.
+	ctx := context.Background()
+	cfg, err := cluster.LoadExternalConfig(ctx, "../../examples/compose-cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		c, err := cluster.ConnectExternal(ctx, cfg)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("compose.yaml's servers not up within 2 minutes: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+	results := filepath.Join(tmp, "results")
+	out, err := locklab(tmp, "bench", "--cluster", "external", "--config", "../../examples/compose-cluster.yaml",
+		"--approaches", "redis-setnx-px-lua,redis-redlock,mysql-insert-delete,zk-ephemeral,pg-advisory,etcd-lease",
+		"--clients", "2", "--duration", "1s", "--results", results).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench against compose.yaml's servers: %v\n%s", err, out)
+	}
+	_, res := readResults(t, results)
+	if len(res.Runs) != 6 {
+		t.Fatalf("want 6 runs, got %d\n%s", len(res.Runs), out)
+	}
+	for _, r := range res.Runs {
+		if r.Acquired == 0 {
+			t.Errorf("%s acquired nothing on compose.yaml's servers", r.Case)
+		}
 	}
 }

@@ -5,7 +5,9 @@ package compare
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -28,7 +30,13 @@ type Result struct {
 	// OnlyBase and OnlyNew are cases found on one side only.
 	OnlyBase, OnlyNew []string
 	Bound             float64
+	// Versions are the servers (and locklab) whose versions differ between
+	// the two: what a comparison of two server versions is about.
+	Versions []VersionChange
 }
+
+// VersionChange is one component whose version differs.
+type VersionChange struct{ Name, Base, New string }
 
 // Regressed reports whether any case regressed.
 func (r Result) Regressed() bool {
@@ -75,6 +83,18 @@ func Compare(base, cur *report.Results, bound float64) Result {
 	for _, b := range base.Runs {
 		if !seen[b.Case] {
 			res.OnlyBase = append(res.OnlyBase, b.Case)
+		}
+	}
+	names := map[string]bool{}
+	for k := range base.Versions {
+		names[k] = true
+	}
+	for k := range cur.Versions {
+		names[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(names)) {
+		if b, n := base.Versions[k], cur.Versions[k]; b != n && b != "" && n != "" {
+			res.Versions = append(res.Versions, VersionChange{Name: k, Base: b, New: n})
 		}
 	}
 	return res
@@ -128,6 +148,9 @@ func ParseBound(s string) (float64, error) {
 
 // Print writes the comparison table and what regressed.
 func Print(w io.Writer, r Result) error {
+	for _, v := range r.Versions {
+		fmt.Fprintf(w, "%s: %s (baseline: %s)\n", v.Name, v.New, v.Base)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "case\tacquires/s\tbaseline\tchange\tp99\tbaseline\tchange\thand-off p99\tbaseline\tviolations\tbaseline\t")
 	for _, row := range r.Rows {

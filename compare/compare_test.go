@@ -79,3 +79,24 @@ func TestParseBound(t *testing.T) {
 		}
 	}
 }
+
+// Two runs on two server versions (two images) say which versions differ,
+// above the table: what such a comparison is about.
+func TestCompareNamesTheVersionsThatDiffer(t *testing.T) {
+	base := &report.Results{Versions: map[string]string{"redis": "redis 7.0.15 (image locklab/redis:bookworm)", "go": "go1.26"},
+		Runs: []report.Run{run("a-c1", 1000, 100, 50, 0)}}
+	cur := &report.Results{Versions: map[string]string{"redis": "redis 8.0.2 (image locklab/redis:trixie)", "go": "go1.26"},
+		Runs: []report.Run{run("a-c1", 1000, 100, 50, 0)}}
+	res := Compare(base, cur, 0.15)
+	if len(res.Versions) != 1 || res.Versions[0].Name != "redis" {
+		t.Fatalf("versions that differ: %+v, want redis alone", res.Versions)
+	}
+	var out bytes.Buffer
+	if err := Print(&out, res); err != nil {
+		t.Fatal(err)
+	}
+	want := "redis: redis 8.0.2 (image locklab/redis:trixie) (baseline: redis 7.0.15 (image locklab/redis:bookworm))\n"
+	if !strings.HasPrefix(out.String(), want) {
+		t.Fatalf("compare printed\n%s\nwant it to start with\n%s", out.String(), want)
+	}
+}

@@ -7,6 +7,9 @@
 #   scripts/images.sh            build what is missing or out of date
 #   scripts/images.sh --list     print the images and their packages
 #   scripts/images.sh --env      print the variables that point compose.yaml at them
+#   scripts/images.sh --suite trixie redis
+#                                one server from another Debian release
+#                                (locklab/redis:trixie: another Redis version)
 #
 # Each image is tagged locklab/<server>:bookworm (what `--image local`
 # names) and labelled with the exact package versions it holds; an image
@@ -15,8 +18,16 @@
 # Docker engine.
 set -euo pipefail
 
+# The Debian release the images come from. bookworm is the host's (the
+# embedded servers' versions); another (--suite trixie redis) builds an
+# image of another server version to compare with, tagged with its name.
 SUITE=bookworm
+HOST_SUITE=bookworm
 MIRROR="${LOCKLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+if [ "${1:-}" = "--suite" ]; then
+  SUITE="${2:?--suite needs a Debian release name}"
+  shift 2
+fi
 
 # server -> packages. The servers run as locklab starts them natively
 # (cluster/docker.go gives the commands), so the images hold only the
@@ -32,9 +43,11 @@ SERVERS=(redis mariadb zookeeper etcd postgres)
 
 die() { echo "images: $*" >&2; exit 1; }
 
-# versions SERVER: "pkg=version ..." as apt would install them now.
+# versions SERVER: "pkg=version ..." as apt would install them now (for
+# another suite than the host's, apt here cannot say: the packages' names).
 versions() {
   local out="" p v
+  if [ "$SUITE" != "$HOST_SUITE" ]; then echo "${PACKAGES[$1]} from $SUITE"; return; fi
   for p in ${PACKAGES[$1]}; do
     v="$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/{print $2}')"
     [ -n "$v" ] && [ "$v" != "(none)" ] || die "apt knows no package $p (run apt-get update)"
@@ -61,6 +74,10 @@ fi
 command -v docker >/dev/null || die "no docker command: install Docker"
 docker info >/dev/null 2>&1 || die "the Docker engine does not answer (docker info failed)"
 
+if [ "$#" -gt 0 ]; then
+  for s in "$@"; do [ -n "${PACKAGES[$s]:-}" ] || die "unknown server $s (known: ${SERVERS[*]})"; done
+  SERVERS=("$@")
+fi
 todo=()
 for s in "${SERVERS[@]}"; do
   want="$(versions "$s")"
@@ -92,8 +109,10 @@ debootstrap --variant=minbase "$SUITE" "$work/base" "$MIRROR" >"$work/debootstra
   { tail -5 "$work/debootstrap.log" >&2; die "debootstrap failed (log above)"; }
 # The image gets the package sources the host has (bookworm-updates and
 # the security archive too), so it installs the versions apt-cache named.
-cp /etc/apt/sources.list.d/*.sources "$work/base/etc/apt/sources.list.d/" 2>/dev/null || true
-[ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$work/base/etc/apt/sources.list"
+if [ "$SUITE" = "$HOST_SUITE" ]; then
+  cp /etc/apt/sources.list.d/*.sources "$work/base/etc/apt/sources.list.d/" 2>/dev/null || true
+  if [ -f /etc/apt/sources.list ]; then cp /etc/apt/sources.list "$work/base/etc/apt/sources.list"; fi
+fi
 # Packages must not start their services inside the chroot.
 printf '#!/bin/sh\nexit 101\n' >"$work/base/usr/sbin/policy-rc.d"
 chmod +x "$work/base/usr/sbin/policy-rc.d"
@@ -105,8 +124,10 @@ for s in "${todo[@]}"; do
   cp -a "$work/base" "$root"
   mount -t proc proc "$root/proc"
   want="$(versions "$s")"
+  pkgs="$want"
+  [ "$SUITE" = "$HOST_SUITE" ] || pkgs="${PACKAGES[$s]}"
   # shellcheck disable=SC2086 # the package list splits on purpose
-  chroot "$root" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $want" \
+  chroot "$root" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $pkgs" \
     >"$work/$s.log" 2>&1 || { umount -l "$root/proc"; tail -5 "$work/$s.log" >&2; die "installing $want failed (log above)"; }
   umount -l "$root/proc"
   chroot "$root" apt-get clean

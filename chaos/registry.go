@@ -18,6 +18,7 @@ var faults = map[string]func() Fault{
 	"client-crash":   func() Fault { return &ClientCrash{} },
 	"client-clock":   func() Fault { return &ClientClock{} },
 	"server-pause":   func() Fault { return &ServerPause{} },
+	"server-isolate": func() Fault { return &ServerIsolate{} },
 	"server-kill":    func() Fault { return &ServerKill{} },
 	"server-restart": func() Fault { return &ServerRestart{} },
 	"drop-replies":   func() Fault { return &DropReplies{} },

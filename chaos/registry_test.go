@@ -17,7 +17,7 @@ import (
 // what it threatens, and lists its options.
 func TestRegistry(t *testing.T) {
 	kinds := Kinds()
-	if len(kinds) != 11 {
+	if len(kinds) != 12 {
 		t.Fatalf("kinds %v", kinds)
 	}
 	for _, k := range kinds {

@@ -101,6 +101,36 @@ func (n *Node) Kill() error {
 	return nil
 }
 
+// CanIsolate says whether the node can be cut off its network (a node of a
+// Docker cluster), or why not.
+func (n *Node) CanIsolate() error {
+	if n.ctr == nil {
+		return errors.New("a real partition needs the servers in containers (--cluster docker)")
+	}
+	return nil
+}
+
+// Isolate cuts the server off its network, from its peers and its clients
+// alike; it keeps running.
+func (n *Node) Isolate() error {
+	if err := n.CanIsolate(); err != nil {
+		return fmt.Errorf("isolate %s: %w", n.Name, err)
+	}
+	return n.ctr.isolate()
+}
+
+// Rejoin puts an isolated server back on its network and waits until it
+// answers.
+func (n *Node) Rejoin(ctx context.Context) error {
+	if err := n.CanIsolate(); err != nil {
+		return fmt.Errorf("rejoin %s: %w", n.Name, err)
+	}
+	if err := n.ctr.rejoin(ctx); err != nil {
+		return err
+	}
+	return waitHealthy(ctx, n)
+}
+
 // Restart starts a killed server again on the same port and data dir and
 // waits until it is healthy. A running server is killed first.
 func (n *Node) Restart(ctx context.Context) error {

@@ -436,7 +436,7 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 	tc, err := testcontainers.GenericContainer(ctx, req)
 	var ctr *dockerContainer
 	if tc != nil {
-		ctr = &dockerContainer{cli: d.cli, id: tc.GetContainerID(), name: s.name}
+		ctr = &dockerContainer{cli: d.cli, id: tc.GetContainerID(), name: s.name, network: d.network}
 	}
 	return ctr, err
 }
@@ -497,9 +497,10 @@ func (quietLogger) Printf(string, ...any) {}
 // ---- one container ----
 
 type dockerContainer struct {
-	cli  *testcontainers.DockerClient
-	id   string
-	name string
+	cli     *testcontainers.DockerClient
+	id      string
+	name    string // the node's name, its alias on the network
+	network string
 }
 
 func (c *dockerContainer) pause() error {
@@ -540,6 +541,20 @@ func (c *dockerContainer) kill() error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// isolate disconnects the container from the cluster's network: its peers
+// and its published port (the clients) lose it alike.
+func (c *dockerContainer) isolate() error {
+	_, err := c.cli.NetworkDisconnect(context.Background(), c.network, client.NetworkDisconnectOptions{Container: c.id, Force: true})
+	return wrapDocker("network disconnect", c.name, err)
+}
+
+// rejoin connects it again under its name.
+func (c *dockerContainer) rejoin(ctx context.Context) error {
+	_, err := c.cli.NetworkConnect(ctx, c.network, client.NetworkConnectOptions{Container: c.id,
+		EndpointConfig: &network.EndpointSettings{Aliases: []string{c.name}}})
+	return wrapDocker("network connect", c.name, err)
 }
 
 func (c *dockerContainer) start(ctx context.Context) error {

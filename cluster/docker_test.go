@@ -202,3 +202,57 @@ func TestMain(m *testing.M) {
 	fmt.Println("session", c.docker.id)
 	time.Sleep(10 * time.Minute)
 }
+
+// A ZooKeeper leader cut off its network (server-isolate) is a real
+// partition: the other two members elect a new leader while it is away, its
+// clients cannot reach it, and once it rejoins it serves again, as a
+// follower. The proxies cannot do this: members talk to each other directly.
+func TestDockerIsolatedZooKeeperLeaderIsReplaced(t *testing.T) {
+	c := startDockerForTest(t, LocalConfig{ZooKeeperNodes: 3})
+	ctx := context.Background()
+	var leader *Node
+	for _, n := range c.NodesOf(impls.ZooKeeper) {
+		if role, err := n.Role(ctx); err == nil && role == "leader" {
+			leader = n
+		}
+	}
+	if leader == nil {
+		t.Fatal("no leader")
+	}
+	if err := leader.Isolate(); err != nil {
+		t.Fatal(err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, time.Second)
+	err := leader.health(hctx)
+	cancel()
+	if err == nil {
+		t.Fatal("an isolated member still answers its clients")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var newLeader string
+		for _, n := range c.NodesOf(impls.ZooKeeper) {
+			if n == leader {
+				continue
+			}
+			if role, err := n.Role(ctx); err == nil && role == "leader" {
+				newLeader = n.Name
+			}
+		}
+		if newLeader != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after %s was isolated, no other member leads", leader.Name)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := leader.Rejoin(rctx); err != nil {
+		t.Fatal(err)
+	}
+	if role, err := leader.Role(ctx); err != nil || role != "follower" {
+		t.Fatalf("the old leader after rejoining: role %q, %v; want follower", role, err)
+	}
+}

@@ -108,14 +108,15 @@ func compileFaults(c Case) ([]chaos.Planned, error) {
 
 // checkAvailable asks every fault whether it can act on the kind of target
 // its step selects, before anything starts: an external server cannot be
-// paused, a goroutine client cannot be stopped.
-func checkAvailable(c Case, external bool) error {
+// paused, a goroutine client cannot be stopped, only a container can be cut
+// off its network. mode is where the servers run (clusterMode).
+func checkAvailable(c Case, mode string) error {
 	for i, st := range c.Faults {
 		t := chaos.Target{Kind: st.Target.Kind(), Name: st.Target.String()}
 		switch t.Kind {
 		case chaos.TargetNode:
-			if !external {
-				t.Process = availableProcess{}
+			if mode != "external" {
+				t.Process = availableProcess{docker: mode == "docker"}
 			}
 			if !c.Direct {
 				t.Links = placeholderLinks
@@ -139,12 +140,22 @@ func checkAvailable(c Case, external bool) error {
 
 // Stand-ins for the availability check: only whether a target has a
 // process, links or a clock matters there.
-type availableProcess struct{}
+type availableProcess struct{ docker bool }
 
 func (availableProcess) Pause() error                  { return nil }
 func (availableProcess) Resume() error                 { return nil }
 func (availableProcess) Kill() error                   { return nil }
 func (availableProcess) Restart(context.Context) error { return nil }
+func (availableProcess) Isolate() error                { return nil }
+func (availableProcess) Rejoin(context.Context) error  { return nil }
+
+// CanIsolate: only a node in a container can be cut off its network.
+func (p availableProcess) CanIsolate() error {
+	if !p.docker {
+		return fmt.Errorf("a real partition needs the servers in containers: run with --cluster docker")
+	}
+	return nil
+}
 
 type availableClock struct{ d time.Duration }
 

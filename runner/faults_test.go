@@ -60,7 +60,7 @@ func faultCase(t *testing.T, approach string, spec workload.Spec, faults ...chao
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkAvailable(c, false); err != nil {
+	if err := checkAvailable(c, "local"); err != nil {
 		t.Fatal(err)
 	}
 	return c

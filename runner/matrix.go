@@ -85,7 +85,7 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 				if err := c.Validate(); err != nil {
 					return Plan{}, nil, usageErr(err)
 				}
-				if err := checkAvailable(c, opt.External != ""); err != nil {
+				if err := checkAvailable(c, clusterMode(opt.External, opt.Docker)); err != nil {
 					return Plan{}, nil, usageErr(err)
 				}
 				p.Cases = append(p.Cases, c)

@@ -259,6 +259,9 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 		}
 		names = opt.Approaches
 	}
+	if s.Servers.In == "docker" && opt.Docker == nil {
+		return Plan{}, usageErr(fmt.Errorf("scenario %s runs its servers in containers (servers: {in: docker}): run it with --cluster docker", s.Name))
+	}
 	seed := s.Seed
 	if opt.Seed != nil {
 		seed = *opt.Seed
@@ -281,7 +284,7 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 			return Plan{}, usageErr(err)
 		}
 		for i := range runs {
-			c, err := scenarioCase(s, a, seed+uint64(i), duration, opt.External != "")
+			c, err := scenarioCase(s, a, seed+uint64(i), duration, clusterMode(opt.External, opt.Docker))
 			if err != nil {
 				return Plan{}, err
 			}
@@ -301,7 +304,7 @@ func workloadSpec(w scenario.Workload, duration time.Duration, seed uint64) work
 }
 
 // scenarioCase is one run of a scenario for approach a.
-func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration time.Duration, external bool) (Case, error) {
+func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration time.Duration, mode string) (Case, error) {
 	w := s.Workload
 	c := Case{Name: a.Name, Approach: a, Fenced: w.Fenced, Record: true, Processes: s.Processes,
 		Servers:  ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
@@ -320,7 +323,7 @@ func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration 
 	if err := c.Validate(); err != nil {
 		return Case{}, usageErr(err)
 	}
-	if err := checkAvailable(c, external); err != nil {
+	if err := checkAvailable(c, mode); err != nil {
 		return Case{}, usageErr(err)
 	}
 	return c, nil

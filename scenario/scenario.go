@@ -49,6 +49,9 @@ type Servers struct {
 	// RedisPersistence: none (the default: a restart loses every key),
 	// aof-everysec, aof-always or rdb.
 	RedisPersistence string
+	// In is where the servers must run: "" (anywhere) or "docker" (in
+	// containers: a fault such as server-isolate needs them there).
+	In string
 }
 
 // Workload is what the clients do.
@@ -87,6 +90,7 @@ type file struct {
 }
 
 type serversFile struct {
+	In    string `yaml:"in"`
 	Redis struct {
 		Persistence string `yaml:"persistence"`
 	} `yaml:"redis"`
@@ -193,6 +197,12 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 		s.Servers.RedisPersistence = p
 	default:
 		return nil, fmt.Errorf("line %d: servers.redis.persistence %q: want none, aof-everysec, aof-always or rdb", keyLine(root, "servers"), p)
+	}
+	switch raw.Servers.In {
+	case "", "docker":
+		s.Servers.In = raw.Servers.In
+	default:
+		return nil, fmt.Errorf("line %d: servers.in %q: want docker, or leave it out", keyLine(root, "servers"), raw.Servers.In)
 	}
 	for i := range raw.Faults {
 		f, err := parseFault(&raw.Faults[i], s)

@@ -33,7 +33,11 @@ func TestShippedScenarios(t *testing.T) {
 			if len(s.Description) < 80 {
 				t.Errorf("the opening comment must say what the scenario shows and why: %q", s.Description)
 			}
-			p, err := runner.ScenarioPlan(reg, s, runner.ScenarioOptions{ResultsDir: t.TempDir()})
+			opt := runner.ScenarioOptions{ResultsDir: t.TempDir()}
+			if s.Servers.In == "docker" {
+				opt.Docker = &runner.Docker{}
+			}
+			p, err := runner.ScenarioPlan(reg, s, opt)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -71,6 +71,29 @@ func TestDockerRunShowsRestartDoubleGrant(t *testing.T) {
 	waitNoContainers(t, cmd.Process.Pid, 10*time.Second)
 }
 
+// A real partition, in containers only: the shipped scenario isolates the
+// ZooKeeper leader (docker network disconnect) and joins it back, and the
+// history records both.
+func TestDockerRunIsolatesTheLeader(t *testing.T) {
+	tmp := t.TempDir()
+	results := filepath.Join(tmp, "results")
+	out, err := locklab(tmp, "run", "--cluster", "docker", "--image", "local", "--approach", "zk-ephemeral",
+		"--results", results, filepath.Join("..", "..", "scenarios", "consensus-leader-isolated.yaml")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("locklab run: %v\n%s", err, out)
+	}
+	dir, _ := readResults(t, results)
+	h, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"op":"start","fault":"server-isolate"`, `"op":"stop","fault":"server-isolate"`} {
+		if !strings.Contains(string(h), want) {
+			t.Errorf("the history has no %s event\n%s", want, out)
+		}
+	}
+}
+
 // Neither a Ctrl-C nor a SIGKILL of locklab leaves a container behind.
 func TestDockerSIGINTAndSIGKILLLeaveNoContainer(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {

@@ -282,6 +282,12 @@ func TestBadInputExitCodes(t *testing.T) {
 		{"unreachable server", []string{"bench", "--cluster", "external", "--config", writeFile(t, tmp, "down.yaml", "redis: [127.0.0.1:1]\n"),
 			"--backends", "redis-setnx-px-lua", "--results", filepath.Join(tmp, "r2")}, exitInfra, "127.0.0.1:1 unreachable"},
 		{"unknown command", []string{"frob"}, exitUsage, `unknown command "frob"`},
+		{"docker-only scenario embedded", []string{"run", "--results", filepath.Join(tmp, "r3"), "../../scenarios/consensus-leader-isolated.yaml"},
+			exitUsage, "run it with --cluster docker"},
+		{"image without docker", []string{"bench", "--image", "local"}, exitUsage, "--image goes with --cluster docker"},
+		{"bad image", []string{"bench", "--cluster", "docker", "--image", "nginx"}, exitUsage, `--image "nginx": want local, public or SERVER=IMAGE`},
+		{"clock jump in docker", []string{"run", "--cluster", "docker", "--results", filepath.Join(tmp, "r4"), "../../scenarios/redis-server-clock-jump.yaml"},
+			exitUsage, "not with --cluster docker"},
 		{"check missing file", []string{"check", filepath.Join(tmp, "none.jsonl")}, exitUsage, "no such file"},
 		{"check corrupt file", []string{"check", writeFile(t, tmp, "bad.jsonl", "{\"proc\":1,\"type\":\"ok\",\"f\":\"acquire\",\"t\":1}\n{oops\n")}, exitUsage, "line 2"},
 	}

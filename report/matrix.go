@@ -130,6 +130,9 @@ func MatrixMarkdown(m *Matrix) []byte {
 		for _, a := range m.Approaches {
 			c, _ := m.Cell(a, f)
 			if !c.Applies {
+				if c.Why != "" {
+					fmt.Fprintf(&b, "- **%s**: n/a, %s.\n", a, c.Why)
+				}
 				continue
 			}
 			fmt.Fprintf(&b, "- **%s**: %s. %s (%s).\n", a, strings.Join(c.Expected, " + "), c.Why, c.Source)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,9 +106,6 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	if cfg.RedisSentinel {
 		return nil, errors.New("--cluster docker: the Redis Sentinel topology runs only embedded (--cluster local)")
 	}
-	if cfg.FakeTime {
-		return nil, errors.New("--cluster docker: server clock faults need libfaketime, which the images do not have: run them embedded (--cluster local)")
-	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 90 * time.Second
 	}
@@ -129,7 +127,7 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("--cluster docker: the Docker engine does not answer: %w", err)
 	}
-	d := &dockerSession{cli: cli, id: randomID(), images: images}
+	d := &dockerSession{cli: cli, id: randomID(), images: images, fakeTime: cfg.FakeTime}
 	c := newCluster()
 	c.docker = d
 	defer func() {
@@ -140,6 +138,13 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	d.removeOrphans(ctx)
 	if err := d.startGuard(); err != nil {
 		return nil, err
+	}
+	if cfg.FakeTime {
+		// The clock offset files live on the host, mounted into the
+		// containers, so SetClockOffset writes them as it does locally.
+		if c.dir, err = ownedTempDir(cfg.TempRoot); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
@@ -163,16 +168,18 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	var specs []containerSpec
 	for i := 0; i < cfg.RedisNodes; i++ {
 		specs = append(specs, containerSpec{name: fmt.Sprintf("redis-%d", i), backend: impls.Redis, port: redisPort,
+			fakeTime: cfg.FakeTime, tcmalloc: true,
 			entrypoint: []string{"redis-server"},
 			cmd:        append([]string{"--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no", "--dir", "/tmp"}, persist...)})
 	}
 	if cfg.MySQL {
 		c.mysqlDSN = mysqlDSN
-		specs = append(specs, containerSpec{name: "mysql-0", backend: impls.MySQL, port: mariadbPort,
+		specs = append(specs, containerSpec{name: "mysql-0", backend: impls.MySQL, port: mariadbPort, fakeTime: cfg.FakeTime,
 			entrypoint: []string{"sh", "-c", mariadbScript}})
 	}
 	for i := 0; i < cfg.ZooKeeperNodes; i++ {
 		specs = append(specs, containerSpec{name: fmt.Sprintf("zk-%d", i+1), backend: impls.ZooKeeper, port: zkClientPort,
+			fakeTime:   cfg.FakeTime,
 			entrypoint: []string{"sh", "-c", zooKeeperScript},
 			env:        map[string]string{"ZK_MYID": strconv.Itoa(i + 1), "ZK_CFG": zooKeeperConfig(cfg.ZooKeeperNodes)}})
 	}
@@ -214,12 +221,15 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 
 // containerSpec is one server container.
 type containerSpec struct {
-	name       string
-	backend    impls.Backend
-	port       string // the client port inside the container
-	entrypoint []string
-	cmd        []string
-	env        map[string]string
+	name string
+	// fakeTime: the server's wall clock can be moved (libfaketime from the
+	// image); tcmalloc: preload it first (Redis: docs/facts.md).
+	fakeTime, tcmalloc bool
+	backend            impls.Backend
+	port               string // the client port inside the container
+	entrypoint         []string
+	cmd                []string
+	env                map[string]string
 	// etcdMembers: the size of the etcd cluster (its command names the
 	// host port, known only once one is chosen).
 	etcdMembers int
@@ -241,7 +251,13 @@ func (c *Cluster) startContainer(ctx context.Context, s containerSpec) (*Node, e
 		if s.etcdMembers > 0 {
 			cmd = etcdArgs(s.name, s.etcdMembers, "http://"+direct)
 		}
-		ctr, err := d.create(ctx, s, cmd, ports[0])
+		var clock string // the host's offset file of a container under libfaketime
+		if s.fakeTime {
+			if clock, err = c.clockFile(s); err != nil {
+				return nil, err
+			}
+		}
+		ctr, err := d.create(ctx, s, cmd, ports[0], clock)
 		n := &Node{Name: s.name, Backend: s.backend, direct: direct, ctr: ctr, health: c.healthOf(s.backend, direct)}
 		if err != nil {
 			if ctr != nil {
@@ -256,12 +272,46 @@ func (c *Cluster) startContainer(ctx context.Context, s containerSpec) (*Node, e
 		if err := waitHealthy(ctx, n); err != nil {
 			return n, err // kept, so Close removes it
 		}
+		if clock != "" {
+			if err := ctr.hasFakeTime(ctx, s.tcmalloc); err != nil {
+				return n, err
+			}
+		}
 		if n.proxy, err = c.addProxy(s.name, direct); err != nil {
 			return n, err
 		}
 		return n, nil
 	}
 	return nil, lastErr
+}
+
+// containerClockDir is where a container sees its clock offset file.
+const containerClockDir = "/locklab-clock"
+
+// clockFile makes the host's offset file of a container (offset 0).
+func (c *Cluster) clockFile(s containerSpec) (string, error) {
+	dir := filepath.Join(c.dir, s.name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, fakeTimeFile)
+	return file, writeOffset(file, 0)
+}
+
+// hasFakeTime checks that the image has the libraries the container was
+// told to preload: the dynamic loader only warns about a missing one, and
+// the server's clock would then never move.
+func (c *dockerContainer) hasFakeTime(ctx context.Context, tcmalloc bool) error {
+	for _, lib := range preloads(tcmalloc) {
+		code, _, err := c.tc.Exec(ctx, []string{"test", "-e", lib})
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		if code != 0 {
+			return fmt.Errorf("%s: its image has no %s, which server clock faults need: use the local images (scripts/images.sh, --image local)", c.name, lib)
+		}
+	}
+	return nil
 }
 
 // healthOf is the health check of a server kind at a.
@@ -370,11 +420,12 @@ const (
 )
 
 type dockerSession struct {
-	cli     *testcontainers.DockerClient
-	id      string
-	images  map[impls.Backend]string
-	network string
-	guard   *guard
+	fakeTime bool // containers run under libfaketime (a server-clock fault)
+	cli      *testcontainers.DockerClient
+	id       string
+	images   map[impls.Backend]string
+	network  string
+	guard    *guard
 }
 
 func randomID() string {
@@ -421,22 +472,35 @@ func (d *dockerSession) createNetwork(ctx context.Context) (string, error) {
 
 // create makes and starts one container; on error it may still return the
 // container, for removal.
-func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []string, hostPort int) (*dockerContainer, error) {
+func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []string, hostPort int, clock string) (*dockerContainer, error) {
 	port := network.MustParsePort(s.port)
+	env := map[string]string{}
+	for k, v := range s.env {
+		env[k] = v
+	}
+	var binds []string
+	if clock != "" {
+		for _, kv := range fakeTimeVars(containerClockDir+"/"+fakeTimeFile, s.tcmalloc) {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		binds = []string{filepath.Dir(clock) + ":" + containerClockDir}
+	}
 	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
 		Image: d.images[s.backend], Name: "locklab-" + d.id + "-" + s.name,
-		Entrypoint: s.entrypoint, Cmd: cmd, Env: s.env, Labels: d.labels(),
+		Entrypoint: s.entrypoint, Cmd: cmd, Env: env, Labels: d.labels(),
 		ExposedPorts:   []string{s.port},
 		Networks:       []string{d.network},
 		NetworkAliases: map[string][]string{d.network: {s.name}},
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.PortBindings = network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(hostPort)}}}
+			hc.Binds = binds
 		},
 	}}
 	tc, err := testcontainers.GenericContainer(ctx, req)
 	var ctr *dockerContainer
 	if tc != nil {
-		ctr = &dockerContainer{cli: d.cli, id: tc.GetContainerID(), name: s.name, network: d.network}
+		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: s.name, network: d.network, clockFile: clock}
 	}
 	return ctr, err
 }
@@ -498,9 +562,13 @@ func (quietLogger) Printf(string, ...any) {}
 
 type dockerContainer struct {
 	cli     *testcontainers.DockerClient
+	tc      testcontainers.Container
 	id      string
 	name    string // the node's name, its alias on the network
 	network string
+	// clockFile is the host's file of the container's clock offset
+	// (libfaketime reads it through a mount); "" when not under it.
+	clockFile string
 }
 
 func (c *dockerContainer) pause() error {

@@ -46,11 +46,7 @@ const (
 // environment that starts a server under libfaketime reading it.
 // withTCMalloc preloads tcmalloc first (for jemalloc-linked Redis).
 func fakeTimeEnv(dir string, withTCMalloc bool) ([]string, error) {
-	preload := []string{libFakeTime}
-	if withTCMalloc {
-		preload = []string{libTCMalloc, libFakeTime}
-	}
-	for _, lib := range preload {
+	for _, lib := range preloads(withTCMalloc) {
 		if _, err := os.Stat(lib); err != nil {
 			return nil, fmt.Errorf("server clock faults need %s: install the Debian packages faketime and libtcmalloc-minimal4", lib)
 		}
@@ -59,6 +55,20 @@ func fakeTimeEnv(dir string, withTCMalloc bool) ([]string, error) {
 	if err := writeOffset(file, 0); err != nil {
 		return nil, err
 	}
+	return fakeTimeVars(file, withTCMalloc), nil
+}
+
+// preloads are the libraries a server under libfaketime preloads, in order.
+func preloads(withTCMalloc bool) []string {
+	if withTCMalloc {
+		return []string{libTCMalloc, libFakeTime}
+	}
+	return []string{libFakeTime}
+}
+
+// fakeTimeVars is the environment that puts a server under libfaketime
+// reading its offset from file (a path as the server sees it).
+func fakeTimeVars(file string, withTCMalloc bool) []string {
 	cache := "FAKETIME_NO_CACHE=1"
 	if !withTCMalloc {
 		// The JVM reads the wall clock so often that re-reading the file
@@ -67,7 +77,7 @@ func fakeTimeEnv(dir string, withTCMalloc bool) ([]string, error) {
 		cache = "FAKETIME_CACHE_DURATION=1"
 	}
 	return []string{
-		"LD_PRELOAD=" + strings.Join(preload, " "),
+		"LD_PRELOAD=" + strings.Join(preloads(withTCMalloc), " "),
 		fakeTimeEnvKey + file,
 		cache,
 		"FAKETIME_DONT_FAKE_MONOTONIC=1",
@@ -77,7 +87,7 @@ func fakeTimeEnv(dir string, withTCMalloc bool) ([]string, error) {
 		// spin: a ZooKeeper ensemble used 2 cores while idle, 0.03
 		// without it (measured side by side here).
 		"FAKETIME_FORCE_MONOTONIC_FIX=0",
-	}, nil
+	}
 }
 
 // writeOffset replaces the offset file at once (rename), so libfaketime
@@ -104,6 +114,12 @@ var ErrNoFakeTime = errors.New("server clock cannot be moved")
 
 // offsetFile is the node's offset file, or why it has none.
 func (n *Node) offsetFile() (string, error) {
+	if n.ctr != nil {
+		if n.ctr.clockFile != "" {
+			return n.ctr.clockFile, nil
+		}
+		return "", fmt.Errorf("%s: its container does not run under libfaketime (only the servers of a plan with a server-clock fault do; not etcd nor PostgreSQL): %w", n.Name, ErrNoFakeTime)
+	}
 	if n.proc == nil {
 		return "", fmt.Errorf("%s: locklab does not run this server: %w", n.Name, ErrNoFakeTime)
 	}

@@ -44,15 +44,33 @@ func redisDo(t *testing.T, addr, cmd string) string {
 
 // A clock jump on a Redis node under libfaketime expires its keys at once;
 // the node keeps running and keeps its other data; the jump is its own
-// (another node's keys live on).
+// (another node's keys live on). Embedded and in containers (libfaketime
+// from the image, its offset file mounted from the host).
 func TestRedisServerClockJumpExpiresKeys(t *testing.T) {
-	ctx := context.Background()
-	c, err := StartLocal(ctx, LocalConfig{RedisNodes: 2, FakeTime: true})
-	if err != nil {
-		t.Fatal(err)
+	for _, mode := range []struct {
+		name  string
+		start func(context.Context, LocalConfig) (*Cluster, error)
+	}{
+		{"local", StartLocal},
+		{"docker", func(ctx context.Context, cfg LocalConfig) (*Cluster, error) {
+			return StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages})
+		}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			c, err := mode.start(ctx, LocalConfig{RedisNodes: 2, FakeTime: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			redisClockJump(t, c.NodesOf(impls.Redis)[0], c.NodesOf(impls.Redis)[1])
+		})
 	}
-	defer c.Close()
-	a, b := c.NodesOf(impls.Redis)[0], c.NodesOf(impls.Redis)[1]
+}
+
+// redisClockJump jumps a's clock 40 s and back, b's not at all.
+func redisClockJump(t *testing.T, a, b *Node) {
+	t.Helper()
 	for _, n := range []*Node{a, b} {
 		if got := redisDo(t, n.Addr(), "SET lock me NX PX 30000"); got != "+OK" {
 			t.Fatalf("%s: SET: %s", n.Name, got)

@@ -103,18 +103,9 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 			}
 		}
 	}
-	root := cfg.TempRoot
-	if root == "" {
-		root = os.TempDir()
-	}
-	removeStaleDirs(root)
-	dir, err := os.MkdirTemp(root, "locklab-")
+	dir, err := ownedTempDir(cfg.TempRoot)
 	if err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("temp dir: %w", err)
+		return nil, err
 	}
 	c := newCluster()
 	c.dir = dir
@@ -255,6 +246,25 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ownedTempDir makes the temp dir of a cluster under root (default
+// os.TempDir()), with this process's pid in it, after removing those of
+// processes that are gone.
+func ownedTempDir(root string) (string, error) {
+	if root == "" {
+		root = os.TempDir()
+	}
+	removeStaleDirs(root)
+	dir, err := os.MkdirTemp(root, "locklab-")
+	if err != nil {
+		return "", fmt.Errorf("temp dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("temp dir: %w", err)
+	}
+	return dir, nil
 }
 
 // removeStaleDirs deletes temp dirs left by a locklab that was killed before

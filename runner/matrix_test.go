@@ -8,9 +8,9 @@ import (
 	"github.com/locklab/locklab/matrix"
 )
 
-// On a Docker cluster, cells whose fault the containers cannot take (a
-// server clock jump needs libfaketime) are n/a with the reason, and no case
-// is planned for them; on embedded servers the same cell runs.
+// On a Docker cluster, cells it cannot serve (the Sentinel topology runs
+// only embedded) are n/a with the reason, and no case is planned for them;
+// on embedded servers the same cell runs.
 func TestMatrixPlanInDockerMarksWhatContainersCannotTake(t *testing.T) {
 	reg := all.Registry()
 	m, err := matrix.Load(matrix.Shipped, reg)
@@ -23,30 +23,30 @@ func TestMatrixPlanInDockerMarksWhatContainersCannotTake(t *testing.T) {
 		applies bool
 	}{{"embedded", nil, true}, {"docker", &Docker{}, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, cells, err := MatrixPlan(reg, m, MatrixOptions{Approaches: []string{"redis-setnx-px-lua"},
-				Faults: []string{"server-clock-jump", "server-pause"}, Runs: 1, Docker: tc.docker})
+			p, cells, err := MatrixPlan(reg, m, MatrixOptions{Approaches: []string{"redis-sentinel-lua", "redis-setnx-px-lua"},
+				Faults: []string{"failover", "server-pause"}, Runs: 1, Docker: tc.docker})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, c := range cells {
-				if c.Fault != "server-clock-jump" {
+				if c.Fault != "failover" || c.Approach != "redis-sentinel-lua" {
 					continue
 				}
 				if c.Applies != tc.applies {
-					t.Fatalf("clock-jump cell applies: %v, want %v (why: %q)", c.Applies, tc.applies, c.Why)
+					t.Fatalf("failover cell applies: %v, want %v (why: %q)", c.Applies, tc.applies, c.Why)
 				}
 				if !tc.applies && !strings.Contains(c.Why, "--cluster docker") {
 					t.Errorf("n/a cell says %q, want the reason naming --cluster docker", c.Why)
 				}
 			}
-			clockCases := 0
+			failovers := 0
 			for _, c := range p.Cases {
-				if strings.HasPrefix(c.Name, "server-clock-jump--") {
-					clockCases++
+				if strings.HasPrefix(c.Name, "failover--redis-sentinel-lua--") {
+					failovers++
 				}
 			}
-			if want := map[bool]int{true: 1, false: 0}[tc.applies]; clockCases != want {
-				t.Errorf("%d clock-jump cases planned, want %d", clockCases, want)
+			if want := map[bool]int{true: 1, false: 0}[tc.applies]; failovers != want {
+				t.Errorf("%d failover cases planned, want %d", failovers, want)
 			}
 		})
 	}

@@ -63,9 +63,6 @@ func clusterMode(external string, docker *Docker) string {
 
 // dockerUnavailable says why case c cannot run on a Docker cluster, or nil.
 func dockerUnavailable(c Case) error {
-	if c.servers().FakeTime {
-		return fmt.Errorf("a server clock jump needs libfaketime in the servers, which the images do not have")
-	}
 	if c.Approach.Backend == impls.RedisSentinel {
 		return fmt.Errorf("the Redis Sentinel topology runs only embedded")
 	}

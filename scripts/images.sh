@@ -31,11 +31,13 @@ fi
 
 # server -> packages. The servers run as locklab starts them natively
 # (cluster/docker.go gives the commands), so the images hold only the
-# packages and what their start-up scripts use.
+# packages and what their start-up scripts use, and libfaketime where a
+# server-clock fault can move a server's wall clock (Redis with tcmalloc,
+# as docs/facts.md says).
 declare -A PACKAGES=(
-  [redis]="redis-server"
-  [mariadb]="mariadb-server"
-  [zookeeper]="zookeeper default-jre-headless"
+  [redis]="redis-server libfaketime libtcmalloc-minimal4"
+  [mariadb]="mariadb-server libfaketime"
+  [zookeeper]="zookeeper default-jre-headless libfaketime"
   [etcd]="etcd-server"
   [postgres]="postgresql-15"
 )

@@ -46,11 +46,20 @@ func waitNoContainers(t *testing.T, pid int, within time.Duration) {
 // Redis node without persistence, its container killed and started again
 // while a client holds the lock, grants it twice (the run fails when it
 // does not), and results.json says where it ran and on which image.
-func TestDockerRunShowsRestartDoubleGrant(t *testing.T) {
+//
+// And a Redis server's clock jump (libfaketime in the image, the offset file
+// mounted from the host) expires the lock under its holder: granted twice.
+func TestDockerRunShowsRestartAndClockJumpDoubleGrants(t *testing.T) {
+	for _, scenario := range []string{"redis-restart-no-persistence", "redis-server-clock-jump"} {
+		t.Run(scenario, func(t *testing.T) { dockerDoubleGrant(t, scenario) })
+	}
+}
+
+func dockerDoubleGrant(t *testing.T, scenario string) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
 	cmd := locklab(tmp, "run", "--cluster", "docker", "--image", "local", "--approach", "redis-setnx-px-lua",
-		"--results", results, filepath.Join("..", "..", "scenarios", "redis-restart-no-persistence.yaml"))
+		"--results", results, filepath.Join("..", "..", "scenarios", scenario+".yaml"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("locklab run: %v\n%s", err, out)

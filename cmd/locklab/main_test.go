@@ -286,7 +286,7 @@ func TestBadInputExitCodes(t *testing.T) {
 			exitUsage, "run it with --cluster docker"},
 		{"image without docker", []string{"bench", "--image", "local"}, exitUsage, "--image goes with --cluster docker"},
 		{"bad image", []string{"bench", "--cluster", "docker", "--image", "nginx"}, exitUsage, `--image "nginx": want local, public or SERVER=IMAGE`},
-		{"clock jump in docker", []string{"run", "--cluster", "docker", "--results", filepath.Join(tmp, "r4"), "../../scenarios/redis-server-clock-jump.yaml"},
+		{"sentinel in docker", []string{"run", "--cluster", "docker", "--results", filepath.Join(tmp, "r4"), "../../scenarios/sentinel-failover.yaml"},
 			exitUsage, "not with --cluster docker"},
 		{"check missing file", []string{"check", filepath.Join(tmp, "none.jsonl")}, exitUsage, "no such file"},
 		{"check corrupt file", []string{"check", writeFile(t, tmp, "bad.jsonl", "{\"proc\":1,\"type\":\"ok\",\"f\":\"acquire\",\"t\":1}\n{oops\n")}, exitUsage, "line 2"},

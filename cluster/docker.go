@@ -146,8 +146,8 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
-	defer cancel()
+	// Pulling an image is not starting a server: StartTimeout bounds what
+	// follows (ensureImage has its own bound).
 	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0, impls.MySQL: cfg.MySQL,
 		impls.ZooKeeper: cfg.ZooKeeperNodes > 0, impls.Postgres: cfg.Postgres, impls.Etcd: cfg.EtcdNodes > 0}
 	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
@@ -157,6 +157,8 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 			}
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
 	if d.network, err = d.createNetwork(ctx); err != nil {
 		return nil, err
 	}

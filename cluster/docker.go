@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -55,11 +56,11 @@ func ParseImages(values []string) (map[impls.Backend]string, error) {
 	out := map[impls.Backend]string{}
 	for _, v := range values {
 		switch v {
-		case "local", "public":
-			src := map[string]map[impls.Backend]string{"local": LocalImages, "public": PublicImages}[v]
-			for b, img := range src {
-				out[b] = img
-			}
+		case "local":
+			maps.Copy(out, LocalImages)
+			continue
+		case "public":
+			maps.Copy(out, PublicImages)
 			continue
 		}
 		kind, img, ok := strings.Cut(v, "=")
@@ -73,6 +74,14 @@ func ParseImages(values []string) (map[impls.Backend]string, error) {
 		out[b] = strings.TrimSpace(img)
 	}
 	return out, nil
+}
+
+// Images is the image of every server kind: overrides where they name
+// one, PublicImages' otherwise.
+func Images(overrides map[impls.Backend]string) map[impls.Backend]string {
+	out := maps.Clone(PublicImages)
+	maps.Copy(out, overrides)
+	return out
 }
 
 func dockerKinds() []string {
@@ -109,13 +118,7 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 90 * time.Second
 	}
-	images := map[impls.Backend]string{}
-	for b, img := range PublicImages {
-		images[b] = img
-	}
-	for b, img := range cfg.Images {
-		images[b] = img
-	}
+	images := Images(cfg.Images)
 	// testcontainers' settings are process-wide: its reaper setting is read
 	// once, at its first use in this process, and its default logger would
 	// print every container's life to stderr.
@@ -127,7 +130,7 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("--cluster docker: the Docker engine does not answer: %w", err)
 	}
-	d := &dockerSession{cli: cli, id: randomID(), images: images, fakeTime: cfg.FakeTime}
+	d := &dockerSession{cli: cli, id: randomID(), images: images}
 	c := newCluster()
 	c.docker = d
 	defer func() {
@@ -148,13 +151,9 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	}
 	// Pulling an image is not starting a server: StartTimeout bounds what
 	// follows (ensureImage has its own bound).
-	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0, impls.MySQL: cfg.MySQL,
-		impls.ZooKeeper: cfg.ZooKeeperNodes > 0, impls.Postgres: cfg.Postgres, impls.Etcd: cfg.EtcdNodes > 0}
-	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
-		if need[b] {
-			if err := d.ensureImage(ctx, images[b]); err != nil {
-				return nil, err
-			}
+	for _, b := range cfg.servers() {
+		if err := d.ensureImage(ctx, images[b]); err != nil {
+			return nil, err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
@@ -422,12 +421,11 @@ const (
 )
 
 type dockerSession struct {
-	fakeTime bool // containers run under libfaketime (a server-clock fault)
-	cli      *testcontainers.DockerClient
-	id       string
-	images   map[impls.Backend]string
-	network  string
-	guard    *guard
+	cli     *testcontainers.DockerClient
+	id      string
+	images  map[impls.Backend]string
+	network string
+	guard   *guard
 }
 
 func randomID() string {

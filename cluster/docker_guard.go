@@ -59,11 +59,6 @@ func (g *guard) release() {
 	}
 }
 
-// alive says whether process pid exists.
-func alive(pid int) bool {
-	return pid > 0 && !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
 // demux copies a container log stream (stdout and stderr multiplexed) to w.
 func demux(w io.Writer, r io.Reader) {
 	stdcopy.StdCopy(w, w, r)

@@ -39,6 +39,20 @@ type LocalConfig struct {
 	TempRoot     string        // where the temp dir goes; default os.TempDir()
 }
 
+// servers are the server kinds cfg starts one or more of, in start order
+// (the Sentinel topology, started from Redis's binaries, aside).
+func (cfg LocalConfig) servers() []impls.Backend {
+	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0,
+		impls.Postgres: cfg.Postgres, impls.Etcd: cfg.EtcdNodes > 0}
+	var out []impls.Backend
+	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+		if need[b] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // ForBackends returns the LocalConfig that serves the given backends.
 func ForBackends(bs ...impls.Backend) LocalConfig {
 	var c LocalConfig
@@ -94,13 +108,9 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
-	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0,
-		impls.Postgres: cfg.Postgres, impls.Etcd: cfg.EtcdNodes > 0}
-	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
-		if need[b] {
-			if err := checkBinaries(b); err != nil {
-				return nil, err
-			}
+	for _, b := range cfg.servers() {
+		if err := checkBinaries(b); err != nil {
+			return nil, err
 		}
 	}
 	dir, err := ownedTempDir(cfg.TempRoot)
@@ -267,6 +277,11 @@ func ownedTempDir(root string) (string, error) {
 	return dir, nil
 }
 
+// alive says whether process pid exists.
+func alive(pid int) bool {
+	return pid > 0 && !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
 // removeStaleDirs deletes temp dirs left by a locklab that was killed before
 // it could clean up (its servers died with it through Pdeathsig).
 func removeStaleDirs(root string) {
@@ -280,7 +295,7 @@ func removeStaleDirs(root string) {
 		if err != nil || pid <= 0 {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if !alive(pid) {
 			os.RemoveAll(d)
 		}
 	}

@@ -40,14 +40,7 @@ func (d *Docker) images() map[impls.Backend]string {
 	if d == nil {
 		return nil
 	}
-	out := map[impls.Backend]string{}
-	for b, img := range cluster.PublicImages {
-		out[b] = img
-	}
-	for b, img := range d.Images {
-		out[b] = img
-	}
-	return out
+	return cluster.Images(d.Images)
 }
 
 // clusterMode names where the servers run, for results.json.

@@ -55,6 +55,15 @@ type Cell struct {
 	Expect          verdict.Expectation
 	Why, Source     string
 	Rule            string // which rule matched
+	// NotChosen: the cell applies but this run leaves it out (a plan's
+	// choice of cells, not the matrix's).
+	NotChosen bool
+}
+
+// ExpectsViolation reports whether the cell expects an unsafe outcome to
+// show (a cell the lab must catch).
+func (c Cell) ExpectsViolation() bool {
+	return slices.ContainsFunc(c.Expect.Outcomes, verdict.Outcome.Unsafe)
 }
 
 type file struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"image/color"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,12 +18,15 @@ import (
 // Matrix is the known-outcome matrix as run: approaches (rows) against
 // faults (columns), expected versus observed per cell.
 type Matrix struct {
-	Generated  time.Time    `json:"generated"`
-	Command    string       `json:"command"`
-	Runs       int          `json:"runs_per_cell"`
-	Approaches []string     `json:"approaches"`
-	Faults     []string     `json:"faults"`
-	Cells      []MatrixCell `json:"cells"`
+	Generated time.Time `json:"generated"`
+	Command   string    `json:"command"`
+	Runs      int       `json:"runs_per_cell"`
+	// MinCatchRate: the share of runs a cell expecting a violation had to
+	// catch it in (0: one run was enough).
+	MinCatchRate float64      `json:"min_catch_rate,omitempty"`
+	Approaches   []string     `json:"approaches"`
+	Faults       []string     `json:"faults"`
+	Cells        []MatrixCell `json:"cells"`
 }
 
 // MatrixCell is one approach under one fault.
@@ -30,8 +34,10 @@ type MatrixCell struct {
 	Approach string `json:"approach"`
 	Fault    string `json:"fault"`
 	Applies  bool   `json:"applies"` // false: n/a
-	Why      string `json:"why,omitempty"`
-	Source   string `json:"source,omitempty"`
+	// NotChosen: the cell applies but this run left it out (--cells).
+	NotChosen bool   `json:"not_chosen,omitempty"`
+	Why       string `json:"why,omitempty"`
+	Source    string `json:"source,omitempty"`
 	// Expected are the outcomes the literature expects; Observed every
 	// outcome seen in any run.
 	Expected         []string `json:"expected,omitempty"`
@@ -81,7 +87,7 @@ func (c MatrixCell) medianTimeToViolation() (float64, bool) {
 // short is how a cell reads in the table.
 func (c MatrixCell) short() string {
 	if !c.Applies {
-		return "n/a"
+		return c.absent()
 	}
 	exp := strings.Join(c.Expected, " + ")
 	obs := "no violation"
@@ -101,6 +107,18 @@ func (c MatrixCell) short() string {
 		s = "**" + strings.ToUpper(c.Status) + ": " + s + "**"
 	}
 	return s
+}
+
+// notChosenMark is how a cell reads that applies but was left out of this
+// run (--cells), so it is not mistaken for n/a.
+const notChosenMark = "–"
+
+// absent is how a cell that did not run reads: n/a, or left out.
+func (c MatrixCell) absent() string {
+	if c.NotChosen {
+		return notChosenMark
+	}
+	return "n/a"
 }
 
 // writeTable writes the table: one row per approach, one column per
@@ -129,6 +147,10 @@ func MatrixMarkdown(m *Matrix) []byte {
 		fmt.Fprintf(&b, "### %s\n\n", f)
 		for _, a := range m.Approaches {
 			c, _ := m.Cell(a, f)
+			if c.NotChosen {
+				fmt.Fprintf(&b, "- **%s**: %s; not run this time (--cells).\n", a, strings.Join(c.Expected, " + "))
+				continue
+			}
 			if !c.Applies {
 				if c.Why != "" {
 					fmt.Fprintf(&b, "- **%s**: n/a, %s.\n", a, c.Why)
@@ -142,7 +164,63 @@ func MatrixMarkdown(m *Matrix) []byte {
 		}
 		b.WriteString("\n")
 	}
+	writeCatchRates(&b, m)
 	return b.Bytes()
+}
+
+// Catch-rate target of the lab: a cell that expects a violation shows it
+// in at least this share of runs, each within this long of the fault.
+const (
+	catchRateTarget = 0.95
+	catchTimeTarget = 30.0 // seconds
+)
+
+// writeCatchRates lists every cell that expects a violation with how
+// often and how soon the lab caught it, against the catch-rate target.
+func writeCatchRates(b *bytes.Buffer, m *Matrix) {
+	var rows []MatrixCell
+	for _, c := range m.Cells {
+		if c.Applies && c.ExpectsViolation && c.Ran > 0 {
+			rows = append(rows, c)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	met := 0
+	var lines bytes.Buffer
+	for _, c := range rows {
+		median, slowest := "-", "-"
+		if t, ok := c.medianTimeToViolation(); ok {
+			median = fmt.Sprintf("%.1f s", t)
+			slowest = fmt.Sprintf("%.1f s", slices.Max(c.TimesToViolation))
+		}
+		ok := c.meetsCatchTarget()
+		verdict := "yes"
+		if ok {
+			met++
+		} else {
+			verdict = "**no**"
+		}
+		fmt.Fprintf(&lines, "| %s | %s | %s | %d/%d | %.0f%% | %s | %s | %s |\n", c.Approach, c.Fault,
+			strings.Join(c.Expected, " + "), c.Caught, c.Ran, 100*c.CatchRate(), median, slowest, verdict)
+	}
+	fmt.Fprintf(b, "## Catch rates\n\n%d of %d cells that expect a violation caught it in at least %.0f%% of their runs, "+
+		"every time within %.0f s of the fault.\n\n", met, len(rows), 100*catchRateTarget, catchTimeTarget)
+	b.WriteString("| approach | fault | expected | caught | rate | median after the fault | slowest | target met |\n|---|---|---|---|---|---|---|---|\n")
+	b.Write(lines.Bytes())
+	b.WriteString("\n")
+}
+
+// meetsCatchTarget reports whether a cell expecting a violation caught it
+// often and soon enough: catchRateTarget of its runs, each double grant
+// within catchTimeTarget of the fault (a violation with no double grant,
+// a lost update alone, has no time to judge).
+func (c MatrixCell) meetsCatchTarget() bool {
+	if c.CatchRate() < catchRateTarget {
+		return false
+	}
+	return len(c.TimesToViolation) == 0 || slices.Max(c.TimesToViolation) <= catchTimeTarget
 }
 
 // outcomeAbbrev is how an outcome reads in the compact table.
@@ -191,7 +269,7 @@ func abbrevs(outcomes []string) string {
 // showed it); a mismatch in bold with what was seen.
 func (c MatrixCell) compact() string {
 	if !c.Applies {
-		return "n/a"
+		return c.absent()
 	}
 	agreed := c.Agreed
 	if c.ExpectsViolation {
@@ -223,6 +301,12 @@ func MatrixCompact(m *Matrix) []byte {
 		return c.compact()
 	})
 	var legend []string
+	for _, c := range m.Cells {
+		if c.NotChosen {
+			legend = append(legend, notChosenMark+" = applies, not run this time (--cells)")
+			break
+		}
+	}
 	for _, a := range outcomeAbbrev {
 		if used[a.outcome] && a.abbrev != a.outcome {
 			legend = append(legend, fmt.Sprintf("%s = %s", a.abbrev, a.meaning))
@@ -371,6 +455,8 @@ func MatrixJUnit(m *Matrix) ([]byte, error) {
 	for _, c := range m.Cells {
 		name, class := c.Approach+" under "+c.Fault, "locklab.matrix."+c.Fault
 		switch {
+		case c.NotChosen:
+			j.Skip(class, name, "not run this time (--cells)")
 		case !c.Applies:
 			j.Skip(class, name, "n/a: the fault does not apply to this approach")
 		case c.Status == "contradicts expectation":
@@ -404,7 +490,7 @@ func MatrixHTML(m *Matrix) []byte {
 		for _, f := range m.Faults {
 			c, _ := m.Cell(a, f)
 			if !c.Applies {
-				b.WriteString("<td class=na>n/a</td>")
+				fmt.Fprintf(&b, "<td class=na>%s</td>", c.absent())
 				continue
 			}
 			class := ""

@@ -180,3 +180,47 @@ func TestMatrixCompact(t *testing.T) {
 		t.Errorf("legend explains an abbreviation no cell uses:\n%s", got)
 	}
 }
+
+// A cell left out by --cells reads as left out, not n/a, in every table;
+// the catch-rate section lists each cell that expects a violation against
+// the 95% / 30 s target.
+func TestMatrixNotChosenAndCatchRates(t *testing.T) {
+	m := &Matrix{Runs: 20, Command: "locklab matrix --cells unsafe --runs 20", Approaches: []string{"a", "b"}, Faults: []string{"f", "g"},
+		Cells: []MatrixCell{
+			{Approach: "a", Fault: "f", NotChosen: true, Expected: []string{"safe"}},
+			{Approach: "a", Fault: "g", Applies: true, Expected: []string{"double-grant:both-valid"}, ExpectsViolation: true,
+				Observed: []string{"double-grant:both-valid"}, Ran: 20, Agreed: 20, Caught: 20,
+				TimesToViolation: repeat(2.5, 20), Status: "as expected"},
+			{Approach: "b", Fault: "f"},
+			{Approach: "b", Fault: "g", Applies: true, Expected: []string{"double-grant:outlived"}, ExpectsViolation: true,
+				Observed: []string{"double-grant:outlived"}, Ran: 20, Agreed: 18, Caught: 18,
+				TimesToViolation: repeat(1, 18), Status: "as expected"},
+		}}
+	compact, full := string(MatrixCompact(m)), string(MatrixMarkdown(m))
+	for _, want := range []string{"| a | – | DGv 20/20 |", "| b | n/a | DGo 18/20 |", "– = applies, not run this time (--cells)"} {
+		if !strings.Contains(compact, want) {
+			t.Errorf("compact matrix lacks %q:\n%s", want, compact)
+		}
+	}
+	for _, want := range []string{
+		"- **a**: safe; not run this time (--cells).",
+		"1 of 2 cells that expect a violation caught it in at least 95% of their runs",
+		"| a | g | double-grant:both-valid | 20/20 | 100% | 2.5 s | 2.5 s | yes |",
+		"| b | g | double-grant:outlived | 18/20 | 90% | 1.0 s | 1.0 s | **no** |",
+	} {
+		if !strings.Contains(full, want) {
+			t.Errorf("matrix.md lacks %q:\n%s", want, full)
+		}
+	}
+	if html := string(MatrixHTML(m)); !strings.Contains(html, "<td class=na>–</td>") {
+		t.Errorf("matrix.html does not mark the left-out cell:\n%s", html)
+	}
+}
+
+func repeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}

@@ -80,7 +80,7 @@ type Run struct {
 	Status               string         `json:"status,omitempty"`   // as expected, contradicts expectation, undecided
 	// FirstViolationAt is when the first double grant came, in seconds
 	// after the case's first fault took effect (after its start without
-	// faults); -1: none.
+	// faults; 0 when it came before the fault); -1: none.
 	FirstViolationAt float64 `json:"first_violation_at_s"`
 	Explanation      string  `json:"explanation,omitempty"`
 }

@@ -324,7 +324,10 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		for _, d := range v.DoubleGrants {
 			at = min(at, d.Second.Start)
 		}
-		co.run.FirstViolationAt = time.Duration(at - from).Seconds()
+		// A violation before the fault (an approach racy without it) was
+		// caught by the time the fault came: 0, not a negative time that
+		// could read as "none".
+		co.run.FirstViolationAt = max(0, time.Duration(at-from).Seconds())
 	}
 	co.run.Status = string(co.verdict.Status)
 	co.run.Explanation = co.verdict.Text

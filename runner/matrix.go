@@ -16,10 +16,17 @@ type MatrixOptions struct {
 	Approaches []string // rows; empty: every approach
 	Faults     []string // columns; empty: every fault
 	Runs       int      // runs per cell
-	Seed       uint64
-	ResultsDir string
-	External   string
-	Docker     *Docker // the servers run as containers: cells they cannot take are n/a
+	// Cells picks among the applicable cells: "" or "all", "unsafe" (those
+	// that expect a violation: the catch-rate pass), "safe" (the others).
+	Cells string
+	// MinCatchRate: a cell that expects a violation and shows it in a
+	// smaller share of its runs contradicts its expectation (0: one catch
+	// is enough).
+	MinCatchRate float64
+	Seed         uint64
+	ResultsDir   string
+	External     string
+	Docker       *Docker // the servers run as containers: cells they cannot take are n/a
 }
 
 // MatrixPlan makes a plan of every applicable cell of the matrix, Runs
@@ -40,6 +47,14 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 			}
 			approaches = append(approaches, a)
 		}
+	}
+	switch opt.Cells {
+	case "", "all", "unsafe", "safe":
+	default:
+		return Plan{}, nil, usageErr(fmt.Errorf("--cells %q: want all, unsafe (the cells that expect a violation) or safe", opt.Cells))
+	}
+	if opt.MinCatchRate < 0 || opt.MinCatchRate > 1 {
+		return Plan{}, nil, usageErr(fmt.Errorf("--min-catch-rate %v: want a share between 0 and 1", opt.MinCatchRate))
 	}
 	faults := m.FaultNames()
 	if len(opt.Faults) > 0 {
@@ -68,6 +83,9 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 					cell.Applies, cell.Why = false, "not with --cluster docker: "+err.Error()
 				}
 			}
+			if cell.Applies && !chosen(opt.Cells, cell) {
+				cell.Applies, cell.NotChosen = false, true
+			}
 			cells = append(cells, cell)
 			if !cell.Applies {
 				continue
@@ -93,9 +111,20 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 		}
 	}
 	if len(p.Cases) == 0 {
-		return Plan{}, nil, usageErr(fmt.Errorf("no cell of the chosen approaches and faults applies"))
+		return Plan{}, nil, usageErr(fmt.Errorf("no cell of the chosen approaches, faults and --cells applies"))
 	}
 	return p, cells, nil
+}
+
+// chosen reports whether an applicable cell is among those --cells picks.
+func chosen(which string, c matrix.Cell) bool {
+	switch which {
+	case "unsafe":
+		return c.ExpectsViolation()
+	case "safe":
+		return !c.ExpectsViolation()
+	}
+	return true
 }
 
 // CellCaseName is the case name of run n of a cell: safe in file names.
@@ -114,8 +143,9 @@ func names(as []impls.Approach) []string {
 // MatrixResults folds the runs of a matrix plan into its cells: expected
 // versus observed, how many runs agreed, and for a cell that expects a
 // violation, how often it was caught and how soon after the fault.
-func MatrixResults(cells []matrix.Cell, runs []report.Run, runsPerCell int) *report.Matrix {
-	m := &report.Matrix{Runs: runsPerCell}
+func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *report.Matrix {
+	runsPerCell := opt.Runs
+	m := &report.Matrix{Runs: runsPerCell, MinCatchRate: opt.MinCatchRate}
 	byCase := map[string]report.Run{}
 	for _, r := range runs {
 		byCase[r.Case] = r
@@ -130,13 +160,16 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, runsPerCell int) *rep
 			seenF[c.Fault] = true
 			m.Faults = append(m.Faults, c.Fault)
 		}
-		mc := report.MatrixCell{Approach: c.Approach, Fault: c.Fault, Applies: c.Applies, Why: c.Why, Source: c.Source}
+		mc := report.MatrixCell{Approach: c.Approach, Fault: c.Fault, Applies: c.Applies, NotChosen: c.NotChosen, Why: c.Why, Source: c.Source}
+		if c.NotChosen {
+			mc.Expected = expectationNames(c.Expect)
+		}
 		if !c.Applies {
 			m.Cells = append(m.Cells, mc)
 			continue
 		}
 		mc.Expected = expectationNames(c.Expect)
-		expectsViolation := slices.ContainsFunc(c.Expect.Outcomes, verdict.Outcome.Unsafe)
+		expectsViolation := c.ExpectsViolation()
 		observed := map[string]bool{}
 		for run := 1; run <= runsPerCell; run++ {
 			r, ok := byCase[CellCaseName(c.Fault, c.Approach, run)]
@@ -173,22 +206,25 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, runsPerCell int) *rep
 		}
 		slices.Sort(mc.Observed)
 		mc.ExpectsViolation = expectsViolation
-		mc.Status = cellStatus(mc)
+		mc.Status = cellStatus(mc, opt.MinCatchRate)
 		m.Cells = append(m.Cells, mc)
 	}
 	return m
 }
 
 // cellStatus: a cell expected safe fails if any run was unsafe; a cell
-// expecting a violation fails only if no run caught it (the lab lost its
-// power to catch it), and reports its catch rate either way.
-func cellStatus(c report.MatrixCell) string {
+// expecting a violation fails if no run caught it (the lab lost its power
+// to catch it) or, with a minimum catch rate, if fewer runs than that share
+// caught it; it reports its catch rate either way.
+func cellStatus(c report.MatrixCell, minCatchRate float64) string {
 	switch {
 	case c.Ran == 0:
 		return "not run"
 	case c.Contradicted > 0:
 		return string(verdict.Contradicts)
 	case c.ExpectsViolation && c.Caught == 0 && c.Undecided < c.Ran:
+		return string(verdict.Contradicts)
+	case c.ExpectsViolation && c.CatchRate() < minCatchRate && c.Undecided < c.Ran:
 		return string(verdict.Contradicts)
 	case c.Undecided > 0 && c.Agreed == 0:
 		return string(verdict.Undecided)
@@ -213,8 +249,12 @@ func MatrixExit(m *report.Matrix) (contradicted, undecided []string) {
 	for _, c := range m.Cells {
 		switch c.Status {
 		case string(verdict.Contradicts):
-			contradicted = append(contradicted, fmt.Sprintf("%s under %s (expected %s, observed %s)", c.Approach, c.Fault,
-				strings.Join(c.Expected, " + "), strings.Join(c.Observed, ", ")))
+			s := fmt.Sprintf("%s under %s (expected %s, observed %s", c.Approach, c.Fault,
+				strings.Join(c.Expected, " + "), strings.Join(c.Observed, ", "))
+			if c.ExpectsViolation && c.Contradicted == 0 {
+				s += fmt.Sprintf("; caught in %d of %d runs", c.Caught, c.Ran)
+			}
+			contradicted = append(contradicted, s+")")
 		case string(verdict.Undecided):
 			undecided = append(undecided, c.Approach+" under "+c.Fault)
 		}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/verdict"
 )
 
 // On a Docker cluster, cells it cannot serve (the Sentinel topology runs
@@ -49,5 +51,90 @@ func TestMatrixPlanInDockerMarksWhatContainersCannotTake(t *testing.T) {
 				t.Errorf("%d failover cases planned, want %d", failovers, want)
 			}
 		})
+	}
+}
+
+// --cells unsafe plans only the cells that expect a violation; the others
+// stay in the table, marked as left out, not as n/a; --cells safe is the
+// complement.
+func TestMatrixPlanCellsChoice(t *testing.T) {
+	reg := all.Registry()
+	m, err := matrix.Load(matrix.Shipped, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := MatrixOptions{Approaches: []string{"redis-setnx-px-lua", "zk-sequential"}, Faults: []string{"none", "client-pause"}, Runs: 2}
+	planned := map[string]map[string]bool{}
+	for _, which := range []string{"all", "unsafe", "safe"} {
+		opt.Cells = which
+		p, cells, err := MatrixPlan(reg, m, opt)
+		if err != nil {
+			t.Fatalf("--cells %s: %v", which, err)
+		}
+		planned[which] = map[string]bool{}
+		for _, c := range p.Cases {
+			planned[which][c.Name] = true
+		}
+		for _, c := range cells {
+			wantRun := which == "all" || (which == "unsafe") == c.ExpectsViolation() || c.NotChosen
+			if c.NotChosen && (which == "all" || (which == "unsafe") == c.ExpectsViolation()) {
+				t.Errorf("--cells %s: %s under %s left out", which, c.Approach, c.Fault)
+			}
+			if !wantRun {
+				t.Errorf("--cells %s: %s under %s (expects a violation: %v) chosen", which, c.Approach, c.Fault, c.ExpectsViolation())
+			}
+			if c.NotChosen && c.Applies {
+				t.Errorf("--cells %s: %s under %s left out but still applies", which, c.Approach, c.Fault)
+			}
+		}
+	}
+	// Under client-pause both expect a violation, under none neither does.
+	for _, name := range []string{"client-pause--redis-setnx-px-lua--r1", "client-pause--zk-sequential--r2"} {
+		if !planned["unsafe"][name] || planned["safe"][name] {
+			t.Errorf("%s: in unsafe %v, in safe %v; want only in unsafe", name, planned["unsafe"][name], planned["safe"][name])
+		}
+	}
+	if got, want := len(planned["unsafe"])+len(planned["safe"]), len(planned["all"]); got != want || want != 8 {
+		t.Errorf("unsafe + safe = %d cases, all = %d, want 8 = 8", got, want)
+	}
+	for _, bad := range []MatrixOptions{{Runs: 1, Cells: "risky"}, {Runs: 1, MinCatchRate: 1.5}} {
+		if _, _, err := MatrixPlan(reg, m, bad); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
+
+// A cell expecting a violation that showed it in 1 of 2 runs agrees with
+// no minimum catch rate and contradicts with 0.95; a safe cell is not
+// touched by the minimum.
+func TestMatrixResultsMinCatchRate(t *testing.T) {
+	reg := all.Registry()
+	m, err := matrix.Load(matrix.Shipped, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := reg.Get("redis-setnx-px-lua")
+	cells := []matrix.Cell{m.Cell(a, "client-pause"), m.Cell(a, "none")}
+	if !cells[0].ExpectsViolation() || cells[1].ExpectsViolation() {
+		t.Fatalf("the shipped matrix changed: client-pause expects %v, none %v", cells[0].Expect, cells[1].Expect)
+	}
+	runs := []report.Run{
+		{Case: CellCaseName("client-pause", a.Name, 1), Status: string(verdict.Agrees), FirstViolationAt: 1.5},
+		{Case: CellCaseName("client-pause", a.Name, 2), Status: string(verdict.Contradicts), Missing: []string{"double-grant:outlived"}},
+		{Case: CellCaseName("none", a.Name, 1), Status: string(verdict.Agrees)},
+		{Case: CellCaseName("none", a.Name, 2), Status: string(verdict.Agrees)},
+	}
+	for _, tc := range []struct {
+		min  float64
+		want int // contradicted cells
+	}{{0, 0}, {0.5, 0}, {0.95, 1}} {
+		mat := MatrixResults(cells, runs, MatrixOptions{Runs: 2, MinCatchRate: tc.min})
+		bad, _ := MatrixExit(mat)
+		if len(bad) != tc.want {
+			t.Errorf("min catch rate %v: contradicted %q, want %d cell(s)", tc.min, bad, tc.want)
+		}
+		if tc.want == 1 && !strings.Contains(bad[0], "caught in 1 of 2 runs") {
+			t.Errorf("min catch rate %v: %q does not say how often it was caught", tc.min, bad[0])
+		}
 	}
 }

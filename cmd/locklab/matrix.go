@@ -24,6 +24,8 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	fs.Var(&approaches, "approaches", "comma-separated approaches (rows); default: all")
 	fs.Var(&faults, "faults", "comma-separated faults (columns); default: all (see matrix/expectations.yaml)")
 	runs := fs.Int("runs", 3, "runs per cell")
+	which := fs.String("cells", "all", "which applicable cells to run: all, unsafe (those that expect a violation: a catch-rate pass) or safe")
+	minCatch := fs.Float64("min-catch-rate", 0, "a cell that expects a violation must show it in at least this share of its runs (e.g. 0.95); 0: in one run")
 	seed := fs.Uint64("seed", 1, "seed of the first run (run i uses seed+i)")
 	budget := fs.Duration("budget", 0, "stop after this long (what ran is kept and reported); 0: no limit")
 	results := fs.String("results", "results", "directory for results/<run-id>/")
@@ -60,8 +62,9 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
 		return exitUsage
 	}
-	plan, cells, err := runner.MatrixPlan(reg, m, runner.MatrixOptions{Approaches: approaches, Faults: faults, Runs: *runs,
-		Seed: *seed, ResultsDir: *results, Docker: docker})
+	opt := runner.MatrixOptions{Approaches: approaches, Faults: faults, Runs: *runs, Cells: *which, MinCatchRate: *minCatch,
+		Seed: *seed, ResultsDir: *results, Docker: docker}
+	plan, cells, err := runner.MatrixPlan(reg, m, opt)
 	if err != nil {
 		return exitCode(stderr, err)
 	}
@@ -83,7 +86,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if out == nil {
 		return exitCode(stderr, err)
 	}
-	mat := runner.MatrixResults(cells, out.Results.Runs, *runs)
+	mat := runner.MatrixResults(cells, out.Results.Runs, opt)
 	mat.Generated = time.Now().UTC()
 	mat.Command = "locklab matrix " + strings.Join(args, " ")
 	if code := writeMatrix(out.Dir, mat, *junit, stderr); code != exitOK {

@@ -107,6 +107,9 @@ func (n *Node) CanIsolate() error {
 	if n.ctr == nil {
 		return errors.New("a real partition needs the servers in containers (--cluster docker)")
 	}
+	if n.ctr.onHost {
+		return errors.New("it runs on the host's network (the Sentinel topology), which it cannot be cut from")
+	}
 	return nil
 }
 

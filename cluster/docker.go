@@ -112,9 +112,6 @@ const (
 // pull, so it is off; a guard process removes the containers instead when
 // locklab ends in a way that skips Close (killed, crashed).
 func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) {
-	if cfg.RedisSentinel {
-		return nil, errors.New("--cluster docker: the Redis Sentinel topology runs only embedded (--cluster local)")
-	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 90 * time.Second
 	}
@@ -142,9 +139,10 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	if err := d.startGuard(); err != nil {
 		return nil, err
 	}
-	if cfg.FakeTime {
+	if cfg.FakeTime || cfg.RedisSentinel {
 		// The clock offset files live on the host, mounted into the
-		// containers, so SetClockOffset writes them as it does locally.
+		// containers, so SetClockOffset writes them as it does locally;
+		// so do the Sentinels' configuration files, which they rewrite.
 		if c.dir, err = ownedTempDir(cfg.TempRoot); err != nil {
 			return nil, err
 		}
@@ -205,7 +203,17 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 			nodes[i], errs[i] = c.startContainer(ctx, s)
 		}(i, s)
 	}
+	var sentinelNodes []*Node
+	var sentinelErr error
+	if cfg.RedisSentinel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sentinelNodes, sentinelErr = c.startRedisSentinel(ctx)
+		}()
+	}
 	wg.Wait()
+	nodes, errs = append(nodes, sentinelNodes...), append(errs, sentinelErr)
 	for _, n := range nodes {
 		if n != nil {
 			c.nodes = append(c.nodes, n)
@@ -505,6 +513,28 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 	return ctr, err
 }
 
+// createOnHost makes and starts a container from the Redis image that
+// runs argv on the host's network (no network of the session, no port to
+// publish: the server binds 127.0.0.1 itself), as the locklab user, with
+// dir mounted at the same path. The Sentinel topology runs so.
+func (d *dockerSession) createOnHost(ctx context.Context, name string, argv []string, dir string) (*dockerContainer, error) {
+	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
+		Image: d.images[impls.Redis], Name: "locklab-" + d.id + "-" + name,
+		Entrypoint: argv[:1], Cmd: argv[1:], Labels: d.labels(),
+		User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
+		HostConfigModifier: func(hc *container.HostConfig) {
+			hc.NetworkMode = "host"
+			hc.Binds = []string{dir + ":" + dir}
+		},
+	}}
+	tc, err := testcontainers.GenericContainer(ctx, req)
+	var ctr *dockerContainer
+	if tc != nil {
+		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: name, onHost: true}
+	}
+	return ctr, err
+}
+
 // removeOrphans removes the containers and networks of a locklab that is
 // gone without cleaning up (its guard killed with it).
 func (d *dockerSession) removeOrphans(ctx context.Context) {
@@ -569,6 +599,9 @@ type dockerContainer struct {
 	// clockFile is the host's file of the container's clock offset
 	// (libfaketime reads it through a mount); "" when not under it.
 	clockFile string
+	// onHost: on the host's network (createOnHost), which it cannot be
+	// cut from.
+	onHost bool
 }
 
 func (c *dockerContainer) pause() error {

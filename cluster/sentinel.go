@@ -52,11 +52,17 @@ func sentinelBinary() []string {
 func (c *Cluster) startRedisSentinel(ctx context.Context) ([]*Node, error) {
 	var nodes []*Node
 	// primary: an ordinary node behind its proxy.
-	primary, err := c.startSentinelData(ctx, SentinelPrimary)
-	if err != nil {
-		return nil, err
+	// A node that started but is not healthy is kept, so Close stops it.
+	keep := func(n *Node) {
+		if n != nil {
+			nodes = append(nodes, n)
+		}
 	}
-	nodes = append(nodes, primary)
+	primary, err := c.startSentinelData(ctx, SentinelPrimary)
+	keep(primary)
+	if err != nil {
+		return nodes, err
+	}
 	// The replication link: a proxy of its own in front of the primary.
 	// It lives in the proxy collection (with the per-client links), which
 	// Close stops, and is found there by name.
@@ -66,16 +72,16 @@ func (c *Cluster) startRedisSentinel(ctx context.Context) ([]*Node, error) {
 	}
 	replica, err := c.startSentinelData(ctx, SentinelReplica,
 		"--replicaof", "127.0.0.1", strconv.Itoa(portOf(repl.Listen)))
+	keep(replica)
 	if err != nil {
 		return nodes, err
 	}
-	nodes = append(nodes, replica)
 	for i := 1; i <= sentinelCount; i++ {
 		n, err := c.startSentinel(ctx, i, primary.direct)
+		keep(n)
 		if err != nil {
 			return nodes, err
 		}
-		nodes = append(nodes, n)
 	}
 	return nodes, nil
 }
@@ -103,7 +109,6 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra ...s
 		"--repl-diskless-sync-delay", "0"}
 	argv = append(argv, extra...)
 	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
-		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "redis.log"), spawn: c.spawn, argv: argv, ports: ports},
 		// A replica is healthy once linked to its primary: until then
 		// the topology has nothing to fail over to (a test right after
 		// a restart of every server met "no replica to fail over to").
@@ -117,13 +122,29 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra ...s
 			}
 			return nil
 		}}
-	if err := n.proc.start(); err != nil {
-		return nil, err
+	return n, c.runSentinelNode(ctx, n, argv, ports, "redis.log", dir)
+}
+
+// runSentinelNode starts a node of the topology from argv and waits until
+// it is healthy: a process of its own, or on a Docker cluster a container
+// from the Redis image on the host's network, so that every address is the
+// same 127.0.0.1 address as in the embedded mode (the Sentinels announce
+// them to clients, and the replica replicates through a proxy in locklab).
+// Its directory is mounted at the same path.
+func (c *Cluster) runSentinelNode(ctx context.Context, n *Node, argv []string, ports []int, logName, dir string) error {
+	if c.docker != nil {
+		ctr, err := c.docker.createOnHost(ctx, n.Name, argv, dir)
+		n.ctr = ctr
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+	} else {
+		n.proc = &process{name: n.Name, dir: dir, logPath: filepath.Join(dir, logName), spawn: c.spawn, argv: argv, ports: ports}
+		if err := n.proc.start(); err != nil {
+			return err
+		}
 	}
-	if err := waitHealthy(ctx, n); err != nil {
-		return n, err
-	}
-	return n, nil
+	return waitHealthy(ctx, n)
 }
 
 // startSentinel starts Sentinel i watching the primary at its direct
@@ -162,16 +183,16 @@ func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*No
 	}
 	direct := addr(ports[0])
 	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
-		proc: &process{name: name, dir: dir, logPath: filepath.Join(dir, "sentinel.log"), spawn: c.spawn, ports: ports,
-			argv: append(sentinelBinary()[:1:1], append([]string{path}, sentinelBinary()[1:]...)...)},
 		health: func(ctx context.Context) error {
 			_, err := redisCommand(ctx, direct, "PING")
 			return err
 		}}
-	if err := n.proc.start(); err != nil {
-		return nil, err
+	bin := sentinelBinary()
+	if c.docker != nil {
+		bin = []string{"redis-server", "--sentinel"} // in every Redis image
 	}
-	return n, waitHealthy(ctx, n)
+	argv := append(bin[:1:1], append([]string{path}, bin[1:]...)...)
+	return n, c.runSentinelNode(ctx, n, argv, ports, "sentinel.log", dir)
 }
 
 // ReplicationLink is the proxy the Sentinel topology's replica replicates

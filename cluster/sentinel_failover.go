@@ -25,7 +25,7 @@ func (n *Node) CanFailover() error {
 	if n.Backend != impls.RedisSentinel || n.Name == "" || !isSentinelData(n) {
 		return fmt.Errorf("%s is not a Redis of the Sentinel topology", n.Name)
 	}
-	if n.proc == nil {
+	if !n.Controllable() {
 		return fmt.Errorf("%s: %w", n.Name, ErrUnsupported)
 	}
 	return nil

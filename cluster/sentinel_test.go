@@ -11,16 +11,48 @@ import (
 	"github.com/locklab/locklab/impls"
 )
 
-// The Sentinel topology: a lock key written to the primary while
-// replication is held back is gone after the primary dies and Sentinel
-// promotes the replica: the lost write of an asynchronous failover.
+// The Sentinel topology, embedded and in containers: a lock key written to
+// the primary while replication is held back is gone after the primary
+// dies and Sentinel promotes the replica: the lost write of an
+// asynchronous failover.
 func TestSentinelFailoverLosesUnreplicatedKey(t *testing.T) {
-	ctx := context.Background()
-	c, err := StartLocal(ctx, ForBackends(impls.RedisSentinel))
-	if err != nil {
-		t.Fatal(err)
+	for _, mode := range []string{"embedded", "docker"} {
+		t.Run(mode, func(t *testing.T) {
+			var c *Cluster
+			if mode == "docker" {
+				c = startDockerForTest(t, ForBackends(impls.RedisSentinel))
+				for _, n := range c.NodesOf(impls.RedisSentinel) {
+					if n.ctr == nil || n.proc != nil {
+						t.Fatalf("%s is not a container", n.Name)
+					}
+					if err := n.CanIsolate(); err == nil {
+						t.Errorf("%s on the host's network says it can be cut off it", n.Name)
+					}
+				}
+				if got := len(sessionContainers(t, c.docker.id)); got != 5 {
+					t.Fatalf("%d containers in the session, want 5 (primary, replica, 3 Sentinels)", got)
+				}
+			} else {
+				var err error
+				if c, err = StartLocal(context.Background(), ForBackends(impls.RedisSentinel)); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+			}
+			failoverLosesUnreplicatedKey(t, c)
+			if mode == "docker" {
+				session := c.docker.id
+				c.Close()
+				if left := sessionContainers(t, session); len(left) > 0 {
+					t.Errorf("containers left after Close: %v", left)
+				}
+			}
+		})
 	}
-	defer c.Close()
+}
+
+func failoverLosesUnreplicatedKey(t *testing.T, c *Cluster) {
+	ctx := context.Background()
 	byName := map[string]*Node{}
 	var sentinels []string
 	for _, n := range c.NodesOf(impls.RedisSentinel) {
@@ -78,7 +110,10 @@ func TestSentinelFailoverLosesUnreplicatedKey(t *testing.T) {
 	}
 	// The new primary never saw the lock: a second client is granted it
 	// while the first holder's 30 s lease is valid.
-	var ok bool
+	var (
+		ok  bool
+		err error
+	)
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		ok, err = fc.SetNX(ctx, "lock", "holder-2", 30*time.Second).Result()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/report"
 )
 
@@ -116,7 +117,7 @@ func checkAvailable(c Case, mode string) error {
 		switch t.Kind {
 		case chaos.TargetNode:
 			if mode != "external" {
-				t.Process = availableProcess{docker: mode == "docker"}
+				t.Process = availableProcess{docker: mode == "docker", onHost: c.Approach.Backend == impls.RedisSentinel}
 			}
 			if !c.Direct {
 				t.Links = placeholderLinks
@@ -140,7 +141,10 @@ func checkAvailable(c Case, mode string) error {
 
 // Stand-ins for the availability check: only whether a target has a
 // process, links or a clock matters there.
-type availableProcess struct{ docker bool }
+type availableProcess struct {
+	docker bool
+	onHost bool // the node's container is on the host's network (the Sentinel topology)
+}
 
 func (availableProcess) Pause() error                  { return nil }
 func (availableProcess) Resume() error                 { return nil }
@@ -153,6 +157,9 @@ func (availableProcess) Rejoin(context.Context) error  { return nil }
 func (p availableProcess) CanIsolate() error {
 	if !p.docker {
 		return fmt.Errorf("a real partition needs the servers in containers: run with --cluster docker")
+	}
+	if p.onHost {
+		return fmt.Errorf("the Sentinel topology's containers run on the host's network, which they cannot be cut from")
 	}
 	return nil
 }

@@ -248,3 +248,32 @@ func TestClientClockJumpMakesACarefulHolderOverlap(t *testing.T) {
 		})
 	}
 }
+
+// server-isolate is refused before anything starts where it cannot act:
+// embedded servers, and the Sentinel topology's containers on the host's
+// network; it is accepted for a ZooKeeper ensemble in containers.
+func TestServerIsolateAvailability(t *testing.T) {
+	reg := serverRegistry()
+	isolate := func() chaos.Step {
+		return step(t, "server-isolate", chaos.Selector{Node: "leader"}, time.Second, time.Second, nil)
+	}
+	for _, tc := range []struct {
+		approach, mode, refusal string
+	}{
+		{"zk-sequential", "docker", ""},
+		{"zk-sequential", "local", "--cluster docker"},
+		{"redis-sentinel-lua", "docker", "host's network"},
+	} {
+		a, err := reg.Get(tc.approach)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkAvailable(Case{Name: tc.approach, Approach: a, Faults: []chaos.Step{isolate()}}, tc.mode)
+		switch {
+		case tc.refusal == "" && err != nil:
+			t.Errorf("%s in %s: %v", tc.approach, tc.mode, err)
+		case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+			t.Errorf("%s in %s: err = %v, want a refusal naming %q", tc.approach, tc.mode, err, tc.refusal)
+		}
+	}
+}

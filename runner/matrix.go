@@ -74,15 +74,6 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 		s := f.Scenario
 		for _, a := range approaches {
 			cell := m.Cell(a, fname)
-			if cell.Applies && opt.Docker != nil {
-				probe := Case{Approach: a}
-				for _, ft := range s.Faults {
-					probe.Faults = append(probe.Faults, ft.Step)
-				}
-				if err := dockerUnavailable(probe); err != nil {
-					cell.Applies, cell.Why = false, "not with --cluster docker: "+err.Error()
-				}
-			}
 			if cell.Applies && !chosen(opt.Cells, cell) {
 				cell.Applies, cell.NotChosen = false, true
 			}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,47 +11,33 @@ import (
 	"github.com/locklab/locklab/verdict"
 )
 
-// On a Docker cluster, cells it cannot serve (the Sentinel topology runs
-// only embedded) are n/a with the reason, and no case is planned for them;
-// on embedded servers the same cell runs.
-func TestMatrixPlanInDockerMarksWhatContainersCannotTake(t *testing.T) {
+// A Docker cluster runs every topology the embedded mode runs, the
+// Sentinel one included: the same cells apply and the same cases are
+// planned.
+func TestMatrixPlanInDockerAsEmbedded(t *testing.T) {
 	reg := all.Registry()
 	m, err := matrix.Load(matrix.Shipped, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name    string
-		docker  *Docker
-		applies bool
-	}{{"embedded", nil, true}, {"docker", &Docker{}, false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			p, cells, err := MatrixPlan(reg, m, MatrixOptions{Approaches: []string{"redis-sentinel-lua", "redis-setnx-px-lua"},
-				Faults: []string{"failover", "server-pause"}, Runs: 1, Docker: tc.docker})
-			if err != nil {
-				t.Fatal(err)
+	planned := map[bool][]string{}
+	for _, docker := range []*Docker{nil, {}} {
+		p, cells, err := MatrixPlan(reg, m, MatrixOptions{Approaches: []string{"redis-sentinel-lua", "redis-setnx-px-lua"},
+			Faults: []string{"failover", "server-pause"}, Runs: 1, Docker: docker})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cells {
+			if c.Fault == "failover" && c.Approach == "redis-sentinel-lua" && !c.Applies {
+				t.Fatalf("docker %v: failover cell n/a (%s)", docker != nil, c.Why)
 			}
-			for _, c := range cells {
-				if c.Fault != "failover" || c.Approach != "redis-sentinel-lua" {
-					continue
-				}
-				if c.Applies != tc.applies {
-					t.Fatalf("failover cell applies: %v, want %v (why: %q)", c.Applies, tc.applies, c.Why)
-				}
-				if !tc.applies && !strings.Contains(c.Why, "--cluster docker") {
-					t.Errorf("n/a cell says %q, want the reason naming --cluster docker", c.Why)
-				}
-			}
-			failovers := 0
-			for _, c := range p.Cases {
-				if strings.HasPrefix(c.Name, "failover--redis-sentinel-lua--") {
-					failovers++
-				}
-			}
-			if want := map[bool]int{true: 1, false: 0}[tc.applies]; failovers != want {
-				t.Errorf("%d failover cases planned, want %d", failovers, want)
-			}
-		})
+		}
+		for _, c := range p.Cases {
+			planned[docker != nil] = append(planned[docker != nil], c.Name)
+		}
+	}
+	if !slices.Equal(planned[false], planned[true]) || !slices.Contains(planned[true], "failover--redis-sentinel-lua--r1") {
+		t.Errorf("embedded plans %q, docker %q: want the same, with the failover cell", planned[false], planned[true])
 	}
 }
 

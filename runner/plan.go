@@ -54,14 +54,6 @@ func clusterMode(external string, docker *Docker) string {
 	return "local"
 }
 
-// dockerUnavailable says why case c cannot run on a Docker cluster, or nil.
-func dockerUnavailable(c Case) error {
-	if c.Approach.Backend == impls.RedisSentinel {
-		return fmt.Errorf("the Redis Sentinel topology runs only embedded")
-	}
-	return nil
-}
-
 // ServerOptions say how the servers of a plan are run (locally).
 type ServerOptions struct {
 	// RedisPersistence: "" or "none", "aof-everysec", "aof-always", "rdb".

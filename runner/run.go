@@ -241,13 +241,6 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		}
 		ext = &cfg
 	}
-	if p.Docker != nil {
-		for _, c := range p.Cases {
-			if err := dockerUnavailable(c); err != nil {
-				return nil, usageErr(fmt.Errorf("%s: not with --cluster docker: %w (run it with --cluster local)", c.Name, err))
-			}
-		}
-	}
 	runID := time.Now().UTC().Format("20060102-150405") + "-" + randHex(2)
 	dir := filepath.Join(p.ResultsDir, runID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

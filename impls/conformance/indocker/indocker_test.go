@@ -15,14 +15,14 @@ import (
 
 var testCluster *cluster.Cluster
 
-// TestMain starts every server kind the containers serve (the Sentinel
-// topology runs only embedded) from the local images.
+// TestMain starts every server kind, the Sentinel topology included, as
+// containers from the local images.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
-	cfg := cluster.ForBackends(impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd)
+	cfg := cluster.ForBackends(impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd, impls.RedisSentinel)
 	cfg.StartTimeout = 3 * time.Minute
 	c, err := cluster.StartDocker(context.Background(), cluster.DockerConfig{LocalConfig: cfg, Images: cluster.LocalImages})
 	if err != nil {
@@ -34,13 +34,11 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// Every approach that runs on these servers passes the suite.
+// Every approach passes the suite.
 func TestConformance(t *testing.T) {
 	conformance.RunRegistered(t, testCluster, func(r *impls.Registry) {
 		for _, a := range all.Registry().All() {
-			if a.Backend != impls.RedisSentinel {
-				r.Register(a)
-			}
+			r.Register(a)
 		}
 	})
 }

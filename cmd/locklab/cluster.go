@@ -20,7 +20,7 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	fs := newFlags("cluster up", stdout)
 	asJSON := fs.Bool("json", false, "print the addresses as JSON")
 	only := listFlag{"redis", "mysql", "zookeeper", "postgres", "etcd"}
-	fs.Var(&only, "servers", "which servers to start: redis (5 nodes), mysql, zookeeper (3 nodes), postgres, etcd (3 nodes)")
+	fs.Var(&only, "servers", "which servers to start: redis (5 nodes), mysql, zookeeper (3 nodes), postgres, etcd (3 nodes), redis-sentinel (a primary, its replica, 3 Sentinels)")
 	fs.Var(&only, "backends", "deprecated: the same as --servers")
 	where := addClusterFlags(fs, "cluster up", false)
 	if code := parseFlags(fs, args[1:], stdout, stderr); code >= 0 {
@@ -33,10 +33,10 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	var bs []impls.Backend
 	for _, b := range only {
 		switch impls.Backend(b) {
-		case impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd:
+		case impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd, impls.RedisSentinel:
 			bs = append(bs, impls.Backend(b))
 		default:
-			fmt.Fprintf(stderr, "locklab cluster up: unknown server kind %q (known: redis, mysql, zookeeper, postgres, etcd)\n", b)
+			fmt.Fprintf(stderr, "locklab cluster up: unknown server kind %q (known: redis, mysql, zookeeper, postgres, etcd, redis-sentinel)\n", b)
 			return exitUsage
 		}
 	}

@@ -85,13 +85,16 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	for i := range plan.Cases {
 		plan.Cases[i].Processes = *processes
 	}
-	return runPlan(ctx, plan, g, stdout, stderr)
+	return runPlan(ctx, plan, g, 0, stdout, stderr)
 }
 
 // runPlan runs a plan with progress on a terminal, prints the table and
 // each case's verdict, and returns the exit code its outcomes call for.
-func runPlan(ctx context.Context, plan runner.Plan, g *gate, stdout, stderr io.Writer) int {
-	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}
+// runPlan runs plan, prints its table and verdicts and applies the gate.
+// parallel > 0 runs up to that many cases at once, those of different
+// server kinds side by side; 0 runs them one at a time.
+func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdout, stderr io.Writer) int {
+	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: parallel > 0, MaxCases: parallel}
 	if isTerminal(stdout) {
 		r.Progress = func(s runner.Status) {
 			fmt.Fprintf(stdout, "\r\033[K[%d/%d] %s: %4.1fs/%v, %d acquired",

@@ -286,8 +286,12 @@ func TestBadInputExitCodes(t *testing.T) {
 			exitUsage, "run it with --cluster docker"},
 		{"image without docker", []string{"bench", "--image", "local"}, exitUsage, "--image goes with --cluster docker"},
 		{"bad image", []string{"bench", "--cluster", "docker", "--image", "nginx"}, exitUsage, `--image "nginx": want local, public or SERVER=IMAGE`},
-		{"sentinel in docker", []string{"run", "--cluster", "docker", "--results", filepath.Join(tmp, "r4"), "../../scenarios/sentinel-failover.yaml"},
-			exitUsage, "not with --cluster docker"},
+		{"isolate the Sentinel topology in docker", []string{"run", "--cluster", "docker", "--image", "local", "--results", filepath.Join(tmp, "r4"),
+			writeFile(t, tmp, "sentinel-isolate.yaml", "name: sentinel-isolate\napproaches: [redis-sentinel-lua]\n"+
+				"workload: {kind: mutex, clients: 2, keys: 1, ttl: 5s}\nduration: 3s\nservers: {in: docker}\n"+
+				"faults:\n  - fault: server-isolate\n    target: {node: leader, server: redis-sentinel}\n    at: 1s\n    for: 1s\n")},
+			exitUsage, "host's network"},
+		{"bad parallel", []string{"run", "--parallel", "-2", "../../scenarios/server-pause.yaml"}, exitUsage, "--parallel -2: must not be negative"},
 		{"check missing file", []string{"check", filepath.Join(tmp, "none.jsonl")}, exitUsage, "no such file"},
 		{"check corrupt file", []string{"check", writeFile(t, tmp, "bad.jsonl", "{\"proc\":1,\"type\":\"ok\",\"f\":\"acquire\",\"t\":1}\n{oops\n")}, exitUsage, "line 2"},
 	}

@@ -24,6 +24,7 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	results := fs.String("results", "results", "directory for results/<run-id>/")
 	where := addClusterFlags(fs, "run", true)
 	runs := fs.Int("runs", 1, "run each approach's case this many times (run i with seed+i) and count how many agree")
+	parallel := fs.Int("parallel", 0, "with --runs: run up to this many cases at once, those of different server kinds side by side (as matrix does); 0: one at a time")
 	need := fs.Int("need", 0, "with --runs: exit 0 when at least this many runs of each approach agree, and none shows a violation it was not expected to (default: all)")
 	g := gateFlags(fs, "run", false)
 	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
@@ -57,6 +58,10 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 		fmt.Fprintf(stderr, "locklab run: --need %d: want 0..%d (--runs)\n", *need, *runs)
 		return exitUsage
 	}
+	if *parallel < 0 {
+		fmt.Fprintf(stderr, "locklab run: --parallel %d: must not be negative\n", *parallel)
+		return exitUsage
+	}
 	g.need = *need
 	opt := runner.ScenarioOptions{Approaches: approaches, ResultsDir: *results, External: ext, Docker: docker, Duration: *duration, Runs: *runs}
 	fs.Visit(func(f *flag.Flag) {
@@ -71,7 +76,7 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	if s.Description != "" {
 		fmt.Fprintf(stdout, "%s: %s\n\n", s.Name, firstParagraph(s.Description))
 	}
-	return runPlan(ctx, plan, g, stdout, stderr)
+	return runPlan(ctx, plan, g, *parallel, stdout, stderr)
 }
 
 // firstParagraph is a scenario's description up to its first blank line,

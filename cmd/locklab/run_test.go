@@ -160,3 +160,25 @@ func TestRunShippedGCPauseScenario(t *testing.T) {
 	}
 	waitNoServers(t, tmp)
 }
+
+// run --runs N --parallel K: every repetition of every approach runs and is
+// judged, as one at a time (the runner's lanes keep a server fault on one
+// case's servers).
+func TestRunRepeatsSideBySide(t *testing.T) {
+	tmp := t.TempDir()
+	out, err := locklab(tmp, "run", "../../scenarios/holder-crash.yaml", "--approach", "redis-setnx-px-lua,zk-sequential",
+		"--duration", "3s", "--runs", "2", "--parallel", "2", "--results", filepath.Join(tmp, "r")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	_, res := readResults(t, filepath.Join(tmp, "r"))
+	if len(res.Runs) != 4 || res.Verdict.AsExpected != 4 {
+		t.Fatalf("%d runs, %d as expected; want 4 and 4\n%s", len(res.Runs), res.Verdict.AsExpected, out)
+	}
+	for _, want := range []string{"redis-setnx-px-lua: as expected in 2 of 2 runs", "zk-sequential: as expected in 2 of 2 runs"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	waitNoServers(t, tmp)
+}

@@ -113,9 +113,12 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra ...s
 		// the topology has nothing to fail over to (a test right after
 		// a restart of every server met "no replica to fail over to").
 		health: func(ctx context.Context) error {
-			info, err := redisCommand(ctx, direct, "INFO replication")
+			info, err := redisCommand(ctx, direct, "INFO")
 			if err != nil {
 				return err
+			}
+			if v := infoField(info, "redis_version"); v != "" {
+				c.setVersion(impls.RedisSentinel, "redis "+v)
 			}
 			if infoField(info, "role") == "slave" && infoField(info, "master_link_status") != "up" {
 				return fmt.Errorf("%s: replica not linked to its primary yet", name)

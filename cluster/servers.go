@@ -24,7 +24,11 @@ func (c *Cluster) setVersion(b impls.Backend, v string) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
 	if c.docker != nil {
-		v += " (image " + c.docker.images[b] + ")"
+		img := b
+		if b == impls.RedisSentinel {
+			img = impls.Redis // the Sentinel topology runs from the Redis image
+		}
+		v += " (image " + c.docker.images[img] + ")"
 	}
 	c.Versions[b] = v
 }

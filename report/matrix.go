@@ -401,7 +401,7 @@ func (mb *matrixBoxes) Plot(c draw.Canvas, p *plot.Plot) {
 		rect.Close()
 		c.SetColor(cellColor(b.c))
 		c.Fill(rect)
-		label := "n/a"
+		label := b.c.absent() // n/a, or left out (--cells)
 		if b.c.Applies && b.c.Ran > 0 {
 			if b.c.ExpectsViolation {
 				label = fmt.Sprintf("caught %d/%d", b.c.Caught, b.c.Ran)

@@ -88,14 +88,18 @@ func TestPlanLanes(t *testing.T) {
 	}
 	single1, single2, single3 := mk("s1", impls.Redis, 1), mk("s2", impls.Redis, 1), mk("s3", impls.Redis, 1)
 	multi, zk := mk("redlock", impls.Redis, 0), mk("zk", impls.ZooKeeper, 0)
-	cases := []Case{single1, multi, zk, single2, single1, single3}
+	// A fault that names redis-0 keeps its case on the shared lane, where
+	// a node has that name.
+	named := mk("named", impls.Redis, 1)
+	named.Faults = []chaos.Step{step(t, "server-restart", chaos.Selector{Node: "redis-0"}, time.Second, 0, nil)}
+	cases := []Case{single1, multi, zk, single2, single1, single3, named}
 	for _, tc := range []struct {
 		name  string
 		spare int
 		want  []string // per lane: its cases, then its Redis nodes
 	}{
-		{"split", 2, []string{"s1 s1 s3 @[5]", "redlock @[0 1 2 3 4]", "zk @[]", "s2 @[6]"}},
-		{"no spare lanes", 0, []string{"s1 redlock s2 s1 s3 @[]", "zk @[]"}},
+		{"split", 2, []string{"s1 s1 s3 @[5]", "redlock named @[0 1 2 3 4]", "zk @[]", "s2 @[6]"}},
+		{"no spare lanes", 0, []string{"s1 redlock s2 s1 s3 named @[]", "zk @[]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -116,6 +120,9 @@ func TestPlanLanes(t *testing.T) {
 	}
 	if n := spareLanes([]Case{multi, single2}); n != 1 {
 		t.Fatalf("spareLanes = %d, want 1 (one one-node approach)", n)
+	}
+	if n := spareLanes([]Case{multi, named}); n != 0 {
+		t.Fatalf("spareLanes = %d, want 0 (the one-node approach's fault names redis-0)", n)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/history"
@@ -116,7 +117,7 @@ func planLanes(cases []Case, shared, spare int) []lane {
 	for _, c := range cases {
 		name, redis := string(c.Approach.Backend), []int(nil)
 		if spare > 0 && c.Approach.Backend == impls.Redis {
-			if c.Approach.Nodes == 1 {
+			if onSpareLane(c) {
 				i, ok := spareOf[c.Approach.Name]
 				if !ok {
 					i = len(spareOf) % spare
@@ -158,11 +159,36 @@ func (p Plan) redisLanes(parallel bool) (shared, spare int) {
 func spareLanes(cases []Case) int {
 	single := map[string]bool{}
 	for _, c := range cases {
-		if c.Approach.Backend == impls.Redis && c.Approach.Nodes == 1 {
+		if onSpareLane(c) {
 			single[c.Approach.Name] = true
 		}
 	}
 	return min(len(single), spareRedisLanes)
+}
+
+// onSpareLane reports whether c may run on a spare Redis lane: its approach
+// uses one Redis node and no fault of it names a node (redis-0 is a node of
+// the shared lane; a spare lane's node has another name).
+func onSpareLane(c Case) bool {
+	if c.Approach.Backend != impls.Redis || c.Approach.Nodes != 1 {
+		return false
+	}
+	for _, st := range c.Faults {
+		if len(st.Target.Nodes) > 0 || namedNode(st.Target.Node) {
+			return false
+		}
+	}
+	return true
+}
+
+// namedNode reports whether a selector's node is a node's name rather than
+// a mode (first, one, majority, leader, ...).
+func namedNode(node string) bool {
+	switch node {
+	case "", chaos.NodeFirst, chaos.NodeOne, chaos.NodeMinority, chaos.NodeMajority, chaos.NodeAll, chaos.NodeLeader, chaos.NodeFollower:
+		return false
+	}
+	return true
 }
 
 // Estimate is about how long p takes to run, allowing perCase on top of

@@ -125,3 +125,20 @@ func TestMatrixResultsMinCatchRate(t *testing.T) {
 		}
 	}
 }
+
+// An interrupted case that had not shown its expected violation yet is
+// undecided, not a miss; an unexpected violation it showed still stands.
+func TestCutShort(t *testing.T) {
+	missed := verdict.Compare(verdict.Expect("test", verdict.DoubleGrantBothValid), verdict.Observed{Checked: true})
+	if !missed.Missed {
+		t.Fatalf("setup: %+v is not a miss", missed)
+	}
+	if got := cutShort(missed); got.Status != verdict.Undecided || got.Missed || !strings.Contains(got.Text, "cut short") {
+		t.Errorf("cut short miss = %+v, want undecided", got)
+	}
+	unsafe := verdict.Compare(verdict.Expect("test", verdict.Safe),
+		verdict.Observed{Checked: true, Counts: map[verdict.Outcome]int{verdict.DoubleGrantBothValid: 1}})
+	if got := cutShort(unsafe); got.Status != verdict.Contradicts {
+		t.Errorf("cut short unexpected violation = %+v, want it to stand", got)
+	}
+}

@@ -436,6 +436,15 @@ type dockerSession struct {
 	guard   *guard
 }
 
+// imageOf is the image a server kind runs from: the Sentinel topology
+// runs from the Redis image.
+func (d *dockerSession) imageOf(b impls.Backend) string {
+	if b == impls.RedisSentinel {
+		b = impls.Redis
+	}
+	return d.images[b]
+}
+
 func randomID() string {
 	b := make([]byte, 4)
 	rand.Read(b)
@@ -495,7 +504,7 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 		binds = []string{filepath.Dir(clock) + ":" + containerClockDir}
 	}
 	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
-		Image: d.images[s.backend], Name: "locklab-" + d.id + "-" + s.name,
+		Image: d.imageOf(s.backend), Name: "locklab-" + d.id + "-" + s.name,
 		Entrypoint: s.entrypoint, Cmd: cmd, Env: env, Labels: d.labels(),
 		ExposedPorts:   []string{s.port},
 		Networks:       []string{d.network},
@@ -519,7 +528,7 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 // dir mounted at the same path. The Sentinel topology runs so.
 func (d *dockerSession) createOnHost(ctx context.Context, name string, argv []string, dir string) (*dockerContainer, error) {
 	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
-		Image: d.images[impls.Redis], Name: "locklab-" + d.id + "-" + name,
+		Image: d.imageOf(impls.RedisSentinel), Name: "locklab-" + d.id + "-" + name,
 		Entrypoint: argv[:1], Cmd: argv[1:], Labels: d.labels(),
 		User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
 		HostConfigModifier: func(hc *container.HostConfig) {

@@ -39,10 +39,10 @@ type LocalConfig struct {
 	TempRoot     string        // where the temp dir goes; default os.TempDir()
 }
 
-// servers are the server kinds cfg starts one or more of, in start order
-// (the Sentinel topology, started from Redis's binaries, aside).
+// servers are the server kinds whose programs (binaries, images) cfg runs,
+// in start order: the Sentinel topology runs Redis's.
 func (cfg LocalConfig) servers() []impls.Backend {
-	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0,
+	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0 || cfg.RedisSentinel, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0,
 		impls.Postgres: cfg.Postgres, impls.Etcd: cfg.EtcdNodes > 0}
 	var out []impls.Backend
 	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
@@ -169,9 +169,6 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 		})
 	}
 	if cfg.RedisSentinel {
-		if err := checkBinaries(impls.Redis); err != nil {
-			return nil, err
-		}
 		starters = append(starters, c.startRedisSentinel)
 	}
 	results := make([][]*Node, len(starters))

@@ -51,13 +51,13 @@ func sentinelBinary() []string {
 
 func (c *Cluster) startRedisSentinel(ctx context.Context) ([]*Node, error) {
 	var nodes []*Node
-	// primary: an ordinary node behind its proxy.
 	// A node that started but is not healthy is kept, so Close stops it.
 	keep := func(n *Node) {
 		if n != nil {
 			nodes = append(nodes, n)
 		}
 	}
+	// primary: an ordinary node behind its proxy.
 	primary, err := c.startSentinelData(ctx, SentinelPrimary)
 	keep(primary)
 	if err != nil {

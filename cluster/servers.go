@@ -24,11 +24,7 @@ func (c *Cluster) setVersion(b impls.Backend, v string) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
 	if c.docker != nil {
-		img := b
-		if b == impls.RedisSentinel {
-			img = impls.Redis // the Sentinel topology runs from the Redis image
-		}
-		v += " (image " + c.docker.images[img] + ")"
+		v += " (image " + c.docker.imageOf(b) + ")"
 	}
 	c.Versions[b] = v
 }

@@ -26,7 +26,7 @@ type MatrixOptions struct {
 	Seed         uint64
 	ResultsDir   string
 	External     string
-	Docker       *Docker // the servers run as containers: cells they cannot take are n/a
+	Docker       *Docker // the servers run as containers
 }
 
 // MatrixPlan makes a plan of every applicable cell of the matrix, Runs
@@ -151,15 +151,12 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 			seenF[c.Fault] = true
 			m.Faults = append(m.Faults, c.Fault)
 		}
-		mc := report.MatrixCell{Approach: c.Approach, Fault: c.Fault, Applies: c.Applies, NotChosen: c.NotChosen, Why: c.Why, Source: c.Source}
-		if c.NotChosen {
-			mc.Expected = expectationNames(c.Expect)
-		}
+		mc := report.MatrixCell{Approach: c.Approach, Fault: c.Fault, Applies: c.Applies, NotChosen: c.NotChosen, Why: c.Why, Source: c.Source,
+			Expected: expectationNames(c.Expect)} // none for an n/a cell
 		if !c.Applies {
 			m.Cells = append(m.Cells, mc)
 			continue
 		}
-		mc.Expected = expectationNames(c.Expect)
 		expectsViolation := c.ExpectsViolation()
 		observed := map[string]bool{}
 		for run := 1; run <= runsPerCell; run++ {

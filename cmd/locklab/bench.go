@@ -90,7 +90,6 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 
 // runPlan runs a plan with progress on a terminal, prints the table and
 // each case's verdict, and returns the exit code its outcomes call for.
-// runPlan runs plan, prints its table and verdicts and applies the gate.
 // parallel > 0 runs up to that many cases at once, those of different
 // server kinds side by side; 0 runs them one at a time.
 func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdout, stderr io.Writer) int {

@@ -173,10 +173,13 @@ func release(t *testing.T, lease impls.Lease) {
 // tests that are about indeterminate outcomes call Release themselves.
 func releaseSettled(ctx context.Context, lease impls.Lease) error {
 	err := lease.Release(ctx)
-	if !errors.Is(err, impls.ErrIndeterminate) {
-		return err
-	}
-	for errors.Is(err, impls.ErrIndeterminate) {
+	for retried := false; ; retried = true {
+		switch {
+		case retried && errors.Is(err, impls.ErrNotHeld):
+			return nil
+		case !errors.Is(err, impls.ErrIndeterminate):
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return err
@@ -184,10 +187,6 @@ func releaseSettled(ctx context.Context, lease impls.Lease) error {
 		}
 		err = lease.Release(ctx)
 	}
-	if errors.Is(err, impls.ErrNotHeld) {
-		return nil
-	}
-	return err
 }
 
 func tryAcquire(l impls.Locker, key string) (impls.Lease, error) {

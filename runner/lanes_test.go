@@ -12,6 +12,8 @@ import (
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -281,5 +283,36 @@ func TestServerClockCasesGetFakeTimeServersOfTheirOwn(t *testing.T) {
 	want := []string{"plain,paused fake=false", "clock fake=true", "clock-aof fake=true"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("groups %q, want %q", got, want)
+	}
+}
+
+// Runs finish in any order when lanes run side by side; put in plan order,
+// each keeps its own verdict. Seen: `run --runs 20 --parallel 2` of
+// consensus-majority-loss charged zk-ephemeral's one miss to etcd-lease.
+func TestInPlanOrderKeepsVerdictsWithRuns(t *testing.T) {
+	cases := []Case{{Name: "a-r1"}, {Name: "b-r1"}, {Name: "a-r2"}, {Name: "b-r2"}}
+	for _, tc := range []struct {
+		name     string
+		finished []string
+	}{
+		{"in order", []string{"a-r1", "b-r1", "a-r2", "b-r2"}},
+		{"lanes interleaved", []string{"b-r1", "a-r1", "b-r2", "a-r2"}},
+		{"one lane first", []string{"b-r1", "b-r2", "a-r1", "a-r2"}},
+		{"reversed", []string{"b-r2", "a-r2", "b-r1", "a-r1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs []report.Run
+			var vs []verdict.Result
+			for _, name := range tc.finished {
+				runs = append(runs, report.Run{Case: name})
+				vs = append(vs, verdict.Result{Text: "verdict of " + name})
+			}
+			runs, vs = inPlanOrder(cases, runs, vs)
+			for i, c := range cases {
+				if runs[i].Case != c.Name || vs[i].Text != "verdict of "+c.Name {
+					t.Fatalf("position %d: run %s with %q, want %s with its own verdict", i, runs[i].Case, vs[i].Text, c.Name)
+				}
+			}
+		})
 	}
 }

@@ -472,12 +472,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 			}
 		}
 	}
-	// Results in plan order, whatever order the lanes finished in.
-	order := map[string]int{}
-	for i, c := range p.Cases {
-		order[c.Name] = i
-	}
-	sort.SliceStable(res.Runs, func(i, j int) bool { return order[res.Runs[i].Case] < order[res.Runs[j].Case] })
+	res.Runs, out.Verdicts = inPlanOrder(p.Cases, res.Runs, out.Verdicts)
 	if hfile != nil {
 		if err := hfile.Close(); err != nil && runErr == nil {
 			runErr = infraErr(fmt.Errorf("history: %w", err))
@@ -552,4 +547,24 @@ func startCluster(ctx context.Context, ext *cluster.ExternalConfig, docker *Dock
 		return nil, infraErr(fmt.Errorf("start servers: %w", err))
 	}
 	return cl, nil
+}
+
+// inPlanOrder puts runs in the plan's case order, whatever order the lanes
+// finished in; each verdict stays with its run (vs[i] is runs[i]'s), since
+// the gate reads them side by side.
+func inPlanOrder(cases []Case, runs []report.Run, vs []verdict.Result) ([]report.Run, []verdict.Result) {
+	order := map[string]int{}
+	for i, c := range cases {
+		order[c.Name] = i
+	}
+	byPlan := make([]int, len(runs))
+	for i := range byPlan {
+		byPlan[i] = i
+	}
+	sort.SliceStable(byPlan, func(i, j int) bool { return order[runs[byPlan[i]].Case] < order[runs[byPlan[j]].Case] })
+	sortedRuns, sortedVs := make([]report.Run, len(runs)), make([]verdict.Result, len(vs))
+	for to, from := range byPlan {
+		sortedRuns[to], sortedVs[to] = runs[from], vs[from]
+	}
+	return sortedRuns, sortedVs
 }

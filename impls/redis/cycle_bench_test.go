@@ -83,7 +83,7 @@ func BenchmarkCycle(b *testing.B) {
 			}
 		})
 	}
-	for _, a := range []impls.Approach{SetNXPXLuaApproach, RedlockApproach, RedsyncApproach} {
+	for _, a := range []impls.Approach{SetNXPXLuaApproach, RedlockApproach, RedlockQuorumApproach, RedsyncApproach} {
 		b.Run(a.Name, func(b *testing.B) {
 			l, err := a.New(ctx, impls.Env{Endpoints: testCluster.DirectEndpoints(), Clock: &clock.Skewable{}, ClientID: 1})
 			if err != nil {
@@ -120,7 +120,7 @@ func BenchmarkCycle(b *testing.B) {
 func BenchmarkCycle8(b *testing.B) {
 	ctx := context.Background()
 	const clients = 8
-	for _, a := range []impls.Approach{SetNXPXLuaApproach, RedlockApproach, RedsyncApproach} {
+	for _, a := range []impls.Approach{SetNXPXLuaApproach, RedlockApproach, RedlockQuorumApproach, RedsyncApproach} {
 		b.Run(a.Name, func(b *testing.B) {
 			// RunParallel runs parallelism x GOMAXPROCS goroutines: 8 on
 			// these 2 cores, each with a client of its own.

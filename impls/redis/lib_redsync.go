@@ -52,7 +52,7 @@ var RedsyncApproach = impls.Approach{
 // down counts the nodes that certainly cannot be reached (the connection
 // is refused); a node that is merely slow to answer is not counted.
 func (r *Redlock) down(ctx context.Context) int {
-	res := r.onAll(ctx, 300*time.Millisecond, func(ctx context.Context, c *goredis.Client) (bool, error) {
+	res := r.onAll(ctx, r.all(), 300*time.Millisecond, func(ctx context.Context, _ int, c *goredis.Client) (bool, error) {
 		return true, c.Ping(ctx).Err()
 	})
 	n := 0

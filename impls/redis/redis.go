@@ -21,6 +21,7 @@ func Register(r *impls.Registry) {
 	r.Register(SetNXPXGetDelApproach)
 	r.Register(SetNXPXLuaApproach)
 	r.Register(RedlockApproach)
+	r.Register(RedlockQuorumApproach)
 	r.Register(RedsyncApproach)
 	r.Register(RedislockApproach)
 	r.Register(SentinelLuaApproach)
@@ -103,6 +104,8 @@ func ttlOf(opt impls.AcquireOptions) time.Duration {
 type lease struct {
 	key, token string
 	validUntil time.Time
+	nodes      []bool  // Redlock: the nodes sent our token
+	landed     landing // Redlock: when each node's SET answered
 	release    func(ctx context.Context, l *lease) error
 	extend     func(ctx context.Context, l *lease, ttl time.Duration) error
 }

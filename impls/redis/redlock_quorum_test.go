@@ -1,0 +1,150 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// tokensOn reads key on every Redis node: the value there, "" if none.
+func tokensOn(ctx context.Context, t *testing.T, key string) []string {
+	t.Helper()
+	var vals []string
+	for _, a := range testCluster.DirectEndpoints().Redis {
+		c := newClientNoPing(a)
+		v, _ := c.Get(ctx, key).Result()
+		c.Close()
+		vals = append(vals, v)
+	}
+	return vals
+}
+
+// holders counts the nodes whose value is token.
+func holders(vals []string, token string) (n int) {
+	for _, v := range vals {
+		if v == token {
+			n++
+		}
+	}
+	return n
+}
+
+// setOn writes a foreign value on node i, as another client's lock would be.
+func setOn(ctx context.Context, t *testing.T, i int, key, val string) {
+	t.Helper()
+	c := newClientNoPing(testCluster.DirectEndpoints().Redis[i])
+	defer c.Close()
+	if err := c.Set(ctx, key, val, 10*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// redis-redlock-quorum asks a bare majority first and the others only
+// when needed; redis-redlock asks every node. Each case sets the stage
+// (foreign locks on some nodes), acquires, and counts where the token is.
+func TestRedlockQuorumFirst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name    string
+		a       impls.Approach
+		foreign []int // nodes holding another client's lock
+		granted bool
+		on      []int // nodes that must hold our token after the acquire
+		notOn   []int // nodes that must not
+	}{
+		{"all nodes, free", RedlockApproach, nil, true, []int{0, 1, 2, 3, 4}, nil},
+		{"quorum first, free: three nodes only", RedlockQuorumApproach, nil, true, []int{0, 1, 2}, []int{3, 4}},
+		{"quorum first, one of three taken: the others asked", RedlockQuorumApproach, []int{1}, true, []int{0, 2, 3, 4}, []int{1}},
+		{"quorum first, a majority taken: refused", RedlockQuorumApproach, []int{0, 1, 2}, false, nil, nil},
+		{"quorum first, two taken among the rest: three suffice", RedlockQuorumApproach, []int{3, 4}, true, []int{0, 1, 2}, []int{3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "redlock-quorum-" + tc.name
+			for _, i := range tc.foreign {
+				setOn(ctx, t, i, key, "someone-else")
+			}
+			l := newLocker(t, tc.a, 1)
+			got, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 10 * time.Second, Try: true})
+			if (err == nil) != tc.granted {
+				t.Fatalf("acquire: err = %v, want granted %v", err, tc.granted)
+			}
+			vals := tokensOn(ctx, t, key)
+			if got == nil {
+				// Refused: whatever it set, it took back.
+				for i, v := range vals {
+					if v != "" && v != "someone-else" {
+						t.Errorf("node %d holds %q after a refused acquire (nodes: %q)", i, v, vals)
+					}
+				}
+				return
+			}
+			token := got.(*lease).token
+			// The acquire returns at a majority; a straggler's SET
+			// lands a moment later.
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if vals = tokensOn(ctx, t, key); holders(vals, token) >= len(tc.on) {
+					break
+				}
+			}
+			for _, i := range tc.on {
+				if vals[i] != token {
+					t.Errorf("node %d holds %q, want our token (nodes: %q)", i, vals[i], vals)
+				}
+			}
+			for _, i := range tc.notOn {
+				if vals[i] == token {
+					t.Errorf("node %d holds our token, want it never asked (nodes: %q)", i, vals)
+				}
+			}
+			if err := got.Release(ctx); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if n := holders(tokensOn(ctx, t, key), token); n != 0 {
+				t.Errorf("after release our token is still on %d nodes", n)
+			}
+		})
+	}
+}
+
+// A quorum-first client whose first majority has a node that does not
+// answer asks the others after the hedge delay, instead of spending the
+// node timeout: node 0 stops serving writes for 2 s (CLIENT PAUSE), and
+// the acquire must still be granted long before it comes back. The SET to
+// node 0 lands when the pause ends, and the release, which went to every
+// node asked, must have cleared it too.
+func TestRedlockQuorumHedgesAStoppedNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l := newLocker(t, RedlockQuorumApproach, 1)
+	key := "redlock-quorum-hedge"
+	admin := newClientNoPing(testCluster.DirectEndpoints().Redis[0])
+	defer admin.Close()
+	const pause = 2 * time.Second
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Do(context.Background(), "CLIENT", "UNPAUSE")
+	start := time.Now()
+	got, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 10 * time.Second, Try: true})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("acquire with node 0 paused: %v", err)
+	}
+	if took > pause/2 {
+		t.Fatalf("acquire took %v with node 0 paused for %v: it waited for the stopped node", took, pause)
+	}
+	token := got.(*lease).token
+	if n := holders(tokensOn(ctx, t, key), token); n < 3 {
+		t.Fatalf("granted with our token on %d nodes, want at least 3", n)
+	}
+	if err := got.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	time.Sleep(pause)
+	if vals := tokensOn(ctx, t, key); holders(vals, token) != 0 {
+		t.Fatalf("after the pause our token is left on some node: %q", vals)
+	}
+}

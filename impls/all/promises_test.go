@@ -49,6 +49,7 @@ var pinned = map[string]string{
 	"pg-advisory":                "safe reentrant blocking freed-on-disconnect",
 	"redis-get-set":              "unsafe ttl weak:racy-acquire nodes:1",
 	"redis-redlock":              "safe ttl fault-tolerant renewal",
+	"redis-redlock-quorum":       "safe ttl fault-tolerant renewal",
 	"redis-sentinel-lua":         "safe ttl renewal",
 	"redis-sentinel-lua-wait":    "safe ttl renewal",
 	"redis-setnx":                "safe weak:release-not-owner-checked weak:no-expiry nodes:1",

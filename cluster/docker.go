@@ -180,7 +180,8 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 		specs = append(specs, containerSpec{name: fmt.Sprintf("zk-%d", i+1), backend: impls.ZooKeeper, port: zkClientPort,
 			fakeTime:   cfg.FakeTime,
 			entrypoint: []string{"sh", "-c", zooKeeperScript},
-			env:        map[string]string{"ZK_MYID": strconv.Itoa(i + 1), "ZK_CFG": zooKeeperConfig(cfg.ZooKeeperNodes)}})
+			env:        map[string]string{"ZK_MYID": strconv.Itoa(i + 1), "ZK_CFG": zooKeeperConfig(cfg.ZooKeeperNodes)},
+			sysctls:    zooKeeperSysctls})
 	}
 	if cfg.Postgres {
 		specs = append(specs, containerSpec{name: "postgres-0", backend: impls.Postgres, port: postgresPort,
@@ -242,7 +243,19 @@ type containerSpec struct {
 	// etcdMembers: the size of the etcd cluster (its command names the
 	// host port, known only once one is chosen).
 	etcdMembers int
+	sysctls     map[string]string // of the container's network namespace
 }
+
+// zooKeeperSysctls: a member cut off (server-isolate) keeps its
+// connections to its peers, whose unanswered election messages the kernel
+// retransmits with a doubling timeout; back on the network, it learned
+// the connection was dead only at the next retransmission: it served
+// again 11.6-12.9 s after its return when it had been away 15 s
+// (TestDockerIsolatedZooKeeperLeaderIsReplaced), and on a loaded machine
+// not within the 30 s a run gives servers to recover. Three retries give
+// up on a dead connection within seconds, and ZooKeeper opens a new one at
+// its next election round (at most a second away: zooKeeperScript).
+var zooKeeperSysctls = map[string]string{"net.ipv4.tcp_retries2": "3"}
 
 // startContainer creates and starts one container with its client port on
 // a free port of 127.0.0.1, waits until it is healthy and puts a proxy in
@@ -383,6 +396,11 @@ exec runuser -u postgres -- "$bin/postgres" -D "$d" -p 5432 -c listen_addresses=
   -c max_connections=500 -c shared_buffers=64MB`
 
 // zooKeeperScript: Debian's jars, or the official image's distribution.
+// maxNotificationInterval caps the wait between election rounds of a
+// member looking for its peers (ZooKeeper doubles it up to 60 s): a member
+// cut off for a while (server-isolate) tries its peers again within a
+// second of its return instead of up to a minute later (with
+// zooKeeperSysctls; TestDockerIsolatedZooKeeperLeaderIsReplaced).
 const zooKeeperScript = `set -e
 mkdir -p /var/lib/locklab-zk
 echo "$ZK_MYID" >/var/lib/locklab-zk/myid
@@ -392,7 +410,8 @@ if [ -f /usr/share/java/zookeeper.jar ]; then
 else
   cp=$(ls -d /apache-zookeeper-*/conf):$(ls /apache-zookeeper-*/lib/*.jar | tr '\n' ':')
 fi
-exec java -Xms64m -Xmx256m -XX:+UseSerialGC -Dzookeeper.root.logger=WARN,CONSOLE -cp "$cp" \
+exec java -Xms64m -Xmx256m -XX:+UseSerialGC -Dzookeeper.fastleader.maxNotificationInterval=1000 \
+  -Dzookeeper.root.logger=WARN,CONSOLE -cp "$cp" \
   org.apache.zookeeper.server.quorum.QuorumPeerMain /tmp/zoo.cfg`
 
 // zooKeeperConfig is the ensemble's zoo.cfg: the members find each other
@@ -512,6 +531,7 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.PortBindings = network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(hostPort)}}}
 			hc.Binds = binds
+			hc.Sysctls = s.sysctls
 		},
 	}}
 	tc, err := testcontainers.GenericContainer(ctx, req)

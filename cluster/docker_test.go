@@ -219,6 +219,8 @@ func TestDockerIsolatedZooKeeperLeaderIsReplaced(t *testing.T) {
 	if leader == nil {
 		t.Fatal("no leader")
 	}
+	const isolatedFor = 15 * time.Second
+	isolated := time.Now()
 	if err := leader.Isolate(); err != nil {
 		t.Fatal(err)
 	}
@@ -247,10 +249,21 @@ func TestDockerIsolatedZooKeeperLeaderIsReplaced(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// Away long enough for the backoffs to grow past 10 s (the kernel's
+	// retransmissions on its dead peer connections, ZooKeeper's election
+	// rounds, both doubling from 200 ms): without zooKeeperSysctls and
+	// the capped rounds it served again 11.6-12.9 s after its return.
+	if away := isolatedFor - time.Since(isolated); away > 0 {
+		time.Sleep(away)
+	}
 	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	rejoined := time.Now()
 	if err := leader.Rejoin(rctx); err != nil {
 		t.Fatal(err)
+	}
+	if took := time.Since(rejoined); took > 8*time.Second {
+		t.Fatalf("the old leader served again %v after it rejoined (away %v): its election retries backed off", took.Round(time.Millisecond), isolatedFor)
 	}
 	if role, err := leader.Role(ctx); err != nil || role != "follower" {
 		t.Fatalf("the old leader after rejoining: role %q, %v; want follower", role, err)

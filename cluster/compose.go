@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/locklab/locklab/impls"
@@ -49,9 +50,14 @@ func ComposeYAML() string {
 	fmt.Fprintf(&b, "  mysql-0:\n    image: %s\n    entrypoint: [sh, -c, %s]\n    ports: [\"127.0.0.1:%d:3306\"]\n",
 		image(impls.MySQL), q(mariadbScript), composeMariaDBPort)
 	cfg := zooKeeperConfig(3)
+	var sysctls []string
+	for k, v := range zooKeeperSysctls {
+		sysctls = append(sysctls, fmt.Sprintf("\n      %s: %s", k, q(v)))
+	}
+	sort.Strings(sysctls)
 	for i := 1; i <= 3; i++ {
-		fmt.Fprintf(&b, "  zk-%d:\n    image: %s\n    entrypoint: [sh, -c, %s]\n    environment:\n      ZK_MYID: \"%d\"\n      ZK_CFG: %s\n    ports: [\"127.0.0.1:%d:2181\"]\n",
-			i, image(impls.ZooKeeper), q(zooKeeperScript), i, q(cfg), composeZooKeeperPort+i-1)
+		fmt.Fprintf(&b, "  zk-%d:\n    image: %s\n    entrypoint: [sh, -c, %s]\n    environment:\n      ZK_MYID: \"%d\"\n      ZK_CFG: %s\n    sysctls:%s\n    ports: [\"127.0.0.1:%d:2181\"]\n",
+			i, image(impls.ZooKeeper), q(zooKeeperScript), i, q(cfg), strings.Join(sysctls, ""), composeZooKeeperPort+i-1)
 	}
 	fmt.Fprintf(&b, "  postgres-0:\n    image: %s\n    entrypoint: [sh, -c, %s]\n    ports: [\"127.0.0.1:%d:5432\"]\n",
 		image(impls.Postgres), q(postgresScript), composePostgresPort)

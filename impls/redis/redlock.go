@@ -145,6 +145,29 @@ func (l landing) wait(ctx context.Context, i int) error {
 	}
 }
 
+// deleteOnceLanded deletes our token from node i if it still holds it,
+// once that node's SET of the round has answered.
+func deleteOnceLanded(key, token string, landed landing) nodeFunc {
+	return func(ctx context.Context, i int, c *goredis.Client) (bool, error) {
+		if err := landed.wait(ctx, i); err != nil {
+			return false, err
+		}
+		n, err := compareAndDelete.Run(ctx, c, []string{key}, token).Int()
+		return n == 1, err
+	}
+}
+
+// marked counts the nodes marked true.
+func marked(nodes []bool) int {
+	n := 0
+	for _, m := range nodes {
+		if m {
+			n++
+		}
+	}
+	return n
+}
+
 // answer is node i's result in a fan-out.
 type answer struct {
 	i int
@@ -185,10 +208,10 @@ func settleStragglers(answers <-chan answer, left int, cancel context.CancelFunc
 // of those refused or failed (and a majority is still possible) or when
 // the hedge delay passed without a decision. It returns as soon as a
 // majority has granted (the stragglers' SETs still land, and are ours to
-// release) or every node asked has answered. asked marks the nodes sent the
-// SET: a node never asked cannot hold our token; landed tells when each
-// asked node's SET has answered.
-func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Duration) (res []nodeResult, asked []bool, landed landing) {
+// release) or every node asked has answered. landed tells when each asked
+// node's SET has answered, and which nodes were asked (a node never asked
+// cannot hold our token).
+func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Duration) (res []nodeResult, landed landing) {
 	ctx, cancel := context.WithTimeout(ctx, nodeTimeout(ttl))
 	landed = make(landing, len(r.nodes))
 	set := func(ctx context.Context, i int, c *goredis.Client) (bool, error) {
@@ -197,12 +220,11 @@ func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Durati
 	}
 	answers := make(chan answer, len(r.nodes))
 	res = make([]nodeResult, len(r.nodes))
-	asked = make([]bool, len(r.nodes))
 	inFlight := 0
 	ask := func(from, to int) {
 		which := make([]bool, len(r.nodes))
 		for i := from; i < to; i++ {
-			which[i], asked[i], res[i].pending = true, true, true
+			which[i], res[i].pending = true, true
 			landed[i] = make(chan struct{})
 			inFlight++
 		}
@@ -242,11 +264,11 @@ func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Durati
 		}
 		if granted >= r.quorum() && inFlight > 0 {
 			settleStragglers(answers, inFlight, cancel)
-			return res, asked, landed
+			return res, landed
 		}
 	}
 	cancel()
-	return res, asked, landed
+	return res, landed
 }
 
 // onAll runs f on every node marked in which, in parallel, each under its
@@ -290,9 +312,9 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opt impls.AcquireOpti
 	sent := make([]bool, len(r.nodes))
 	for {
 		start := r.clock.Now()
-		res, asked, landed := r.setAll(ctx, key, token, ttl)
-		for i, a := range asked {
-			sent[i] = sent[i] || a
+		res, landed := r.setAll(ctx, key, token, ttl)
+		for i, ch := range landed {
+			sent[i] = sent[i] || ch != nil
 		}
 		granted, unavailable := 0, 0
 		for i, x := range res {
@@ -312,12 +334,7 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opt impls.AcquireOpti
 				release: r.release, extend: r.extend}, nil
 		}
 		r.unlockAll(key, token, sent, maybeSet, landed)
-		maybe := 0
-		for _, m := range maybeSet {
-			if m {
-				maybe++
-			}
-		}
+		maybe := marked(maybeSet)
 		switch {
 		case unavailable > len(r.nodes)-r.quorum():
 			return nil, fmt.Errorf("redlock %s: %w: %d of %d nodes unreachable: %w", key, impls.ErrUnavailable,
@@ -366,13 +383,7 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opt impls.AcquireOpti
 func (r *Redlock) unlockAll(key, token string, sent, maybeSet []bool, landed landing) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	res := r.onAll(ctx, sent, 100*time.Millisecond, func(ctx context.Context, i int, c *goredis.Client) (bool, error) {
-		if err := landed.wait(ctx, i); err != nil {
-			return false, err
-		}
-		n, err := compareAndDelete.Run(ctx, c, []string{key}, token).Int()
-		return n == 1, err
-	})
+	res := r.onAll(ctx, sent, 100*time.Millisecond, deleteOnceLanded(key, token, landed))
 	for i, x := range res {
 		if sent[i] && x.err == nil {
 			maybeSet[i] = false
@@ -391,19 +402,8 @@ func (r *Redlock) unlockAll(key, token string, sent, maybeSet []bool, landed lan
 func (r *Redlock) release(ctx context.Context, l *lease) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	answers := make(chan answer, len(r.nodes))
-	r.fanOut(dctx, l.nodes, answers, func(ctx context.Context, i int, c *goredis.Client) (bool, error) {
-		if err := l.landed.wait(ctx, i); err != nil {
-			return false, err
-		}
-		n, err := compareAndDelete.Run(ctx, c, []string{l.key}, l.token).Int()
-		return n == 1, err
-	})
-	asked := 0
-	for _, m := range l.nodes {
-		if m {
-			asked++
-		}
-	}
+	r.fanOut(dctx, l.nodes, answers, deleteOnceLanded(l.key, l.token, l.landed))
+	asked := marked(l.nodes)
 	res := make([]nodeResult, len(r.nodes))
 	deleted, unknown := 0, 0
 	for n := 0; n < asked; n++ {

@@ -537,7 +537,7 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 	tc, err := testcontainers.GenericContainer(ctx, req)
 	var ctr *dockerContainer
 	if tc != nil {
-		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: s.name, network: d.network, clockFile: clock}
+		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: s.name, network: d.network, clockFile: clock, hostPort: hostPort}
 	}
 	return ctr, err
 }
@@ -631,6 +631,11 @@ type dockerContainer struct {
 	// onHost: on the host's network (createOnHost), which it cannot be
 	// cut from.
 	onHost bool
+	// hostPort is its port published on 127.0.0.1 (0 on the host's
+	// network), held while the container is stopped (see holdPorts): the
+	// engine frees it at the stop and binds it again at the start.
+	hostPort int
+	held     *portHold
 }
 
 func (c *dockerContainer) pause() error {
@@ -663,6 +668,7 @@ func (c *dockerContainer) kill() error {
 			return err
 		}
 		if !running {
+			c.holdPort()
 			return nil
 		}
 		select {
@@ -687,7 +693,19 @@ func (c *dockerContainer) rejoin(ctx context.Context) error {
 	return wrapDocker("network connect", c.name, err)
 }
 
+// holdPort keeps the stopped container's published port from other
+// programs until start.
+func (c *dockerContainer) holdPort() {
+	if c.hostPort == 0 {
+		return
+	}
+	c.held.release()
+	c.held = holdPortsWithin([]int{c.hostPort}, time.Second)
+}
+
 func (c *dockerContainer) start(ctx context.Context) error {
+	c.held.release()
+	c.held = nil
 	_, err := c.cli.ContainerStart(ctx, c.id, client.ContainerStartOptions{})
 	return wrapDocker("start", c.name, err)
 }
@@ -706,6 +724,8 @@ func (c *dockerContainer) state(ctx context.Context) (running bool, pid int, err
 }
 
 func (c *dockerContainer) remove(ctx context.Context) error {
+	c.held.release()
+	c.held = nil
 	_, err := c.cli.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && strings.Contains(strings.ToLower(err.Error()), "no such container") {
 		return nil

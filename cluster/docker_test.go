@@ -85,6 +85,13 @@ func TestDockerClusterTakesServerFaults(t *testing.T) {
 				if err := answers(); err == nil {
 					t.Fatalf("kill %d: a killed server answered", i)
 				}
+				// Stopped, the container's published port is free at the
+				// engine: held, no other program can take it before the
+				// restart.
+				if held := n.ctr.held.ports(); len(held) != 1 || held[0] != n.ctr.hostPort {
+					t.Fatalf("kill %d: ports held %v, want the published %d", i, held, n.ctr.hostPort)
+				}
+				checkPortHeld(t, n.ctr.hostPort)
 				rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 				err := n.Restart(rctx)
 				cancel()

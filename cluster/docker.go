@@ -453,6 +453,12 @@ type dockerSession struct {
 	images  map[impls.Backend]string
 	network string
 	guard   *guard
+	// The network's subnet and gateway, and the last address given to a
+	// container (containers are created in parallel).
+	subnet   netip.Prefix
+	gateway  netip.Addr
+	addrMu   sync.Mutex
+	lastAddr netip.Addr
 }
 
 // imageOf is the image a server kind runs from: the Sentinel topology
@@ -498,12 +504,68 @@ func firstLine(s string) string {
 	return s
 }
 
+// createNetwork makes the session's network, with an explicit subnet:
+// Docker lets a container join a network with an address of its choosing
+// only then (see nextAddress). The subnet is the one Docker picks itself,
+// free of the host's routes and of other networks, read off a first
+// network made to learn it.
 func (d *dockerSession) createNetwork(ctx context.Context) (string, error) {
 	name := "locklab-" + d.id
-	if _, err := d.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels()}); err != nil {
-		return "", fmt.Errorf("docker network %s: %w", name, err)
+	opts := client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels()}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		probe, err := d.cli.NetworkCreate(ctx, name, opts)
+		if err != nil {
+			return "", fmt.Errorf("docker network %s: %w", name, err)
+		}
+		ins, err := d.cli.NetworkInspect(ctx, probe.ID, client.NetworkInspectOptions{})
+		if _, rmErr := d.cli.NetworkRemove(ctx, probe.ID, client.NetworkRemoveOptions{}); err == nil {
+			err = rmErr
+		}
+		if err != nil {
+			return "", fmt.Errorf("docker network %s: %w", name, err)
+		}
+		var picked *network.IPAMConfig
+		for i, c := range ins.Network.IPAM.Config {
+			if c.Subnet.Addr().Is4() {
+				picked = &ins.Network.IPAM.Config[i]
+				break
+			}
+		}
+		if picked == nil {
+			return "", fmt.Errorf("docker network %s: Docker gave it no IPv4 subnet", name)
+		}
+		withSubnet := opts
+		withSubnet.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: picked.Subnet, Gateway: picked.Gateway}}}
+		if _, err := d.cli.NetworkCreate(ctx, name, withSubnet); err != nil {
+			lastErr = err // another network took the subnet in between
+			continue
+		}
+		d.subnet, d.gateway, d.lastAddr = picked.Subnet.Masked(), picked.Gateway, picked.Subnet.Masked().Addr()
+		return name, nil
 	}
-	return name, nil
+	return "", fmt.Errorf("docker network %s: %w", name, lastErr)
+}
+
+// nextAddress is a container's address on the network, its own for the
+// session: given again when it is started again or rejoins after
+// server-isolate. Left to Docker, a container that joins again gets the
+// lowest free address: two members isolated at once that rejoin in the
+// other order swap addresses, and their peers keep talking to the one
+// they knew, now another server (seen: a ZooKeeper member not serving
+// again within 30 s when an etcd member rejoined beside it).
+func (d *dockerSession) nextAddress() (netip.Addr, error) {
+	d.addrMu.Lock()
+	defer d.addrMu.Unlock()
+	a := d.lastAddr.Next()
+	if a == d.gateway {
+		a = a.Next()
+	}
+	if !d.subnet.Contains(a) || !d.subnet.Contains(a.Next()) { // the last is broadcast
+		return netip.Addr{}, fmt.Errorf("docker network %s: no address left in %s", d.network, d.subnet)
+	}
+	d.lastAddr = a
+	return a, nil
 }
 
 // create makes and starts one container; on error it may still return the
@@ -522,6 +584,10 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 		}
 		binds = []string{filepath.Dir(clock) + ":" + containerClockDir}
 	}
+	ip, err := d.nextAddress()
+	if err != nil {
+		return nil, err
+	}
 	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
 		Image: d.imageOf(s.backend), Name: "locklab-" + d.id + "-" + s.name,
 		Entrypoint: s.entrypoint, Cmd: cmd, Env: env, Labels: d.labels(),
@@ -533,11 +599,16 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 			hc.Binds = binds
 			hc.Sysctls = s.sysctls
 		},
+		EndpointSettingsModifier: func(eps map[string]*network.EndpointSettings) {
+			if ep := eps[d.network]; ep != nil {
+				ep.IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: ip}
+			}
+		},
 	}}
 	tc, err := testcontainers.GenericContainer(ctx, req)
 	var ctr *dockerContainer
 	if tc != nil {
-		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: s.name, network: d.network, clockFile: clock, hostPort: hostPort}
+		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: s.name, network: d.network, ip: ip, clockFile: clock, hostPort: hostPort}
 	}
 	return ctr, err
 }
@@ -625,6 +696,7 @@ type dockerContainer struct {
 	id      string
 	name    string // the node's name, its alias on the network
 	network string
+	ip      netip.Addr // its address on the network (nextAddress)
 	// clockFile is the host's file of the container's clock offset
 	// (libfaketime reads it through a mount); "" when not under it.
 	clockFile string
@@ -686,10 +758,11 @@ func (c *dockerContainer) isolate() error {
 	return wrapDocker("network disconnect", c.name, err)
 }
 
-// rejoin connects it again under its name.
+// rejoin connects it again under its name and address.
 func (c *dockerContainer) rejoin(ctx context.Context) error {
 	_, err := c.cli.NetworkConnect(ctx, c.network, client.NetworkConnectOptions{Container: c.id,
-		EndpointConfig: &network.EndpointSettings{Aliases: []string{c.name}}})
+		EndpointConfig: &network.EndpointSettings{Aliases: []string{c.name},
+			IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: c.ip}}})
 	return wrapDocker("network connect", c.name, err)
 }
 

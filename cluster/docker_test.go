@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -275,4 +276,66 @@ func TestDockerIsolatedZooKeeperLeaderIsReplaced(t *testing.T) {
 	if role, err := leader.Role(ctx); err != nil || role != "follower" {
 		t.Fatalf("the old leader after rejoining: role %q, %v; want follower", role, err)
 	}
+}
+
+// Members keep their network addresses: two isolated at once that rejoin
+// in the other order, and two killed that start again in the other order,
+// each come back at the address their peers know. Left to Docker, the
+// first back would get the lowest free address, the other's.
+func TestDockerMembersKeepTheirAddresses(t *testing.T) {
+	c := startDockerForTest(t, LocalConfig{RedisNodes: 2})
+	ctx := context.Background()
+	nodes := append([]*Node(nil), c.NodesOf(impls.Redis)...)
+	addressOf := func(n *Node) string {
+		t.Helper()
+		res, err := n.ctr.cli.ContainerInspect(ctx, n.ctr.id, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := res.Container.NetworkSettings.Networks[n.ctr.network]
+		if ep == nil {
+			t.Fatalf("%s is not on the network", n.Name)
+		}
+		return ep.IPAddress.String()
+	}
+	// Lowest address first: the members come back highest first, each
+	// to where Docker would otherwise put the other.
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ctr.ip.Less(nodes[j].ctr.ip) })
+	want := []string{addressOf(nodes[0]), addressOf(nodes[1])}
+	if want[0] == want[1] {
+		t.Fatalf("both members at %s", want[0])
+	}
+	check := func(after string) {
+		t.Helper()
+		for i, n := range nodes {
+			if got := addressOf(n); got != want[i] {
+				t.Fatalf("after %s: %s at %s, was at %s", after, n.Name, got, want[i])
+			}
+		}
+	}
+	for _, n := range nodes {
+		if err := n.Isolate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		if err := nodes[i].Rejoin(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("isolate and rejoin in the other order")
+	for _, n := range nodes {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := nodes[i].Restart(rctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("kill and restart in the other order")
 }

@@ -33,7 +33,7 @@ var RedsyncApproach = impls.Approach{
 			return nil, fmt.Errorf("lib-redsync: need at least 3 independent redis nodes, have %d", len(env.Endpoints.Redis))
 		}
 		// The library needs a quorum at work, like redis-redlock.
-		probe := &Redlock{clock: env.Clock}
+		probe := &Redlock{clock: env.Clock, workers: newWorkers()}
 		for _, a := range env.Endpoints.Redis {
 			probe.nodes = append(probe.nodes, newClientNoPing(a))
 		}

@@ -61,7 +61,7 @@ func newRedlock(name string, quorumFirst bool) func(context.Context, impls.Env) 
 		}
 		// A fault-tolerant client starts with a minority of nodes down:
 		// it needs a quorum to answer, and reconnects to the rest later.
-		r := &Redlock{clock: env.Clock, quorumFirst: quorumFirst}
+		r := &Redlock{clock: env.Clock, quorumFirst: quorumFirst, workers: newWorkers()}
 		for _, a := range env.Endpoints.Redis {
 			r.nodes = append(r.nodes, newClientNoPing(a))
 		}
@@ -89,17 +89,7 @@ type Redlock struct {
 	// quorumFirst asks a bare majority first (redis-redlock-quorum), the
 	// other nodes only when needed; otherwise every node at once.
 	quorumFirst bool
-}
-
-func (r *Redlock) quorum() int { return len(r.nodes)/2 + 1 }
-
-// all marks every node.
-func (r *Redlock) all() []bool {
-	all := make([]bool, len(r.nodes))
-	for i := range all {
-		all[i] = true
-	}
-	return all
+	workers     *workers // run the requests to the nodes
 }
 
 // nodeTimeout bounds one node's answer: small next to the TTL, so a dead
@@ -182,13 +172,13 @@ func (r *Redlock) fanOut(ctx context.Context, which []bool, answers chan<- answe
 		if !which[i] {
 			continue
 		}
-		go func(i int, c *goredis.Client) {
+		r.workers.run(func() {
 			ok, err := f(ctx, i, c)
 			if err != nil {
 				err = classify(ctx, fmt.Sprintf("node %d", i), err)
 			}
 			answers <- answer{i, nodeResult{ok: ok, err: err}}
-		}(i, c)
+		})
 	}
 }
 
@@ -281,7 +271,7 @@ func (r *Redlock) onAll(ctx context.Context, which []bool, timeout time.Duration
 			continue
 		}
 		wg.Add(1)
-		go func(i int, c *goredis.Client) {
+		r.workers.run(func() {
 			defer wg.Done()
 			nctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
@@ -290,7 +280,7 @@ func (r *Redlock) onAll(ctx context.Context, which []bool, timeout time.Duration
 				err = classify(nctx, fmt.Sprintf("node %d", i), err)
 			}
 			res[i] = nodeResult{ok: ok, err: err}
-		}(i, c)
+		})
 	}
 	wg.Wait()
 	return res
@@ -466,6 +456,7 @@ func (r *Redlock) extend(ctx context.Context, l *lease, ttl time.Duration) error
 
 // Close drops every connection; leases expire on their own.
 func (r *Redlock) Close() error {
+	r.workers.close()
 	var errs []error
 	for _, c := range r.nodes {
 		errs = append(errs, c.Close())

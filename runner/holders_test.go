@@ -1,6 +1,10 @@
 package runner
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +45,49 @@ func TestHoldersHeldAtCrash(t *testing.T) {
 	}
 	if _, err := newHolders().heldAtCrash(1, "k", 10*time.Millisecond); err == nil {
 		t.Fatal("a crash never recorded must be an error, not a silent false")
+	}
+}
+
+// A holder pause that lands on a client whose release was already on its
+// way is undone and moved to the key's next holder.
+func TestHolderPauseMovesToTheNextHolder(t *testing.T) {
+	slot := func(i int) *workerSlot {
+		cmd := exec.Command("sleep", "30")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return &workerSlot{index: i, cur: &workerProc{proc: i + 1, cmd: cmd}}
+	}
+	stopped := func(s *workerSlot) bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cur.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(string(b), ") ")
+		return strings.HasPrefix(rest, "T")
+	}
+	h := newHolders()
+	a, b := slot(0), slot(1)
+	h.bind(1, 0)
+	h.bind(2, 1)
+	r := &resolver{holders: h, slots: []*clientSlot{{index: 0, worker: a}, {index: 1, worker: b}}}
+	h.see(history.Event{Proc: 1, Type: history.OK, F: history.Acquire, Key: "k"})
+	p := &holderProcess{r: r, key: "k", slot: a, proc: 1}
+	// Process 1's release, sent before its stop, arrives during the
+	// settle; process 2 takes the key.
+	go func() {
+		time.Sleep(holderSettle / 5)
+		h.see(history.Event{Proc: 1, Type: history.Invoke, F: history.Release, Key: "k"})
+		h.see(history.Event{Proc: 2, Type: history.OK, F: history.Acquire, Key: "k"})
+	}()
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if stopped(a) || !stopped(b) {
+		t.Fatalf("process 1 stopped %v, process 2 stopped %v; want only process 2, the holder", stopped(a), stopped(b))
+	}
+	if err := p.Resume(); err != nil || stopped(b) {
+		t.Fatalf("resume: %v; process 2 stopped %v", err, stopped(b))
 	}
 }

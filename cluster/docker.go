@@ -707,6 +707,7 @@ type dockerContainer struct {
 	// network), held while the container is stopped (see holdPorts): the
 	// engine frees it at the stop and binds it again at the start.
 	hostPort int
+	heldMu   sync.Mutex // a fault's kill and Close's remove may meet
 	held     *portHold
 }
 
@@ -772,13 +773,22 @@ func (c *dockerContainer) holdPort() {
 	if c.hostPort == 0 {
 		return
 	}
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
 	c.held.release()
 	c.held = holdPortsWithin([]int{c.hostPort}, time.Second)
 }
 
-func (c *dockerContainer) start(ctx context.Context) error {
+// releasePort gives the held port back, for the engine to bind.
+func (c *dockerContainer) releasePort() {
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
 	c.held.release()
 	c.held = nil
+}
+
+func (c *dockerContainer) start(ctx context.Context) error {
+	c.releasePort()
 	_, err := c.cli.ContainerStart(ctx, c.id, client.ContainerStartOptions{})
 	return wrapDocker("start", c.name, err)
 }
@@ -797,8 +807,7 @@ func (c *dockerContainer) state(ctx context.Context) (running bool, pid int, err
 }
 
 func (c *dockerContainer) remove(ctx context.Context) error {
-	c.held.release()
-	c.held = nil
+	c.releasePort()
 	_, err := c.cli.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && strings.Contains(strings.ToLower(err.Error()), "no such container") {
 		return nil

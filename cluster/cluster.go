@@ -90,7 +90,7 @@ func (n *Node) Resume() error {
 // Kill ends the server at once (SIGKILL), as a crash would.
 func (n *Node) Kill() error {
 	if n.ctr != nil {
-		return n.ctr.kill()
+		return n.ctr.kill(true)
 	}
 	if n.proc == nil {
 		return fmt.Errorf("kill %s: %w", n.Name, ErrUnsupported)
@@ -138,7 +138,7 @@ func (n *Node) Rejoin(ctx context.Context) error {
 // waits until it is healthy. A running server is killed first.
 func (n *Node) Restart(ctx context.Context) error {
 	if n.ctr != nil {
-		if err := n.ctr.kill(); err != nil {
+		if err := n.ctr.kill(false); err != nil {
 			return err
 		}
 		if err := n.ctr.start(ctx); err != nil {

@@ -722,8 +722,11 @@ func (c *dockerContainer) resume() error {
 }
 
 // kill ends every process of the container at once and returns when the
-// engine reports it stopped. A paused container is killed too.
-func (c *dockerContainer) kill() error {
+// engine reports it stopped. A paused container is killed too. holdPort
+// keeps its published port from other programs until its start; a restart,
+// which starts it again at once, does without (the engine lets the port go
+// up to a second after the stop, and holding it would wait for that).
+func (c *dockerContainer) kill(holdPort bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	running, _, err := c.state(ctx)
@@ -741,7 +744,9 @@ func (c *dockerContainer) kill() error {
 			return err
 		}
 		if !running {
-			c.holdPort()
+			if holdPort {
+				c.holdPort()
+			}
 			return nil
 		}
 		select {

@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -31,6 +33,25 @@ func holders(vals []string, token string) (n int) {
 	return n
 }
 
+var setCallsRE = regexp.MustCompile(`cmdstat_set:calls=(\d+)`)
+
+// setCalls counts the SET commands node i has run (INFO commandstats).
+func setCalls(ctx context.Context, t *testing.T, i int) int {
+	t.Helper()
+	c := newClientNoPing(testCluster.DirectEndpoints().Redis[i])
+	defer c.Close()
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := setCallsRE.FindStringSubmatch(info)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
 // setOn writes a foreign value on node i, as another client's lock would be.
 func setOn(ctx context.Context, t *testing.T, i int, key, val string) {
 	t.Helper()
@@ -54,12 +75,17 @@ func TestRedlockQuorumFirst(t *testing.T) {
 		granted bool
 		on      []int // nodes that must hold our token after the acquire
 		notOn   []int // nodes that must not
+		unasked []int // nodes that must never have been sent our SET
 	}{
-		{"all nodes, free", RedlockApproach, nil, true, []int{0, 1, 2, 3, 4}, nil},
-		{"quorum first, free: three nodes only", RedlockQuorumApproach, nil, true, []int{0, 1, 2}, []int{3, 4}},
-		{"quorum first, one of three taken: the others asked", RedlockQuorumApproach, []int{1}, true, []int{0, 2, 3, 4}, []int{1}},
-		{"quorum first, a majority taken: refused", RedlockQuorumApproach, []int{0, 1, 2}, false, nil, nil},
-		{"quorum first, two taken among the rest: three suffice", RedlockQuorumApproach, []int{3, 4}, true, []int{0, 1, 2}, []int{3, 4}},
+		{"all nodes, free", RedlockApproach, nil, true, []int{0, 1, 2, 3, 4}, nil, nil},
+		{"quorum first, free: three nodes only", RedlockQuorumApproach, nil, true, []int{0, 1, 2}, []int{3, 4}, []int{3, 4}},
+		{"quorum first, one of three taken: the others asked", RedlockQuorumApproach, []int{1}, true, []int{0, 2, 3, 4}, []int{1}, nil},
+		// Another client holds the first three, as a quorum-first holder
+		// does: the other two cannot make a majority, and taking them
+		// would only stand in the way of the next holder.
+		{"quorum first, the first three taken: refused, the others never asked", RedlockQuorumApproach, []int{0, 1, 2}, false, nil, nil, []int{3, 4}},
+		{"quorum first, two of three taken: the others asked", RedlockQuorumApproach, []int{0, 1}, true, []int{2, 3, 4}, []int{0, 1}, nil},
+		{"quorum first, two taken among the rest: three suffice", RedlockQuorumApproach, []int{3, 4}, true, []int{0, 1, 2}, []int{3, 4}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "redlock-quorum-" + tc.name
@@ -67,9 +93,18 @@ func TestRedlockQuorumFirst(t *testing.T) {
 				setOn(ctx, t, i, key, "someone-else")
 			}
 			l := newLocker(t, tc.a, 1)
+			sets := map[int]int{}
+			for _, i := range tc.unasked {
+				sets[i] = setCalls(ctx, t, i)
+			}
 			got, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 10 * time.Second, Try: true})
 			if (err == nil) != tc.granted {
 				t.Fatalf("acquire: err = %v, want granted %v", err, tc.granted)
+			}
+			for _, i := range tc.unasked {
+				if n := setCalls(ctx, t, i) - sets[i]; n != 0 {
+					t.Errorf("node %d ran %d SETs during the acquire, want it never asked", i, n)
+				}
 			}
 			vals := tokensOn(ctx, t, key)
 			if got == nil {

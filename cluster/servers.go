@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -65,16 +66,22 @@ func (c *Cluster) startRedis(ctx context.Context, i int, opt redisOptions) (*Nod
 	}, 1)
 }
 
-// redisHealth: the node at a answers INFO (and says its version).
+// redisHealth: the node at a answers INFO (and says its version), and has
+// loaded its data: INFO answers while a restarted node still reads its
+// append-only file, when every command that touches a key gets -LOADING.
 func (c *Cluster) redisHealth(a string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		info, err := redisCommand(ctx, a, "INFO server")
+		info, err := redisCommand(ctx, a, "INFO")
 		if err != nil {
 			return err
 		}
 		for _, l := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+			l = strings.TrimSpace(l)
+			if v, ok := strings.CutPrefix(l, "redis_version:"); ok {
 				c.setVersion(impls.Redis, "redis "+v)
+			}
+			if l == "loading:1" {
+				return errors.New("still loading its data")
 			}
 		}
 		return nil

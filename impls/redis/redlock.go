@@ -109,6 +109,21 @@ func hedgeDelay(ttl time.Duration) time.Duration { return nodeTimeout(ttl) / 4 }
 
 func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
 
+// requestTimeout bounds one request to a node, well past the node timeout:
+// a round stops waiting for a node after the node timeout, but its request
+// goes on and its answer is read. A request cut off mid-reply costs its
+// connection, and under load (both Redlock suites side by side, both cores
+// busy) the redials fed on themselves: 60,000 sockets in TIME_WAIT within a
+// minute, every node timing out for over a minute, a new client's PING
+// unanswered for 2 s. Read to the end, a late answer also says where our
+// SET landed, for the unlock.
+const requestTimeout = time.Second
+
+// unlockWait is how long a failed round waits for its unlocks before it
+// goes on; the unlocks still pending go on under their own deadline
+// (a SET's answer may take requestTimeout to come, its delete as long).
+const unlockWait = 100 * time.Millisecond
+
 // nodeResult is one node's answer to one request.
 type nodeResult struct {
 	ok      bool
@@ -196,17 +211,21 @@ func settleStragglers(answers <-chan answer, left int, cancel context.CancelFunc
 	}()
 }
 
-// setAll sends SET NX PX under one deadline to every node at once, or for
-// a quorum-first client to the first majority, and to the others when one
-// of those failed (and a majority is still possible), when refusals left
-// too few to make a majority without them and enough grants to make one
-// with them, or when the hedge delay passed without a decision. It returns as soon as a
-// majority has granted (the stragglers' SETs still land, and are ours to
-// release) or every node asked has answered. landed tells when each asked
-// node's SET has answered, and which nodes were asked (a node never asked
-// cannot hold our token).
+// setAll sends SET NX PX to every node at once, or for a quorum-first
+// client to the first majority, and to the others when one of those failed
+// (and a majority is still possible), when refusals left too few to make a
+// majority without them and enough grants to make one with them, or when
+// the hedge delay passed without a decision. It returns as soon as a
+// majority has granted, every node asked has answered, the node timeout
+// has passed or ctx ends; a node that has not answered by then is pending
+// (its SET still lands, and is ours to release: see requestTimeout).
+// landed tells when each asked node's SET has answered, and which nodes
+// were asked (a node never asked cannot hold our token).
 func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Duration) (res []nodeResult, landed landing) {
-	ctx, cancel := context.WithTimeout(ctx, nodeTimeout(ttl))
+	round := time.NewTimer(nodeTimeout(ttl))
+	defer round.Stop()
+	done := ctx.Done()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	landed = make(landing, len(r.nodes))
 	set := func(ctx context.Context, i int, c *goredis.Client) (bool, error) {
 		defer close(landed[i])
@@ -268,6 +287,12 @@ func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Durati
 			}
 		case <-hedge:
 			askRest()
+		case <-round.C:
+			settleStragglers(answers, inFlight, cancel)
+			return res, landed
+		case <-done:
+			settleStragglers(answers, inFlight, cancel)
+			return res, landed
 		}
 		if granted >= r.quorum() && inFlight > 0 {
 			settleStragglers(answers, inFlight, cancel)
@@ -385,17 +410,27 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opt impls.AcquireOpti
 
 // unlockAll deletes our token wherever it may be (every node sent our SET),
 // each once the round's SET there has answered, clearing maybeSet for the
-// nodes that answered. It runs under its own deadline: the caller's
-// context may be what ended the attempt.
+// nodes that confirmed within unlockWait; the others' deletes go on. It
+// runs under its own deadline: the caller's context may be what ended the
+// attempt.
 func (r *Redlock) unlockAll(key, token string, sent, maybeSet []bool, landed landing) {
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	res := r.onAll(ctx, sent, 100*time.Millisecond, deleteOnceLanded(key, token, landed))
-	for i, x := range res {
-		if sent[i] && x.err == nil {
-			maybeSet[i] = false
+	ctx, cancel := context.WithTimeout(context.Background(), 2*requestTimeout)
+	answers := make(chan answer, len(r.nodes))
+	r.fanOut(ctx, sent, answers, deleteOnceLanded(key, token, landed))
+	wait := time.NewTimer(unlockWait)
+	defer wait.Stop()
+	for left := marked(sent); left > 0; left-- {
+		select {
+		case a := <-answers:
+			if a.err == nil {
+				maybeSet[a.i] = false
+			}
+		case <-wait.C:
+			settleStragglers(answers, left, cancel)
+			return
 		}
 	}
+	cancel()
 }
 
 // release deletes our token on every node sent it, at once (each once its
@@ -407,7 +442,9 @@ func (r *Redlock) unlockAll(key, token string, sent, maybeSet []bool, landed lan
 // waits for every answer, to tell "not held" (our token on less than a
 // majority) from "unknown".
 func (r *Redlock) release(ctx context.Context, l *lease) error {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	// A straggler's SET may take requestTimeout to answer, its delete as
+	// long again.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*requestTimeout)
 	answers := make(chan answer, len(r.nodes))
 	r.fanOut(dctx, l.nodes, answers, deleteOnceLanded(l.key, l.token, l.landed))
 	asked := marked(l.nodes)

@@ -1,0 +1,70 @@
+package redis
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/impls"
+)
+
+var connsRE = regexp.MustCompile(`total_connections_received:(\d+)`)
+
+// connectionsReceived is how many connections the node has accepted.
+func connectionsReceived(ctx context.Context, t *testing.T, admin *goredis.Client) int {
+	t.Helper()
+	info, err := admin.Info(ctx, "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := connsRE.FindStringSubmatch(info)
+	if m == nil {
+		t.Fatalf("no total_connections_received in INFO stats")
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// A node that answers after the node timeout (here: stopped for 300 ms,
+// six node timeouts) is left behind by the round, but its answer is still
+// read: its connection stays usable. Cut off mid-reply, every slow request
+// cost a connection, and under load the redials fed on themselves until no
+// node answered at all (60,000 sockets in TIME_WAIT within a minute).
+func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, a := range []impls.Approach{RedlockApproach, RedlockQuorumApproach} {
+		t.Run(a.Name, func(t *testing.T) {
+			l := newLocker(t, a, 1)
+			key := "redlock-slow-node-" + a.Name
+			cycle := func() {
+				t.Helper()
+				got, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 10 * time.Second, Try: true})
+				if err != nil {
+					t.Fatalf("acquire: %v", err)
+				}
+				if err := got.Release(ctx); err != nil {
+					t.Fatalf("release: %v", err)
+				}
+			}
+			cycle() // every connection made
+			admin := newClientNoPing(testCluster.DirectEndpoints().Redis[0])
+			defer admin.Close()
+			before := connectionsReceived(ctx, t, admin)
+			const pause = 300 * time.Millisecond
+			if err := admin.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "WRITE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			cycle() // granted without node 0, which answers late
+			time.Sleep(2 * pause)
+			cycle()
+			if n := connectionsReceived(ctx, t, admin) - before; n != 0 {
+				t.Fatalf("node 0 accepted %d new connections: a late answer cost the client its connection", n)
+			}
+		})
+	}
+}

@@ -29,7 +29,7 @@ func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
 			c.Expect = tt.want
 			out, evs := runFaultCase(t, c)
 			if v := out.Verdicts[0]; v.Status != verdict.Agrees {
-				t.Fatalf("%s: %s", v.Status, v.Text)
+				t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 			}
 			// A holder that let go just before the kill landed is not the
 			// crash asked for: the next holder is crashed too (at most 3).

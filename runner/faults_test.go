@@ -66,6 +66,29 @@ func faultCase(t *testing.T, approach string, spec workload.Spec, faults ...chao
 	return c
 }
 
+// whatWentWrong lists the history's events that did not succeed and the
+// faults' events (at most 20), for a verdict that disagreed: "never
+// granted" says nothing of why.
+func whatWentWrong(evs []history.Event) string {
+	var b strings.Builder
+	n := 0
+	for _, e := range evs {
+		if n == 20 {
+			b.WriteString("\n  ...")
+			break
+		}
+		if e.Type == history.OK && e.F != history.Nemesis || e.Type == history.Invoke && e.F != history.Nemesis {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  t=%d proc=%d %s %s %s %s", e.T, e.Proc, e.Type, e.F, e.Value, e.Error)
+		n++
+	}
+	if n == 0 {
+		return fmt.Sprintf(" (%d events, none failed)", len(evs))
+	}
+	return b.String()
+}
+
 func step(t *testing.T, kind string, target chaos.Selector, at, dur time.Duration, opts map[string]any) chaos.Step {
 	t.Helper()
 	f, err := chaos.New(kind)
@@ -114,7 +137,7 @@ func TestClientPausePastTTLGivesOutlivedDoubleGrantAndLostUpdates(t *testing.T) 
 	c.Expect = verdict.Expect("test", verdict.DoubleGrantOutlived, verdict.LostUpdate)
 	out, evs := runFaultCase(t, c)
 	if v := out.Verdicts[0]; v.Status != verdict.Agrees {
-		t.Fatalf("%s: %s", v.Status, v.Text)
+		t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 	}
 	if n := countNemesis(evs, "client-pause"); n != 2 {
 		t.Fatalf("%d client-pause injections in the history, want 2", n)
@@ -137,7 +160,7 @@ func TestClientPauseWithFencingRefusesStaleWrites(t *testing.T) {
 		Forbidden: []verdict.Outcome{verdict.LostUpdate}}
 	out, evs := runFaultCase(t, c)
 	if v := out.Verdicts[0]; v.Status != verdict.Agrees {
-		t.Fatalf("%s: %s", v.Status, v.Text)
+		t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 	}
 	// The paused holder's ZooKeeper session expired while it was stopped:
 	// it learns it when it wakes (the Lost signal, or its release answered
@@ -237,10 +260,10 @@ func TestClientClockJumpMakesACarefulHolderOverlap(t *testing.T) {
 			c := faultCase(t, "redis-setnx-px-lua", spec, tc.faults...)
 			c.Processes = false // the lease clock of a goroutine client is moved in place
 			c.Expect = tc.expect
-			out, _ := runFaultCase(t, c)
+			out, evs := runFaultCase(t, c)
 			v := out.Verdicts[0]
 			if v.Status != verdict.Agrees {
-				t.Fatalf("%s: %s", v.Status, v.Text)
+				t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 			}
 			if r := out.Results.Runs[0]; r.Acquired < 3 {
 				t.Fatalf("%d grants in 5 s: too few to show anything", r.Acquired)

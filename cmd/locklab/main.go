@@ -42,6 +42,7 @@ usage:
 `
 
 func main() {
+	quietDrivers()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

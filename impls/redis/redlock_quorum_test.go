@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/impls"
 )
 
@@ -33,23 +35,31 @@ func holders(vals []string, token string) (n int) {
 	return n
 }
 
-var setCallsRE = regexp.MustCompile(`cmdstat_set:calls=(\d+)`)
-
-// setCalls counts the SET commands node i has run (INFO commandstats).
-func setCalls(ctx context.Context, t *testing.T, i int) int {
+// infoCount reads a counter from an INFO section of the node c is
+// connected to ("calls" of cmdstat_set in commandstats,
+// total_connections_received in stats).
+func infoCount(ctx context.Context, t *testing.T, c *goredis.Client, section string, re *regexp.Regexp) int {
 	t.Helper()
-	c := newClientNoPing(testCluster.DirectEndpoints().Redis[i])
-	defer c.Close()
-	info, err := c.Info(ctx, "commandstats").Result()
+	info, err := c.Info(ctx, section).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := setCallsRE.FindStringSubmatch(info)
+	m := re.FindStringSubmatch(info)
 	if m == nil {
 		return 0
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
+}
+
+var setCallsRE = regexp.MustCompile(`cmdstat_set:calls=(\d+)`)
+
+// setCalls counts the SET commands node i has run.
+func setCalls(ctx context.Context, t *testing.T, i int) int {
+	t.Helper()
+	c := newClientNoPing(testCluster.DirectEndpoints().Redis[i])
+	defer c.Close()
+	return infoCount(ctx, t, c, "commandstats", setCallsRE)
 }
 
 // setOn writes a foreign value on node i, as another client's lock would be.

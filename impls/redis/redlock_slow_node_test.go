@@ -3,31 +3,13 @@ package redis
 import (
 	"context"
 	"regexp"
-	"strconv"
 	"testing"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/impls"
 )
 
 var connsRE = regexp.MustCompile(`total_connections_received:(\d+)`)
-
-// connectionsReceived is how many connections the node has accepted.
-func connectionsReceived(ctx context.Context, t *testing.T, admin *goredis.Client) int {
-	t.Helper()
-	info, err := admin.Info(ctx, "stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := connsRE.FindStringSubmatch(info)
-	if m == nil {
-		t.Fatalf("no total_connections_received in INFO stats")
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
-}
 
 // A node that answers after the node timeout (here: stopped for 300 ms,
 // six node timeouts) is left behind by the round, but its answer is still
@@ -54,7 +36,7 @@ func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
 			cycle() // every connection made
 			admin := newClientNoPing(testCluster.DirectEndpoints().Redis[0])
 			defer admin.Close()
-			before := connectionsReceived(ctx, t, admin)
+			before := infoCount(ctx, t, admin, "stats", connsRE)
 			const pause = 300 * time.Millisecond
 			if err := admin.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "WRITE").Err(); err != nil {
 				t.Fatal(err)
@@ -62,7 +44,7 @@ func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
 			cycle() // granted without node 0, which answers late
 			time.Sleep(2 * pause)
 			cycle()
-			if n := connectionsReceived(ctx, t, admin) - before; n != 0 {
+			if n := infoCount(ctx, t, admin, "stats", connsRE) - before; n != 0 {
 				t.Fatalf("node 0 accepted %d new connections: a late answer cost the client its connection", n)
 			}
 		})

@@ -222,6 +222,10 @@ func settleStragglers(answers <-chan answer, left int, cancel context.CancelFunc
 // landed tells when each asked node's SET has answered, and which nodes
 // were asked (a node never asked cannot hold our token).
 func (r *Redlock) setAll(ctx context.Context, key, token string, ttl time.Duration) (res []nodeResult, landed landing) {
+	if ctx.Err() != nil {
+		// Its requests would outlive it: send none.
+		return make([]nodeResult, len(r.nodes)), make(landing, len(r.nodes))
+	}
 	round := time.NewTimer(nodeTimeout(ttl))
 	defer round.Stop()
 	done := ctx.Done()

@@ -42,6 +42,10 @@ func TestSentinelFailoverThroughRunner(t *testing.T) {
 		{"wait-kill", "redis-sentinel-lua-wait", "kill", "hold", noDoubleGrant},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case starts a topology of its own on ports of its own,
+			// and spends its 22 s mostly waiting: side by side they take
+			// the time of one (this test was the tail of `make test`).
+			t.Parallel()
 			c := serverCase(t, tc.approach, "", spec, tc.expect,
 				when(step(t, "failover", leader, 9*time.Second, 0,
 					map[string]any{"mode": tc.mode, "replication": tc.replication, "after": "3s"})))

@@ -492,19 +492,41 @@ func (r *Redlock) release(ctx context.Context, l *lease) error {
 	}
 }
 
-// extend resets the expiry wherever our token was sent.
+// extend resets the expiry wherever our token was sent, at once, and
+// decides as soon as a majority confirmed, every node answered, or the
+// node timeout passed: as setAll does, it stops waiting for a slow node
+// there, but its request is read to the end (see requestTimeout).
 func (r *Redlock) extend(ctx context.Context, l *lease, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("extend %s: %w", l.key, err)
+	}
 	start := r.clock.Now()
-	res := r.onAll(ctx, l.nodes, nodeTimeout(ttl), func(ctx context.Context, _ int, c *goredis.Client) (bool, error) {
+	round := time.NewTimer(nodeTimeout(ttl))
+	defer round.Stop()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	answers := make(chan answer, len(r.nodes))
+	r.fanOut(rctx, l.nodes, answers, func(ctx context.Context, _ int, c *goredis.Client) (bool, error) {
 		n, err := compareAndPExpire.Run(ctx, c, []string{l.key}, l.token, ttl.Milliseconds()).Int()
 		return n == 1, err
 	})
-	extended := 0
-	for _, x := range res {
-		if x.ok {
-			extended++
+	asked := marked(l.nodes)
+	extended, got := 0, 0
+wait:
+	for got < asked && extended < r.quorum() {
+		select {
+		case a := <-answers:
+			got++
+			if a.ok {
+				extended++
+			}
+		case <-round.C:
+			break wait
+		case <-ctx.Done():
+			break wait
 		}
 	}
+	// The requests not yet answered still land, and are read to the end.
+	settleStragglers(answers, asked-got, cancel)
 	if extended < r.quorum() || ttl-r.clock.Now().Sub(start)-drift(ttl) <= 0 {
 		return fmt.Errorf("extend %s: %w: %d of %d nodes", l.key, impls.ErrNotHeld, extended, len(r.nodes))
 	}

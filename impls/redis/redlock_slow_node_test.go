@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"testing"
 	"time"
@@ -12,8 +13,8 @@ import (
 var connsRE = regexp.MustCompile(`total_connections_received:(\d+)`)
 
 // A node that answers after the node timeout (here: stopped for 300 ms,
-// six node timeouts) is left behind by the round, but its answer is still
-// read: its connection stays usable. Cut off mid-reply, every slow request
+// six node timeouts) is left behind by the round, or by an extend, but its
+// answer is still read: its connection stays usable. Cut off mid-reply, every slow request
 // cost a connection, and under load the redials fed on themselves until no
 // node answered at all (60,000 sockets in TIME_WAIT within a minute).
 func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
@@ -42,6 +43,26 @@ func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			cycle() // granted without node 0, which answers late
+			time.Sleep(2 * pause)
+			cycle()
+			// An extend that node 0 answers late: held, node 0 paused
+			// after the grant (with its connection free).
+			got, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 10 * time.Second, Try: true})
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			if err := admin.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "WRITE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			// redis-redlock-quorum's holder is on nodes 0-2 alone: without
+			// node 0 no majority extends.
+			err = got.Extend(ctx, 10*time.Second)
+			if quorumOnly := a.Name == RedlockQuorumApproach.Name; quorumOnly != errors.Is(err, impls.ErrNotHeld) || !quorumOnly && err != nil {
+				t.Fatalf("extend without node 0: %v", err)
+			}
+			if err := got.Release(ctx); err != nil {
+				t.Fatalf("release: %v", err)
+			}
 			time.Sleep(2 * pause)
 			cycle()
 			if n := infoCount(ctx, t, admin, "stats", connsRE) - before; n != 0 {

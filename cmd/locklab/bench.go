@@ -131,6 +131,9 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdou
 			g.base = nil
 			return g.finish(out.Results, code, stdout, stderr)
 		}
+		if code == exitInfra {
+			return g.unstarted(err, code, stderr)
+		}
 		return code
 	}
 	if plan.Repeats > 1 {

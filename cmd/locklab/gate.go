@@ -90,3 +90,22 @@ func (g *gate) finish(res *report.Results, code int, stdout, stderr io.Writer) i
 	}
 	return code
 }
+
+// unstarted writes the JUnit file of a run whose servers never came up: no
+// case ran, and one error case says why, so a CI system shows the reason
+// where it looks for the results instead of an empty or missing report.
+func (g *gate) unstarted(runErr error, code int, stderr io.Writer) int {
+	if *g.junit == "" {
+		return code
+	}
+	j := report.NewJUnit("locklab " + g.kind)
+	j.Error("locklab."+g.kind, "servers", 0, "no case ran: "+runErr.Error())
+	b, err := j.XML()
+	if err == nil {
+		err = report.WriteFileAtomic(*g.junit, b)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab %s: %v\n", g.kind, err)
+	}
+	return code
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
@@ -299,7 +300,7 @@ func TestBadInputExitCodes(t *testing.T) {
 		{"malformed config", []string{"bench", "--cluster", "external", "--config", badYAML,
 			"--results", filepath.Join(tmp, "r")}, exitUsage, "malformed YAML"},
 		{"unreachable server", []string{"bench", "--cluster", "external", "--config", writeFile(t, tmp, "down.yaml", "redis: [127.0.0.1:1]\n"),
-			"--backends", "redis-setnx-px-lua", "--results", filepath.Join(tmp, "r2")}, exitInfra, "127.0.0.1:1 unreachable"},
+			"--backends", "redis-setnx-px-lua", "--results", filepath.Join(tmp, "r2"), "--junit", filepath.Join(tmp, "down.xml")}, exitInfra, "127.0.0.1:1 unreachable"},
 		{"unknown command", []string{"frob"}, exitUsage, `unknown command "frob"`},
 		{"docker-only scenario embedded", []string{"run", "--results", filepath.Join(tmp, "r3"), "../../scenarios/consensus-leader-isolated.yaml"},
 			exitUsage, "run it with --cluster docker"},
@@ -329,6 +330,27 @@ func TestBadInputExitCodes(t *testing.T) {
 			}
 			if strings.Contains(msg, "panic") {
 				t.Errorf("panicked: %s", msg)
+			}
+			// A gate whose servers never came up still reports, as one
+			// error case with the reason.
+			if i := slices.Index(tt.args, "--junit"); i >= 0 {
+				b, err := os.ReadFile(tt.args[i+1])
+				if err != nil {
+					t.Fatalf("no JUnit file: %v", err)
+				}
+				var suite struct {
+					Tests  int `xml:"tests,attr"`
+					Errors int `xml:"errors,attr"`
+					Cases  []struct {
+						Error *struct {
+							Message string `xml:"message,attr"`
+						} `xml:"error"`
+					} `xml:"testcase"`
+				}
+				if err := xml.Unmarshal(b, &suite); err != nil || suite.Tests != 1 || suite.Errors != 1 ||
+					len(suite.Cases) != 1 || suite.Cases[0].Error == nil || !strings.Contains(suite.Cases[0].Error.Message, tt.msg) {
+					t.Fatalf("JUnit of a run that never started: %v %+v\n%s", err, suite, b)
+				}
 			}
 			// None of these runs anything: no results folder, whether the
 			// input was refused or the servers never came up.

@@ -77,7 +77,7 @@ func whatWentWrong(evs []history.Event) string {
 			b.WriteString("\n  ...")
 			break
 		}
-		if e.Type == history.OK && e.F != history.Nemesis || e.Type == history.Invoke && e.F != history.Nemesis {
+		if (e.Type == history.OK || e.Type == history.Invoke) && e.F != history.Nemesis {
 			continue
 		}
 		fmt.Fprintf(&b, "\n  t=%d proc=%d %s %s %s %s", e.T, e.Proc, e.Type, e.F, e.Value, e.Error)

@@ -360,11 +360,8 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		base.healthTimeout = defaultHealthTimeout
 	}
 	hists := map[string][3]*hdrhistogram.Histogram{}
-	var mu sync.Mutex // guards res, out, hists, the step counter and started between lanes
-	step := 0
-	// started: some case began (its servers were up); until then a failure
-	// leaves nothing that was observed.
-	started := false
+	var mu sync.Mutex // guards res, out, hists and the step counter between lanes
+	step := 0         // cases begun so far (their servers were up)
 	var runErr error
 	// record keeps one finished case, in the order cases finish.
 	record := func(c Case, co caseOutcome) error {
@@ -395,7 +392,6 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 			mu.Lock()
 			step++
 			env.step = step
-			started = true
 			mu.Unlock()
 			co, err := runCase(lctx, env, c)
 			<-slots
@@ -482,7 +478,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 			runErr = infraErr(fmt.Errorf("history: %w", err))
 		}
 	}
-	if runErr != nil && !started && ctx.Err() == nil {
+	if runErr != nil && step == 0 && ctx.Err() == nil {
 		// The servers never came up (an image missing, a server
 		// unreachable): nothing was observed, and a folder holding only
 		// the error would read as a run. The error says what happened.

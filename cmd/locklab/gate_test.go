@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,23 +54,7 @@ func TestBenchBaselineGate(t *testing.T) {
 	if code != exitUnsafe || !strings.Contains(out, "REGRESSION redis-setnx-px-lua-c1: throughput") {
 		t.Fatalf("against a faster baseline: exit %d, want %d\n%s", code, exitUnsafe, out)
 	}
-	var suite struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-		Cases    []struct {
-			Name    string `xml:"name,attr"`
-			Failure *struct {
-				Message string `xml:"message,attr"`
-			} `xml:"failure"`
-		} `xml:"testcase"`
-	}
-	b, err := os.ReadFile(junit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := xml.Unmarshal(b, &suite); err != nil {
-		t.Fatalf("junit: %v\n%s", err, b)
-	}
+	suite, b := readJUnit(t, junit)
 	if suite.Tests != 2 || suite.Failures != 2 || len(suite.Cases) != 2 || suite.Cases[0].Failure == nil ||
 		!strings.Contains(suite.Cases[0].Failure.Message, "regression: throughput") {
 		t.Fatalf("junit: %+v\n%s", suite, b)

@@ -334,22 +334,10 @@ func TestBadInputExitCodes(t *testing.T) {
 			// A gate whose servers never came up still reports, as one
 			// error case with the reason.
 			if i := slices.Index(tt.args, "--junit"); i >= 0 {
-				b, err := os.ReadFile(tt.args[i+1])
-				if err != nil {
-					t.Fatalf("no JUnit file: %v", err)
-				}
-				var suite struct {
-					Tests  int `xml:"tests,attr"`
-					Errors int `xml:"errors,attr"`
-					Cases  []struct {
-						Error *struct {
-							Message string `xml:"message,attr"`
-						} `xml:"error"`
-					} `xml:"testcase"`
-				}
-				if err := xml.Unmarshal(b, &suite); err != nil || suite.Tests != 1 || suite.Errors != 1 ||
-					len(suite.Cases) != 1 || suite.Cases[0].Error == nil || !strings.Contains(suite.Cases[0].Error.Message, tt.msg) {
-					t.Fatalf("JUnit of a run that never started: %v %+v\n%s", err, suite, b)
+				suite, b := readJUnit(t, tt.args[i+1])
+				if suite.Tests != 1 || suite.Errors != 1 || len(suite.Cases) != 1 || suite.Cases[0].Error == nil ||
+					!strings.Contains(suite.Cases[0].Error.Message, tt.msg) {
+					t.Fatalf("JUnit of a run that never started: %+v\n%s", suite, b)
 				}
 			}
 			// None of these runs anything: no results folder, whether the
@@ -361,6 +349,37 @@ func TestBadInputExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// junitSuite is what the tests read of a JUnit file.
+type junitSuite struct {
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Errors   int `xml:"errors,attr"`
+	Cases    []struct {
+		Name    string        `xml:"name,attr"`
+		Failure *junitMessage `xml:"failure"`
+		Error   *junitMessage `xml:"error"`
+	} `xml:"testcase"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+}
+
+// readJUnit parses the JUnit file at path; it returns the file too, for
+// failure messages.
+func readJUnit(t *testing.T, path string) (junitSuite, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("junit: %v", err)
+	}
+	var suite junitSuite
+	if err := xml.Unmarshal(b, &suite); err != nil {
+		t.Fatalf("junit: %v\n%s", err, b)
+	}
+	return suite, b
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {

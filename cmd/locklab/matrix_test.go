@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,16 +51,8 @@ func TestMatrixSmallEndToEnd(t *testing.T) {
 	if c.Caught == 0 {
 		t.Errorf("the racy approach's double grant was not caught: %+v", c)
 	}
-	var suite struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-	}
-	jb, err := os.ReadFile(junit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := xml.Unmarshal(jb, &suite); err != nil || suite.Tests != 9 || suite.Failures != 0 {
-		t.Fatalf("junit: %v, %+v", err, suite)
+	if suite, _ := readJUnit(t, junit); suite.Tests != 9 || suite.Failures != 0 {
+		t.Fatalf("junit: %+v", suite)
 	}
 }
 

@@ -14,9 +14,10 @@ var connsRE = regexp.MustCompile(`total_connections_received:(\d+)`)
 
 // A node that answers after the node timeout (here: stopped for 300 ms,
 // six node timeouts) is left behind by the round, or by an extend, but its
-// answer is still read: its connection stays usable. Cut off mid-reply, every slow request
-// cost a connection, and under load the redials fed on themselves until no
-// node answered at all (60,000 sockets in TIME_WAIT within a minute).
+// answer is still read: its connection stays usable. Cut off mid-reply,
+// every slow request cost a connection, and under load the redials fed on
+// themselves until no node answered at all (60,000 sockets in TIME_WAIT
+// within a minute).
 func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -57,7 +58,8 @@ func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
 			// redis-redlock-quorum's holder is on nodes 0-2 alone: without
 			// node 0 no majority extends.
 			err = got.Extend(ctx, 10*time.Second)
-			if quorumOnly := a.Name == RedlockQuorumApproach.Name; quorumOnly != errors.Is(err, impls.ErrNotHeld) || !quorumOnly && err != nil {
+			notHeld := a.Name == RedlockQuorumApproach.Name
+			if notHeld && !errors.Is(err, impls.ErrNotHeld) || !notHeld && err != nil {
 				t.Fatalf("extend without node 0: %v", err)
 			}
 			if err := got.Release(ctx); err != nil {

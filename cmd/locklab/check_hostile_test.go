@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +79,7 @@ func TestBlockedInputStopsOnSignal(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(300 * time.Millisecond)
+			waitBlockedOnFIFO(t, cmd.Process.Pid)
 			cmd.Process.Signal(tt.sig)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
@@ -96,6 +97,26 @@ func TestBlockedInputStopsOnSignal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitBlockedOnFIFO waits until a thread of process pid sleeps in open(2)
+// of a FIFO waiting for a writer (the kernel's wait_for_partner): only then
+// is the signal a test of blocked input, not of a process still starting
+// (on a busy machine a fixed 300 ms was not always enough, and the signal
+// then killed it before its handler was installed).
+func waitBlockedOnFIFO(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		chans, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", pid))
+		for _, c := range chans {
+			if b, err := os.ReadFile(c); err == nil && string(b) == "wait_for_partner" {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d never blocked opening its FIFO", pid)
 }
 
 // A history saved by an editor that writes a UTF-8 byte order mark is

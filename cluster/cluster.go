@@ -283,6 +283,10 @@ func (c *Cluster) Close() error {
 	return dockerErr
 }
 
+// errExitedDuringStartUp: the server's process or container ended before
+// it was healthy.
+var errExitedDuringStartUp = errors.New("exited during start-up")
+
 // waitHealthy polls the node's health check until it passes, the process
 // exits, or ctx ends.
 func waitHealthy(ctx context.Context, n *Node) error {
@@ -300,14 +304,14 @@ func waitHealthy(ctx context.Context, n *Node) error {
 		}
 		if n.ctr != nil {
 			if running, _, err := n.ctr.state(ctx); err == nil && !running {
-				return n.startError(errors.New("exited during start-up"))
+				return n.startError(errExitedDuringStartUp)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return n.startError(fmt.Errorf("not healthy in time: %w", last))
 		case <-exited:
-			return n.startError(errors.New("exited during start-up"))
+			return n.startError(errExitedDuringStartUp)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

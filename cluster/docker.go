@@ -292,6 +292,15 @@ func (c *Cluster) startContainer(ctx context.Context, s containerSpec) (*Node, e
 			return nil, lastErr
 		}
 		if err := waitHealthy(ctx, n); err != nil {
+			if errors.Is(err, errExitedDuringStartUp) && attempt < 2 && ctx.Err() == nil {
+				// A fresh container starts from the image again. Seen once,
+				// on a loaded machine: MariaDB's mariadb-install-db failed
+				// (242 starts after, none did); the embedded mode retries
+				// the same way.
+				ctr.remove(context.Background())
+				lastErr = err
+				continue
+			}
 			return n, err // kept, so Close removes it
 		}
 		if clock != "" {
@@ -369,12 +378,14 @@ func (c *Cluster) healthOf(b impls.Backend, a string) func(context.Context) erro
 
 // mariadbScript: root may connect from the host (through Docker's bridge,
 // not from localhost), as the embedded server lets it. An init file takes
-// one statement per line.
+// one statement per line. A failed install repeats the bootstrap's last
+// lines before its own: a start error keeps the log's last three, which
+// are otherwise mariadb-install-db's advice ("... https://mariadb.org/jira").
 const mariadbScript = `set -e
 d=/var/lib/locklab-mysql
 if [ ! -d "$d/mysql" ]; then
   mkdir -p "$d"
-  mariadb-install-db --no-defaults --datadir="$d" --auth-root-authentication-method=normal --skip-test-db --user=root >/tmp/install.log 2>&1 || { cat /tmp/install.log; exit 1; }
+  mariadb-install-db --no-defaults --datadir="$d" --auth-root-authentication-method=normal --skip-test-db --user=root >/tmp/install.log 2>&1 || { cat /tmp/install.log; sed '/^Installation of system tables failed/,$d' /tmp/install.log | grep . | tail -3; exit 1; }
 fi
 printf "%s\n" "CREATE USER IF NOT EXISTS root@'%';" "GRANT ALL ON *.* TO root@'%' WITH GRANT OPTION;" \
   "CREATE DATABASE IF NOT EXISTS locklab;" >/tmp/init.sql

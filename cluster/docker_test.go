@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -338,4 +339,31 @@ func TestDockerMembersKeepTheirAddresses(t *testing.T) {
 		}
 	}
 	check("kill and restart in the other order")
+}
+
+// A container that exits while starting is started again from the image
+// (MariaDB's install failed once so on a loaded machine): here a Redis
+// container that exits on its first start only, which it remembers in the
+// host directory mounted into it.
+func TestDockerContainerThatExitsOnStartIsStartedAgain(t *testing.T) {
+	c := startDockerForTest(t, LocalConfig{FakeTime: true})
+	script := `f=` + containerClockDir + `/started
+if [ ! -e "$f" ]; then touch "$f"; echo first start fails; exit 1; fi
+exec redis-server --port 6379 --bind 0.0.0.0 --protected-mode no`
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := c.startContainer(ctx, containerSpec{name: "flaky", backend: impls.Redis, port: redisPort,
+		fakeTime: true, tcmalloc: true, entrypoint: []string{"sh", "-c", script}})
+	if n != nil {
+		c.nodes = append(c.nodes, n)
+	}
+	if err != nil {
+		t.Fatalf("not started again: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "flaky", "started")); err != nil {
+		t.Fatalf("the first start did not run: %v", err)
+	}
+	if names := sessionContainers(t, c.docker.id); len(names) != 1 {
+		t.Fatalf("containers of the session: %v, want the second one only", names)
+	}
 }

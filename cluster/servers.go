@@ -230,8 +230,7 @@ func (c *Cluster) startEnsemble(ctx context.Context, size, portsPerNode int, bui
 		lastErr = err
 		// A member that died while starting most often lost a race for
 		// one of its ports; fresh ports usually cure it.
-		msg := strings.ToLower(err.Error())
-		if !strings.Contains(msg, "in use") && !strings.Contains(msg, "exited during start-up") {
+		if !errors.Is(err, errExitedDuringStartUp) && !strings.Contains(strings.ToLower(err.Error()), "in use") {
 			break
 		}
 	}

@@ -146,4 +146,4 @@ func procState(t *testing.T, pid int) string {
 	return rest[:1]
 }
 
-func backend(server string) impls.Backend { return impls.Backend(server) }
+func backend(server string) impls.Server { return impls.Server(server) }

@@ -57,7 +57,7 @@ func ClientLinkTarget(c *cluster.Cluster, client int, name string, nodes []*clus
 func ResolveNodes(ctx context.Context, c *cluster.Cluster, sel Selector, rng *rand.Rand) ([]*cluster.Node, error) {
 	candidates := c.Nodes()
 	if sel.Server != "" {
-		candidates = c.NodesOf(impls.Backend(sel.Server))
+		candidates = c.NodesOf(impls.Server(sel.Server))
 		if len(candidates) == 0 {
 			return nil, fmt.Errorf("target %s: the cluster has no %s nodes", sel, sel.Server)
 		}

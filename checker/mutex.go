@@ -1,4 +1,4 @@
-// Package checker judges histories. It knows nothing of any backend: a
+// Package checker judges histories. It knows nothing of any server: a
 // history file alone is enough to reach a verdict.
 package checker
 

@@ -25,13 +25,13 @@ var ErrUnsupported = errors.New("not supported by this node")
 
 // Node is one server. Clients reach it at Addr (the proxy).
 type Node struct {
-	Name    string
-	Backend impls.Backend
-	direct  string
-	proxy   *toxiproxy.Proxy
-	proc    *process         // a server locklab runs on this machine
-	ctr     *dockerContainer // a server locklab runs as a container
-	health  func(ctx context.Context) error
+	Name   string
+	Server impls.Server
+	direct string
+	proxy  *toxiproxy.Proxy
+	proc   *process         // a server locklab runs on this machine
+	ctr    *dockerContainer // a server locklab runs as a container
+	health func(ctx context.Context) error
 }
 
 // Addr is the address clients use: the toxiproxy proxy in front of the node.
@@ -171,13 +171,13 @@ type Cluster struct {
 	docker      *dockerSession // the containers' engine, network and guard (--cluster docker)
 	closeMu     sync.Mutex
 	closed      bool
-	Versions    map[impls.Backend]string
+	Versions    map[impls.Server]string
 }
 
 func newCluster() *Cluster {
 	return &Cluster{
 		proxies:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
-		Versions: map[impls.Backend]string{},
+		Versions: map[impls.Server]string{},
 	}
 }
 
@@ -185,10 +185,10 @@ func newCluster() *Cluster {
 func (c *Cluster) Nodes() []*Node { return c.nodes }
 
 // NodesOf returns the nodes of one backend.
-func (c *Cluster) NodesOf(b impls.Backend) []*Node {
+func (c *Cluster) NodesOf(b impls.Server) []*Node {
 	var out []*Node
 	for _, n := range c.nodes {
-		if n.Backend == b {
+		if n.Server == b {
 			out = append(out, n)
 		}
 	}
@@ -206,7 +206,7 @@ func (c *Cluster) DirectEndpoints() impls.Endpoints { return c.endpoints((*Node)
 func (c *Cluster) endpoints(addr func(*Node) string) impls.Endpoints {
 	var e impls.Endpoints
 	for _, n := range c.nodes {
-		switch n.Backend {
+		switch n.Server {
 		case impls.Redis:
 			e.Redis = append(e.Redis, addr(n))
 		case impls.ZooKeeper:

@@ -20,7 +20,7 @@ import (
 func TestLocalFullCluster(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
-	c, err := StartLocal(ctx, ForBackends(impls.Redis, impls.MySQL, impls.ZooKeeper))
+	c, err := StartLocal(ctx, ForServers(impls.Redis, impls.MySQL, impls.ZooKeeper))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestLocalFullCluster(t *testing.T) {
 		t.Fatalf("mysql via proxy: %v", err)
 	}
 	db.Close()
-	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper} {
+	for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper} {
 		if c.Versions[b] == "" {
 			t.Errorf("no version for %s", b)
 		}
@@ -214,7 +214,7 @@ func TestExampleConfigParses(t *testing.T) {
 func TestLocalPostgresAndEtcd(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
-	c, err := StartLocal(ctx, ForBackends(impls.Postgres, impls.Etcd))
+	c, err := StartLocal(ctx, ForServers(impls.Postgres, impls.Etcd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestLongTempRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := ForBackends(impls.MySQL, impls.Postgres)
+	cfg := ForServers(impls.MySQL, impls.Postgres)
 	cfg.TempRoot = root
 	c, err := StartLocal(ctx, cfg)
 	if err != nil {
@@ -286,7 +286,7 @@ func TestPostgresUnderPrivateTempRootSaysWhy(t *testing.T) {
 	if err := os.Mkdir(private, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfg := ForBackends(impls.Postgres)
+	cfg := ForServers(impls.Postgres)
 	cfg.TempRoot = private
 	c, err := StartLocal(context.Background(), cfg)
 	if err == nil {

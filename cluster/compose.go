@@ -37,7 +37,7 @@ func ComposeYAML() string {
 #   locklab bench --cluster external --config examples/compose-cluster.yaml
 `)
 	q := func(s string) string { return yamlQuote(strings.ReplaceAll(s, "$", "$$")) }
-	image := func(b impls.Backend) string {
+	image := func(b impls.Server) string {
 		return fmt.Sprintf("${%s:-%s}", ComposeImageVar(b), PublicImages[b])
 	}
 	persist, _ := redisPersistenceArgs(RedisPersistNone)
@@ -70,8 +70,8 @@ func ComposeYAML() string {
 }
 
 // ComposeImageVar is the variable compose.yaml takes a server kind's image from.
-func ComposeImageVar(b impls.Backend) string {
-	name := map[impls.Backend]string{impls.MySQL: "MARIADB"}[b]
+func ComposeImageVar(b impls.Server) string {
+	name := map[impls.Server]string{impls.MySQL: "MARIADB"}[b]
 	if name == "" {
 		name = strings.ToUpper(string(b))
 	}

@@ -31,19 +31,19 @@ type DockerConfig struct {
 	LocalConfig
 	// Images names the image of each server kind; a kind missing here
 	// takes PublicImages' (see ParseImages for the --image flag).
-	Images map[impls.Backend]string
+	Images map[impls.Server]string
 }
 
 // PublicImages are the official public images a Docker cluster runs by
 // default; pulled when the engine does not have them.
-var PublicImages = map[impls.Backend]string{
+var PublicImages = map[impls.Server]string{
 	impls.Redis: "redis:7.0", impls.MySQL: "mariadb:10.11", impls.ZooKeeper: "zookeeper:3.8",
 	impls.Etcd: "gcr.io/etcd-development/etcd:v3.4.23", impls.Postgres: "postgres:15",
 }
 
 // LocalImages are the images scripts/images.sh builds from Debian's
 // packages, for engines that reach no registry (`--image local`).
-var LocalImages = map[impls.Backend]string{
+var LocalImages = map[impls.Server]string{
 	impls.Redis: "locklab/redis:bookworm", impls.MySQL: "locklab/mariadb:bookworm",
 	impls.ZooKeeper: "locklab/zookeeper:bookworm", impls.Etcd: "locklab/etcd:bookworm",
 	impls.Postgres: "locklab/postgres:bookworm",
@@ -52,8 +52,8 @@ var LocalImages = map[impls.Backend]string{
 // ParseImages reads --image values: "local" (every server from
 // LocalImages), "public", or SERVER=IMAGE for one server kind (mariadb is
 // another name for mysql). Later values override earlier ones.
-func ParseImages(values []string) (map[impls.Backend]string, error) {
-	out := map[impls.Backend]string{}
+func ParseImages(values []string) (map[impls.Server]string, error) {
+	out := map[impls.Server]string{}
 	for _, v := range values {
 		switch v {
 		case "local":
@@ -64,7 +64,7 @@ func ParseImages(values []string) (map[impls.Backend]string, error) {
 			continue
 		}
 		kind, img, ok := strings.Cut(v, "=")
-		b := impls.Backend(strings.TrimSpace(kind))
+		b := impls.Server(strings.TrimSpace(kind))
 		if b == "mariadb" {
 			b = impls.MySQL
 		}
@@ -78,7 +78,7 @@ func ParseImages(values []string) (map[impls.Backend]string, error) {
 
 // Images is the image of every server kind: overrides where they name
 // one, PublicImages' otherwise.
-func Images(overrides map[impls.Backend]string) map[impls.Backend]string {
+func Images(overrides map[impls.Server]string) map[impls.Server]string {
 	out := maps.Clone(PublicImages)
 	maps.Copy(out, overrides)
 	return out
@@ -235,7 +235,7 @@ type containerSpec struct {
 	// fakeTime: the server's wall clock can be moved (libfaketime from the
 	// image); tcmalloc: preload it first (Redis: docs/facts.md).
 	fakeTime, tcmalloc bool
-	backend            impls.Backend
+	backend            impls.Server
 	port               string // the client port inside the container
 	entrypoint         []string
 	cmd                []string
@@ -280,7 +280,7 @@ func (c *Cluster) startContainer(ctx context.Context, s containerSpec) (*Node, e
 			}
 		}
 		ctr, err := d.create(ctx, s, cmd, ports[0], clock)
-		n := &Node{Name: s.name, Backend: s.backend, direct: direct, ctr: ctr, health: c.healthOf(s.backend, direct)}
+		n := &Node{Name: s.name, Server: s.backend, direct: direct, ctr: ctr, health: c.healthOf(s.backend, direct)}
 		if err != nil {
 			if ctr != nil {
 				ctr.remove(context.Background())
@@ -346,7 +346,7 @@ func (c *dockerContainer) hasFakeTime(ctx context.Context, tcmalloc bool) error 
 }
 
 // healthOf is the health check of a server kind at a.
-func (c *Cluster) healthOf(b impls.Backend, a string) func(context.Context) error {
+func (c *Cluster) healthOf(b impls.Server, a string) func(context.Context) error {
 	switch b {
 	case impls.Redis:
 		return c.redisHealth(a)
@@ -461,7 +461,7 @@ const (
 type dockerSession struct {
 	cli     *testcontainers.DockerClient
 	id      string
-	images  map[impls.Backend]string
+	images  map[impls.Server]string
 	network string
 	guard   *guard
 	// The network's subnet and gateway, and the last address given to a
@@ -474,7 +474,7 @@ type dockerSession struct {
 
 // imageOf is the image a server kind runs from: the Sentinel topology
 // runs from the Redis image.
-func (d *dockerSession) imageOf(b impls.Backend) string {
+func (d *dockerSession) imageOf(b impls.Server) string {
 	if b == impls.RedisSentinel {
 		b = impls.Redis
 	}

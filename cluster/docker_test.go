@@ -66,7 +66,7 @@ func TestDockerClusterTakesServerFaults(t *testing.T) {
 	if got := len(sessionContainers(t, session)); got != 9 {
 		t.Fatalf("%d containers in the session, want 9", got)
 	}
-	for _, kind := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+	for _, kind := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 		t.Run(string(kind), func(t *testing.T) {
 			n := c.NodesOf(kind)[0]
 			if !strings.HasPrefix(n.DirectAddr(), "127.0.0.1:") || !strings.HasPrefix(n.Addr(), "127.0.0.1:") {

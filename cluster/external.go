@@ -28,7 +28,7 @@ type ExternalConfig struct {
 }
 
 // Has reports whether the config lists servers of kind b.
-func (c ExternalConfig) Has(b impls.Backend) bool {
+func (c ExternalConfig) Has(b impls.Server) bool {
 	switch b {
 	case impls.Redis:
 		return len(c.Redis) > 0
@@ -159,8 +159,8 @@ func ConnectExternal(ctx context.Context, cfg ExternalConfig) (_ *Cluster, err e
 			c.Close()
 		}
 	}()
-	add := func(name string, b impls.Backend, a string) error {
-		n := &Node{Name: name, Backend: b, direct: a, health: func(ctx context.Context) error { return speaks(ctx, b, a) }}
+	add := func(name string, b impls.Server, a string) error {
+		n := &Node{Name: name, Server: b, direct: a, health: func(ctx context.Context) error { return speaks(ctx, b, a) }}
 		hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		if err := waitHealthy(hctx, n); err != nil {
@@ -232,7 +232,7 @@ func postgresURLAddr(dsn string) (string, error) {
 // accepts on behalf of a container whose server is not up yet, then hangs
 // up (seen with compose.yaml's MariaDB: a bench right after it "answered"
 // failed with "invalid connection").
-func speaks(ctx context.Context, b impls.Backend, a string) error {
+func speaks(ctx context.Context, b impls.Server, a string) error {
 	switch b {
 	case impls.Redis:
 		_, err := redisCommand(ctx, a, "PING")

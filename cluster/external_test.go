@@ -16,11 +16,11 @@ import (
 func TestParseExternalConfigAllServerKinds(t *testing.T) {
 	tests := []struct {
 		name, yaml, wantErr string
-		has                 []impls.Backend
+		has                 []impls.Server
 	}{
 		{"postgres and etcd", "postgres: postgres://postgres@127.0.0.1:5432/locklab?sslmode=disable\netcd: [127.0.0.1:2379, 127.0.0.1:2380]\n", "",
-			[]impls.Backend{impls.Postgres, impls.Etcd}},
-		{"postgres default port", "postgres: postgres://u:pw@localhost/db\n", "", []impls.Backend{impls.Postgres}},
+			[]impls.Server{impls.Postgres, impls.Etcd}},
+		{"postgres default port", "postgres: postgres://u:pw@localhost/db\n", "", []impls.Server{impls.Postgres}},
 		{"postgres not a URL", "postgres: 'host=127.0.0.1 port=5432'\n", "want a URL", nil},
 		{"postgres remote", "postgres: postgres://u@10.1.2.3:5432/db\n", "not on loopback", nil},
 		{"etcd remote", "etcd: [192.168.1.2:2379]\n", "not on loopback", nil},
@@ -39,7 +39,7 @@ func TestParseExternalConfigAllServerKinds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+			for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 				want := false
 				for _, h := range tt.has {
 					want = want || h == b
@@ -63,7 +63,7 @@ func TestLoadExternalConfigIsBounded(t *testing.T) {
 // PostgreSQL URL pointed at the proxy.
 func TestConnectExternalPostgresAndEtcd(t *testing.T) {
 	ctx := context.Background()
-	local, err := StartLocal(ctx, ForBackends(impls.Postgres, impls.Etcd))
+	local, err := StartLocal(ctx, ForServers(impls.Postgres, impls.Etcd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestExternalHealthWantsAnAnswerNotJustAConnection(t *testing.T) {
 			conn.Close()
 		}
 	}()
-	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+	for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := speaks(ctx, b, l.Addr().String())
 		cancel()

@@ -128,10 +128,10 @@ func (n *Node) offsetFile() (string, error) {
 			return f, nil
 		}
 	}
-	if n.Backend == impls.Etcd {
+	if n.Server == impls.Etcd {
 		return "", fmt.Errorf("%s: etcd is a Go program, which reads the clock through the vDSO: libfaketime cannot move it (and its leases are timed on the monotonic clock anyway): %w", n.Name, ErrNoFakeTime)
 	}
-	if n.Backend == impls.Postgres {
+	if n.Server == impls.Postgres {
 		return "", fmt.Errorf("%s: PostgreSQL is not run under libfaketime: %w", n.Name, ErrNoFakeTime)
 	}
 	return "", fmt.Errorf("%s: not started under libfaketime (LocalConfig.FakeTime; a plan with a server-clock fault sets it): %w", n.Name, ErrNoFakeTime)

@@ -119,7 +119,7 @@ func TestSetClockOffsetRefusedWithoutFakeTime(t *testing.T) {
 	if !errors.Is(err, ErrNoFakeTime) || !strings.Contains(err.Error(), "FakeTime") {
 		t.Fatalf("SetClockOffset without faketime: %v", err)
 	}
-	etcd := &Node{Name: "etcd-1", Backend: impls.Etcd, proc: &process{}}
+	etcd := &Node{Name: "etcd-1", Server: impls.Etcd, proc: &process{}}
 	if err := etcd.CanSetClock(); !errors.Is(err, ErrNoFakeTime) || !strings.Contains(err.Error(), "vDSO") {
 		t.Fatalf("etcd: %v", err)
 	}

@@ -21,7 +21,7 @@ func TestServerFaultsActOnTheWholeServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for _, kind := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+	for _, kind := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 		t.Run(string(kind), func(t *testing.T) {
 			n := c.NodesOf(kind)[0]
 			answers := pauseAndResume(t, n)

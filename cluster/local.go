@@ -40,11 +40,11 @@ type LocalConfig struct {
 
 // servers are the server kinds whose programs (binaries, images) cfg runs,
 // in start order: the Sentinel topology runs Redis's.
-func (cfg LocalConfig) servers() []impls.Backend {
-	need := map[impls.Backend]bool{impls.Redis: cfg.RedisNodes > 0 || cfg.RedisSentinel, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0,
+func (cfg LocalConfig) servers() []impls.Server {
+	need := map[impls.Server]bool{impls.Redis: cfg.RedisNodes > 0 || cfg.RedisSentinel, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0,
 		impls.Postgres: cfg.Postgres, impls.Etcd: cfg.EtcdNodes > 0}
-	var out []impls.Backend
-	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+	var out []impls.Server
+	for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 		if need[b] {
 			out = append(out, b)
 		}
@@ -52,8 +52,8 @@ func (cfg LocalConfig) servers() []impls.Backend {
 	return out
 }
 
-// ForBackends returns the LocalConfig that serves the given backends.
-func ForBackends(bs ...impls.Backend) LocalConfig {
+// ForServers returns the LocalConfig that serves the given backends.
+func ForServers(bs ...impls.Server) LocalConfig {
 	var c LocalConfig
 	for _, b := range bs {
 		switch b {
@@ -75,7 +75,7 @@ func ForBackends(bs ...impls.Backend) LocalConfig {
 }
 
 // binaries each backend needs, with the Debian package that provides them.
-var binaries = map[impls.Backend][][2]string{
+var binaries = map[impls.Server][][2]string{
 	impls.Redis:     {{"redis-server", "redis-server"}},
 	impls.MySQL:     {{"mariadbd", "mariadb-server"}, {"mariadb-install-db", "mariadb-server"}},
 	impls.ZooKeeper: {{"java", "zookeeper"}, {zkJar, "zookeeper"}},
@@ -85,7 +85,7 @@ var binaries = map[impls.Backend][][2]string{
 
 const zkJar = "/usr/share/java/zookeeper.jar"
 
-func checkBinaries(b impls.Backend) error {
+func checkBinaries(b impls.Server) error {
 	for _, bin := range binaries[b] {
 		var err error
 		if filepath.IsAbs(bin[0]) {
@@ -200,7 +200,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 
 // startNode runs one server with fresh free ports, retrying with other ports
 // when the chosen one was taken in the meantime ("port in use").
-func (c *Cluster) startNode(ctx context.Context, name string, backend impls.Backend, build func(ports []int) (*process, string, func(context.Context) error, error), nports int) (*Node, error) {
+func (c *Cluster) startNode(ctx context.Context, name string, backend impls.Server, build func(ports []int) (*process, string, func(context.Context) error, error), nports int) (*Node, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		ports, err := freePorts(nports)
@@ -212,7 +212,7 @@ func (c *Cluster) startNode(ctx context.Context, name string, backend impls.Back
 			return nil, err
 		}
 		proc.ports = ports
-		n := &Node{Name: name, Backend: backend, direct: direct, proc: proc, health: health}
+		n := &Node{Name: name, Server: backend, direct: direct, proc: proc, health: health}
 		if err := proc.start(); err != nil {
 			return nil, err
 		}

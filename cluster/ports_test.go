@@ -15,7 +15,7 @@ import (
 // server's does; a restart gets it back.
 func TestKilledNodeKeepsItsPort(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartLocal(ctx, ForBackends(impls.Redis))
+	c, err := StartLocal(ctx, ForServers(impls.Redis))
 	if err != nil {
 		t.Fatal(err)
 	}

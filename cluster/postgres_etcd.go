@@ -154,7 +154,7 @@ func (c *Cluster) startEtcd(ctx context.Context, size int) ([]*Node, error) {
 		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
 		a := addr(ports[2*i])
 		return &Node{
-			Name: name, Backend: impls.Etcd, direct: a,
+			Name: name, Server: impls.Etcd, direct: a,
 			proc: &process{
 				name: name, dir: dir, logPath: filepath.Join(dir, "etcd.log"), spawn: c.spawn,
 				// Its orderly stop waits seconds to hand leadership to peers

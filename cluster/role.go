@@ -26,7 +26,7 @@ const (
 // `srvr` Mode line, etcd's maintenance status (leader == own member id).
 // A node that does not answer (killed, paused) is an error.
 func (n *Node) Role(ctx context.Context) (string, error) {
-	switch n.Backend {
+	switch n.Server {
 	case impls.ZooKeeper:
 		out, err := ZKFourLetter(ctx, n.direct, "srvr")
 		if err != nil {
@@ -91,7 +91,7 @@ func etcdRole(ctx context.Context, n *Node) (string, error) {
 var ErrNoLeader = errors.New("no leader")
 
 // Leader returns the node of backend b that leads its ensemble, asking each.
-func (c *Cluster) Leader(ctx context.Context, b impls.Backend) (*Node, error) {
+func (c *Cluster) Leader(ctx context.Context, b impls.Server) (*Node, error) {
 	var errs []error
 	for _, n := range c.NodesOf(b) {
 		role, err := n.Role(ctx)

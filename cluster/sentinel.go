@@ -108,7 +108,7 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra ...s
 		// A replica syncs at once, not after the default 5 s wait for others.
 		"--repl-diskless-sync-delay", "0"}
 	argv = append(argv, extra...)
-	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
+	n := &Node{Name: name, Server: impls.RedisSentinel, direct: direct, proxy: proxy,
 		// A replica is healthy once linked to its primary: until then
 		// the topology has nothing to fail over to (a test right after
 		// a restart of every server met "no replica to fail over to").
@@ -185,7 +185,7 @@ func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*No
 		return nil, err
 	}
 	direct := addr(ports[0])
-	n := &Node{Name: name, Backend: impls.RedisSentinel, direct: direct, proxy: proxy,
+	n := &Node{Name: name, Server: impls.RedisSentinel, direct: direct, proxy: proxy,
 		health: func(ctx context.Context) error {
 			_, err := redisCommand(ctx, direct, "PING")
 			return err

@@ -22,7 +22,7 @@ import (
 // CanFailover says why n cannot be failed over, or nil: only a data node of
 // the Sentinel topology that locklab runs.
 func (n *Node) CanFailover() error {
-	if n.Backend != impls.RedisSentinel || n.Name == "" || !isSentinelData(n) {
+	if n.Server != impls.RedisSentinel || n.Name == "" || !isSentinelData(n) {
 		return fmt.Errorf("%s is not a Redis of the Sentinel topology", n.Name)
 	}
 	if !n.Controllable() {

@@ -20,7 +20,7 @@ func TestSentinelFailoverLosesUnreplicatedKey(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			var c *Cluster
 			if mode == "docker" {
-				c = startDockerForTest(t, ForBackends(impls.RedisSentinel))
+				c = startDockerForTest(t, ForServers(impls.RedisSentinel))
 				for _, n := range c.NodesOf(impls.RedisSentinel) {
 					if n.ctr == nil || n.proc != nil {
 						t.Fatalf("%s is not a container", n.Name)
@@ -37,7 +37,7 @@ func TestSentinelFailoverLosesUnreplicatedKey(t *testing.T) {
 				}
 			} else {
 				var err error
-				if c, err = StartLocal(context.Background(), ForBackends(impls.RedisSentinel)); err != nil {
+				if c, err = StartLocal(context.Background(), ForServers(impls.RedisSentinel)); err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { c.Close() })

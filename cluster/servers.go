@@ -21,7 +21,7 @@ import (
 
 func addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
-func (c *Cluster) setVersion(b impls.Backend, v string) {
+func (c *Cluster) setVersion(b impls.Server, v string) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
 	if c.docker != nil {
@@ -318,7 +318,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error)
 		}
 		a := addr(ports[3*i])
 		return &Node{
-			Name: name, Backend: impls.ZooKeeper, direct: a,
+			Name: name, Server: impls.ZooKeeper, direct: a,
 			proc: &process{
 				name: name, dir: dir, logPath: filepath.Join(dir, "zookeeper.log"), spawn: c.spawn,
 				argv: []string{"java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",

@@ -10,18 +10,18 @@ import (
 	"github.com/locklab/locklab/clock"
 )
 
-// Backend is a kind of server a lock approach runs against.
-type Backend string
+// Server is a kind of server a lock approach runs against.
+type Server string
 
 const (
-	Redis     Backend = "redis"
-	MySQL     Backend = "mysql"
-	ZooKeeper Backend = "zookeeper"
-	Postgres  Backend = "postgres"
-	Etcd      Backend = "etcd"
+	Redis     Server = "redis"
+	MySQL     Server = "mysql"
+	ZooKeeper Server = "zookeeper"
+	Postgres  Server = "postgres"
+	Etcd      Server = "etcd"
 	// RedisSentinel is a Redis primary with one asynchronous replica and
 	// three Sentinels that fail over to it.
-	RedisSentinel Backend = "redis-sentinel"
+	RedisSentinel Server = "redis-sentinel"
 )
 
 // Endpoints are the addresses of the servers, as clients should reach them
@@ -69,16 +69,16 @@ type Weaknesses struct {
 
 // Approach describes one way of building a lock.
 type Approach struct {
-	Name    string
-	Backend Backend
-	Caps    Capabilities
-	Weak    Weaknesses
-	Safe    bool // expected to keep mutual exclusion without faults
+	Name   string
+	Server Server
+	Caps   Capabilities
+	Weak   Weaknesses
+	Safe   bool // expected to keep mutual exclusion without faults
 	// CrashFreedAfter is how long after a holder crashes its lock comes
 	// free when that is set by the client's session, not the lease TTL
 	// (a ZooKeeper session timeout); 0 otherwise.
 	CrashFreedAfter time.Duration
-	// Nodes is how many of its backend's servers a client uses, the first
+	// Nodes is how many of its server kind's servers a client uses, the first
 	// ones of its Endpoints list; 0: all of them. A runner that runs cases
 	// side by side gives approaches that use one node a node of their own.
 	Nodes    int

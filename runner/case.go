@@ -49,7 +49,7 @@ type caseEnv struct {
 }
 
 // nodesOf is the nodes of kind b that this environment's cases use.
-func (e *caseEnv) nodesOf(b impls.Backend) []*cluster.Node {
+func (e *caseEnv) nodesOf(b impls.Server) []*cluster.Node {
 	ns := e.servers.NodesOf(b)
 	if b != impls.Redis || e.redis == nil {
 		return ns
@@ -68,11 +68,11 @@ func pick[T any](all []T, idx []int) []T {
 	return out
 }
 
-// healthy checks the servers of backend b before and after a case: those
+// healthy checks the servers of kind b before and after a case: those
 // of its own lane only. Another kind's servers, or another lane's Redis
 // nodes, are not this case's business: a fault there (a failover lane's
 // primary down for half a minute) would only hold it up, or fail it.
-func (e *caseEnv) healthy(ctx context.Context, b impls.Backend) error {
+func (e *caseEnv) healthy(ctx context.Context, b impls.Server) error {
 	if e.servers == nil {
 		return e.cluster.Healthy(ctx, e.healthTimeout)
 	}
@@ -133,7 +133,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	}
 	// 1. Health.
 	if env.cluster != nil {
-		if err := env.healthy(ctx, c.Approach.Backend); err != nil {
+		if err := env.healthy(ctx, c.Approach.Server); err != nil {
 			return caseOutcome{}, infraErr(fmt.Errorf("%s: before the case: %w", c.Name, err))
 		}
 	}
@@ -226,7 +226,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	var engineErr error
 	engineDone := make(chan struct{})
 	if len(plan) > 0 {
-		res := &resolver{cl: env.servers, nodesOf: env.nodesOf, server: a.Backend, keyPrefix: spec.KeyPrefix, slots: slots, holders: hold, ownLinks: ownLinks}
+		res := &resolver{cl: env.servers, nodesOf: env.nodesOf, server: a.Server, keyPrefix: spec.KeyPrefix, slots: slots, holders: hold, ownLinks: ownLinks}
 		engine = chaos.NewEngine(res, nem, holdingWaiter{holders: hold, key: res.keyName})
 	}
 	stopProgress := env.reportProgress(c, prog)
@@ -267,7 +267,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 
 	// 4. Health again: a case whose servers did not recover says so.
 	if env.cluster != nil && ctx.Err() == nil {
-		if err := env.healthy(ctx, c.Approach.Backend); err != nil {
+		if err := env.healthy(ctx, c.Approach.Server); err != nil {
 			return caseOutcome{}, infraErr(fmt.Errorf("%s: servers did not recover after the faults: %w", c.Name, err))
 		}
 	}

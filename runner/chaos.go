@@ -117,7 +117,7 @@ func checkAvailable(c Case, mode string) error {
 		switch t.Kind {
 		case chaos.TargetNode:
 			if mode != "external" {
-				t.Process = availableProcess{docker: mode == "docker", onHost: c.Approach.Backend == impls.RedisSentinel}
+				t.Process = availableProcess{docker: mode == "docker", onHost: c.Approach.Server == impls.RedisSentinel}
 			}
 			if !c.Direct {
 				t.Links = placeholderLinks

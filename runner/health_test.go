@@ -20,9 +20,9 @@ import (
 // ownServers starts servers of the test's own and writes them as an
 // external cluster's config, so the test can kill one that locklab cannot
 // restart.
-func ownServers(t *testing.T, backends ...impls.Backend) (*cluster.Cluster, string) {
+func ownServers(t *testing.T, backends ...impls.Server) (*cluster.Cluster, string) {
 	t.Helper()
-	servers, err := cluster.StartLocal(context.Background(), cluster.ForBackends(backends...))
+	servers, err := cluster.StartLocal(context.Background(), cluster.ForServers(backends...))
 	if err != nil {
 		t.Fatal(err)
 	}

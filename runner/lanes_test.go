@@ -85,8 +85,8 @@ func TestParallelLanesAcrossServerOptions(t *testing.T) {
 // node after the shared ones; the rest of Redis keeps nodes 0..4; other
 // kinds keep one lane each; no spare lanes, no split.
 func TestPlanLanes(t *testing.T) {
-	mk := func(name string, b impls.Backend, nodes int) Case {
-		return Case{Name: name, Approach: impls.Approach{Name: name, Backend: b, Nodes: nodes}}
+	mk := func(name string, b impls.Server, nodes int) Case {
+		return Case{Name: name, Approach: impls.Approach{Name: name, Server: b, Nodes: nodes}}
 	}
 	single1, single2, single3 := mk("s1", impls.Redis, 1), mk("s2", impls.Redis, 1), mk("s3", impls.Redis, 1)
 	multi, zk := mk("redlock", impls.Redis, 0), mk("zk", impls.ZooKeeper, 0)
@@ -171,8 +171,8 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 // Estimate: one after the other, the sum; in parallel, the longest lane
 // of each server-options group, groups one after the other.
 func TestEstimate(t *testing.T) {
-	mk := func(b impls.Backend, nodes int, persistence string, d time.Duration) Case {
-		return Case{Approach: impls.Approach{Name: fmt.Sprint(b, nodes), Backend: b, Nodes: nodes},
+	mk := func(b impls.Server, nodes int, persistence string, d time.Duration) Case {
+		return Case{Approach: impls.Approach{Name: fmt.Sprint(b, nodes), Server: b, Nodes: nodes},
 			Workload: workload.Spec{Duration: d}, Servers: ServerOptions{RedisPersistence: persistence}}
 	}
 	p := Plan{Cases: []Case{
@@ -264,7 +264,7 @@ func caseSpans(t *testing.T, dir string, keep func(history.Event) bool) (first, 
 func TestServerClockCasesGetFakeTimeServersOfTheirOwn(t *testing.T) {
 	jump := chaos.Step{Fault: chaos.ServerClock{}}
 	pause := chaos.Step{Fault: chaos.ServerPause{}}
-	zk := impls.Approach{Name: "zk", Backend: impls.ZooKeeper}
+	zk := impls.Approach{Name: "zk", Server: impls.ZooKeeper}
 	cases := []Case{
 		{Name: "plain", Approach: zk},
 		{Name: "clock", Approach: zk, Faults: []chaos.Step{pause, jump}},
@@ -277,7 +277,7 @@ func TestServerClockCasesGetFakeTimeServersOfTheirOwn(t *testing.T) {
 		for _, c := range g {
 			names = append(names, c.Name)
 		}
-		cfg := localConfig([]impls.Backend{impls.ZooKeeper}, g[0].servers())
+		cfg := localConfig([]impls.Server{impls.ZooKeeper}, g[0].servers())
 		got = append(got, fmt.Sprintf("%s fake=%v", strings.Join(names, ","), cfg.FakeTime))
 	}
 	want := []string{"plain,paused fake=false", "clock fake=true", "clock-aof fake=true"}

@@ -32,11 +32,11 @@ type Plan struct {
 
 // Docker is how a plan's servers run as containers.
 type Docker struct {
-	Images map[impls.Backend]string // per server kind; missing: cluster.PublicImages
+	Images map[impls.Server]string // per server kind; missing: cluster.PublicImages
 }
 
 // images are the images asked for, for results.json (nil: not Docker).
-func (d *Docker) images() map[impls.Backend]string {
+func (d *Docker) images() map[impls.Server]string {
 	if d == nil {
 		return nil
 	}
@@ -202,11 +202,11 @@ func BenchPlan(reg *impls.Registry, cfg BenchConfig) (Plan, error) {
 }
 
 // servers lists the server kinds a plan's approaches run against, once each.
-func (p Plan) servers() []impls.Backend {
-	seen := map[impls.Backend]bool{}
-	var out []impls.Backend
+func (p Plan) servers() []impls.Server {
+	seen := map[impls.Server]bool{}
+	var out []impls.Server
 	for _, c := range p.Cases {
-		if b := c.Approach.Backend; b != "" && !seen[b] {
+		if b := c.Approach.Server; b != "" && !seen[b] {
 			seen[b] = true
 			out = append(out, b)
 		}

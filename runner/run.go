@@ -115,8 +115,8 @@ func planLanes(cases []Case, shared, spare int) []lane {
 	at := map[string]int{}      // lane name -> index in out
 	spareOf := map[string]int{} // approach -> its spare lane
 	for _, c := range cases {
-		name, redis := string(c.Approach.Backend), []int(nil)
-		if spare > 0 && c.Approach.Backend == impls.Redis {
+		name, redis := string(c.Approach.Server), []int(nil)
+		if spare > 0 && c.Approach.Server == impls.Redis {
 			if onSpareLane(c) {
 				i, ok := spareOf[c.Approach.Name]
 				if !ok {
@@ -147,7 +147,7 @@ func planLanes(cases []Case, shared, spare int) []lane {
 // own, the one-node approaches get: only in parallel, and not on a user's
 // cluster, whose servers are what they are.
 func (p Plan) redisLanes(parallel bool) (shared, spare int) {
-	shared = cluster.ForBackends(impls.Redis).RedisNodes
+	shared = cluster.ForServers(impls.Redis).RedisNodes
 	if parallel && p.External == "" {
 		spare = spareLanes(p.Cases)
 	}
@@ -170,7 +170,7 @@ func spareLanes(cases []Case) int {
 // uses one Redis node and no fault of it names a node (redis-0 is a node of
 // the shared lane; a spare lane's node has another name).
 func onSpareLane(c Case) bool {
-	if c.Approach.Backend != impls.Redis || c.Approach.Nodes != 1 {
+	if c.Approach.Server != impls.Redis || c.Approach.Nodes != 1 {
 		return false
 	}
 	for _, st := range c.Faults {
@@ -528,8 +528,8 @@ func tally(v *report.Verdict, co caseOutcome) {
 
 // localConfig is how the servers of kinds are started locally for cases
 // running with opts.
-func localConfig(kinds []impls.Backend, opts ServerOptions) cluster.LocalConfig {
-	cfg := cluster.ForBackends(kinds...)
+func localConfig(kinds []impls.Server, opts ServerOptions) cluster.LocalConfig {
+	cfg := cluster.ForServers(kinds...)
 	cfg.RedisPersistence = opts.RedisPersistence
 	cfg.FakeTime = opts.FakeTime // such servers run under libfaketime from the start
 	return cfg

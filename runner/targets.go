@@ -136,8 +136,8 @@ func (h *holders) holderOf(ctx context.Context, key string, wait time.Duration) 
 type resolver struct {
 	cl *cluster.Cluster // nil without servers
 	// nodesOf is the case's nodes of a kind: those of its lane.
-	nodesOf   func(impls.Backend) []*cluster.Node
-	server    impls.Backend // the case's approach's server kind: the default for node selectors
+	nodesOf   func(impls.Server) []*cluster.Node
+	server    impls.Server // the case's approach's server kind: the default for node selectors
 	keyPrefix string
 	slots     []*clientSlot
 	holders   *holders
@@ -243,7 +243,7 @@ func (r *resolver) nodes(ctx context.Context, s chaos.Selector, rng *rand.Rand) 
 	}
 	server := r.server
 	if s.Server != "" {
-		server = impls.Backend(s.Server)
+		server = impls.Server(s.Server)
 	}
 	cands := r.nodesOf(server)
 	if len(cands) == 0 {

@@ -30,11 +30,11 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		fmt.Fprintf(stderr, "locklab cluster up: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	var bs []impls.Backend
+	var bs []impls.Server
 	for _, b := range only {
-		switch impls.Backend(b) {
+		switch impls.Server(b) {
 		case impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd, impls.RedisSentinel:
-			bs = append(bs, impls.Backend(b))
+			bs = append(bs, impls.Server(b))
 		default:
 			fmt.Fprintf(stderr, "locklab cluster up: unknown server kind %q (known: redis, mysql, zookeeper, postgres, etcd, redis-sentinel)\n", b)
 			return exitUsage
@@ -48,9 +48,9 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	var c *cluster.Cluster
 	var err error
 	if docker != nil {
-		c, err = cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cluster.ForBackends(bs...), Images: docker.Images})
+		c, err = cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cluster.ForServers(bs...), Images: docker.Images})
 	} else {
-		c, err = cluster.StartLocal(ctx, cluster.ForBackends(bs...))
+		c, err = cluster.StartLocal(ctx, cluster.ForServers(bs...))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "locklab cluster up: %v\n", err)
@@ -63,14 +63,14 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	took := time.Since(start)
 	type nodeJSON struct {
 		Name    string `json:"name"`
-		Backend string `json:"backend"`
+		Server string `json:"server"`
 		Addr    string `json:"addr"`
 		Direct  string `json:"direct_addr"`
 		Pid     int    `json:"pid"`
 	}
 	var nodes []nodeJSON
 	for _, n := range c.Nodes() {
-		nodes = append(nodes, nodeJSON{n.Name, string(n.Backend), n.Addr(), n.DirectAddr(), n.Pid()})
+		nodes = append(nodes, nodeJSON{n.Name, string(n.Server), n.Addr(), n.DirectAddr(), n.Pid()})
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -86,7 +86,7 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tKIND\tPROXY\tSERVER\tPID")
 		for _, n := range nodes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", n.Name, n.Backend, n.Addr, n.Direct, n.Pid)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", n.Name, n.Server, n.Addr, n.Direct, n.Pid)
 		}
 		tw.Flush()
 		if dsn := c.Endpoints().MySQL; dsn != "" {

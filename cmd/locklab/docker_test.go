@@ -153,7 +153,7 @@ func TestComposeFileRunsWithLocalImages(t *testing.T) {
 	compose := composeCommand(t)
 	project := "locklab-compose-test-" + strconv.Itoa(os.Getpid())
 	env := os.Environ()
-	for _, b := range []impls.Backend{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+	for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 		env = append(env, cluster.ComposeImageVar(b)+"="+cluster.LocalImages[b])
 	}
 	dc := func(args ...string) *exec.Cmd {

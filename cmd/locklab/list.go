@@ -39,7 +39,7 @@ func listTo(reg *impls.Registry, asJSON bool, stdout io.Writer) int {
 	if asJSON {
 		type entry struct {
 			Name         string             `json:"name"`
-			Family       impls.Backend      `json:"family"`
+			Family       impls.Server       `json:"family"`
 			Capabilities impls.Capabilities `json:"capabilities"`
 			Weaknesses   impls.Weaknesses   `json:"weaknesses"`
 			Safe         bool               `json:"safe_without_faults"`
@@ -49,18 +49,18 @@ func listTo(reg *impls.Registry, asJSON bool, stdout io.Writer) int {
 		}
 		var out []entry
 		for _, a := range reg.All() {
-			out = append(out, entry{a.Name, a.Backend, a.Caps, a.Weak, a.Safe, a.Survives, a.Summary, a.Fails})
+			out = append(out, entry{a.Name, a.Server, a.Caps, a.Weak, a.Safe, a.Survives, a.Summary, a.Fails})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(out)
 		return exitOK
 	}
-	for _, fam := range []impls.Backend{impls.MySQL, impls.Redis, impls.ZooKeeper, impls.Etcd, impls.Postgres} {
+	for _, fam := range []impls.Server{impls.MySQL, impls.Redis, impls.ZooKeeper, impls.Etcd, impls.Postgres} {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(stdout, "%s\n", strings.ToUpper(string(fam)))
 		for _, a := range reg.All() {
-			if a.Backend != fam {
+			if a.Server != fam {
 				continue
 			}
 			expected := "safe without faults"

@@ -45,7 +45,7 @@ func BeliefFollowsHeartbeats(t *testing.T, c *cluster.Cluster, a impls.Approach,
 	if !v1.After(v0) {
 		t.Fatalf("after %v of heartbeats the belief did not move: %v then %v", session, v0, v1)
 	}
-	links, err := c.ClientLinks(client, c.NodesOf(a.Backend))
+	links, err := c.ClientLinks(client, c.NodesOf(a.Server))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/locklab/locklab/impls"
 )
 
-// Main starts the real servers a backend package's tests need, runs the
+// Main starts the real servers an approach package's tests need, runs the
 // tests, and stops the servers: call it from TestMain.
 func Main(m *testing.M, cfg cluster.LocalConfig, started func(*cluster.Cluster)) int {
 	c, err := cluster.StartLocal(context.Background(), cfg)
@@ -26,15 +26,15 @@ func Main(m *testing.M, cfg cluster.LocalConfig, started func(*cluster.Cluster))
 }
 
 // RunRegistered runs the suite for every approach that register adds,
-// against c; the faults hit every node of the approach's backend.
+// against c; the faults hit every node of the approach's server kind.
 func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Registry)) {
 	r := impls.NewRegistry()
 	register(r)
 	for _, a := range r.All() {
 		t.Run(a.Name, func(t *testing.T) {
-			nodes := c.NodesOf(a.Backend)
+			nodes := c.NodesOf(a.Server)
 			if len(nodes) == 0 {
-				t.Fatalf("no %s nodes in the cluster", a.Backend)
+				t.Fatalf("no %s nodes in the cluster", a.Server)
 			}
 			targets := chaos.NodeTargets(nodes)
 			var crashable []Node

@@ -41,7 +41,7 @@ type Harness struct {
 	SlowReplies Fault
 	// Partition cuts the client off from the servers both ways.
 	Partition Fault
-	// Nodes are the servers of the approach's backend, for crash tests.
+	// Nodes are the servers of the approach's server kind, for crash tests.
 	Nodes []Node
 	// Contenders is the number of clients in the mutual exclusion test (16).
 	Contenders int
@@ -97,8 +97,8 @@ func Run(t *testing.T, h Harness) {
 	only(a.Caps.Fencing, "FencingTokensIncrease", "no fencing declared", s.fencingTokensIncrease)
 	only(a.Caps.FaultTolerant, "SurvivesMinorityLoss", "not declared fault-tolerant", s.survivesMinorityLoss)
 	t.Run("InvalidKeyRejected", s.invalidKeyRejected)
-	// Last: it restarts every server of the backend.
-	t.Run("BackendDownIsUnavailable", s.backendDownIsUnavailable)
+	// Last: it restarts every server of its kind.
+	t.Run("ServerDownIsUnavailable", s.serverDownIsUnavailable)
 }
 
 type suite struct {
@@ -909,11 +909,11 @@ func (s *suite) survivesMinorityLoss(t *testing.T) {
 	release(t, acquire(t, b, key, impls.AcquireOptions{TTL: 10 * time.Second}))
 }
 
-// backendDownIsUnavailable: with every server dead, Acquire answers
+// serverDownIsUnavailable: with every server dead, Acquire answers
 // "unavailable" within its deadline instead of hanging. The client
 // connects directly: through a proxy a dead server looks like a connection
 // that accepts and then closes, which no client can tell from a lost reply.
-func (s *suite) backendDownIsUnavailable(t *testing.T) {
+func (s *suite) serverDownIsUnavailable(t *testing.T) {
 	l := s.directLocker(t, 1)
 	for _, n := range s.h.Nodes {
 		if err := n.Kill(); err != nil {

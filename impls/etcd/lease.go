@@ -35,7 +35,7 @@ const prefix = "/locklab/etcd/"
 // crashes stops renewing and its key expires with its lease.
 var LeaseApproach = impls.Approach{
 	Name:            "etcd-lease",
-	Backend:         impls.Etcd,
+	Server:          impls.Etcd,
 	Caps:            impls.Capabilities{Fair: true, Blocking: true, Fencing: true, FaultTolerant: true, LossSignal: true},
 	Safe:            true,
 	CrashFreedAfter: DefaultTTL,

@@ -45,7 +45,7 @@ func NewService(seed uint64) *Service {
 }
 
 // Approach describes the in-memory lock as an approach named name, with no
-// server (Backend ""), for registries built by tests.
+// server (Server ""), for registries built by tests.
 func (s *Service) Approach(name string) impls.Approach {
 	return impls.Approach{
 		Name: name, Caps: impls.Capabilities{TTL: true, Fencing: true, Renewal: true},

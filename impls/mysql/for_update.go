@@ -17,7 +17,7 @@ import (
 // holder's connection dies, the server rolls back and frees the lock.
 var ForUpdateApproach = impls.Approach{
 	Name:     "mysql-for-update",
-	Backend:  impls.MySQL,
+	Server:   impls.MySQL,
 	Caps:     impls.Capabilities{Blocking: true, FreedOnDisconnect: true},
 	Safe:     true,
 	Survives: "client crashes (the server rolls back on disconnect); a MariaDB restart frees every lock",

@@ -15,7 +15,7 @@ import (
 // row is release. Nothing expires: a holder that crashes holds forever.
 var InsertDeleteApproach = impls.Approach{
 	Name:     "mysql-insert-delete",
-	Backend:  impls.MySQL,
+	Server:   impls.MySQL,
 	Weak:     impls.Weaknesses{NoExpiry: true},
 	Safe:     true,
 	Survives: "a MariaDB restart (InnoDB keeps the rows); a client crash only with a human to delete the row",

@@ -16,7 +16,7 @@ const ReaperInterval = 100 * time.Millisecond
 // holder is never told, and goes on as if it held the lock.
 var InsertDeleteReaperApproach = impls.Approach{
 	Name:     "mysql-insert-delete-reaper",
-	Backend:  impls.MySQL,
+	Server:   impls.MySQL,
 	Caps:     impls.Capabilities{TTL: true},
 	Weak:     impls.Weaknesses{ReapsLiveHolder: true},
 	Safe:     true,

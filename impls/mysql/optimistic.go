@@ -15,7 +15,7 @@ import (
 // Every acquisition bumps the version, which makes it a fencing token.
 var OptimisticApproach = impls.Approach{
 	Name:     "mysql-optimistic",
-	Backend:  impls.MySQL,
+	Server:   impls.MySQL,
 	Caps:     impls.Capabilities{Fencing: true},
 	Weak:     impls.Weaknesses{NoExpiry: true},
 	Safe:     true,

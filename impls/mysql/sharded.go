@@ -24,7 +24,7 @@ const ShardSlots = 100
 // deadline can be taken over; release decrements and frees at zero.
 var ShardedApproach = impls.Approach{
 	Name:     "mysql-sharded",
-	Backend:  impls.MySQL,
+	Server:   impls.MySQL,
 	Caps:     impls.Capabilities{TTL: true, Reentrant: true, Renewal: true},
 	Safe:     true,
 	Survives: "client crashes (an expired deadline is taken over), a MariaDB restart",

@@ -30,7 +30,7 @@ const waitChunk = 100 * time.Millisecond
 // connection dies.
 var AdvisoryApproach = impls.Approach{
 	Name:     "pg-advisory",
-	Backend:  impls.Postgres,
+	Server:   impls.Postgres,
 	Caps:     impls.Capabilities{Blocking: true, Reentrant: true, FreedOnDisconnect: true},
 	Safe:     true,
 	Survives: "client crashes (the server frees the locks of a dead session); a restart frees every lock",

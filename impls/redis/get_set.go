@@ -16,7 +16,7 @@ import (
 // they hold the lock. A negative control: the lab must catch the race.
 var GetSetApproach = impls.Approach{
 	Name:     "redis-get-set",
-	Backend:  impls.Redis,
+	Server:   impls.Redis,
 	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true},
 	Weak:     impls.Weaknesses{RacyAcquire: true},

@@ -17,7 +17,7 @@ import (
 // library, next to redis-setnx-px-lua (the same algorithm, in Lua).
 var RedislockApproach = impls.Approach{
 	Name:     "lib-bsm-redislock",
-	Backend:  impls.Redis,
+	Server:   impls.Redis,
 	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true, Renewal: true},
 	Safe:     true,

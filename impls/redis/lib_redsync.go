@@ -22,7 +22,7 @@ import (
 // redis-redlock, for a side-by-side comparison.
 var RedsyncApproach = impls.Approach{
 	Name:     "lib-redsync",
-	Backend:  impls.Redis,
+	Server:   impls.Redis,
 	Caps:     impls.Capabilities{TTL: true, FaultTolerant: true},
 	Safe:     true,
 	Survives: "as redis-redlock: a minority of nodes lost, client crashes",

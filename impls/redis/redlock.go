@@ -22,7 +22,7 @@ import (
 // those that seemed to fail, and retries after a random delay.
 var RedlockApproach = impls.Approach{
 	Name:     "redis-redlock",
-	Backend:  impls.Redis,
+	Server:   impls.Redis,
 	Caps:     impls.Capabilities{TTL: true, FaultTolerant: true, Renewal: true},
 	Safe:     true,
 	Survives: "loss of a minority of nodes and client crashes; not a holder that outlives its validity, not a clock jump or a restart without persistence on a node of the majority",
@@ -46,7 +46,7 @@ var RedlockApproach = impls.Approach{
 // holder usually keeps four or five.
 var RedlockQuorumApproach = impls.Approach{
 	Name:     "redis-redlock-quorum",
-	Backend:  impls.Redis,
+	Server:   impls.Redis,
 	Caps:     impls.Capabilities{TTL: true, FaultTolerant: true, Renewal: true},
 	Safe:     true,
 	Survives: "as redis-redlock: the loss of a minority of nodes, client crashes",

@@ -72,7 +72,7 @@ func newSentinelSingle(mk func(c *goredis.Client, clk clock.Clock) *single) func
 // docs' and antirez's warning, FAULTS.md F8).
 var SentinelLuaApproach = impls.Approach{
 	Name:     "redis-sentinel-lua",
-	Backend:  impls.RedisSentinel,
+	Server:   impls.RedisSentinel,
 	Caps:     impls.Capabilities{TTL: true, Renewal: true},
 	Safe:     true,
 	Survives: "client crashes (the TTL frees the lock), a failover after the key replicated; not a failover that loses it",

@@ -34,7 +34,7 @@ const WaitTimeout = time.Second
 // And a client that ignored WAIT's 0 would be redis-sentinel-lua again.
 var SentinelLuaWaitApproach = impls.Approach{
 	Name:     "redis-sentinel-lua-wait",
-	Backend:  impls.RedisSentinel,
+	Server:   impls.RedisSentinel,
 	Caps:     impls.Capabilities{TTL: true, Renewal: true},
 	Safe:     true,
 	Survives: "a failover to the replica: every reported grant reached it; not a client that proceeds on an indeterminate acquire",

@@ -15,7 +15,7 @@ import (
 // forever, and DEL frees whoever holds the key.
 var SetNXApproach = impls.Approach{
 	Name:     "redis-setnx",
-	Backend:  impls.Redis,
+	Server:   impls.Redis,
 	Nodes:    1,
 	Weak:     impls.Weaknesses{NoExpiry: true, ReleaseNotOwnerChecked: true},
 	Safe:     true,

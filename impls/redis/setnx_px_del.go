@@ -12,7 +12,7 @@ import (
 // client that took over, letting a third one in.
 var SetNXPXDelApproach = impls.Approach{
 	Name:     "redis-setnx-px-del",
-	Backend:  impls.Redis,
+	Server:   impls.Redis,
 	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true},
 	Weak:     impls.Weaknesses{ReleaseNotOwnerChecked: true},

@@ -16,7 +16,7 @@ import (
 // another client acquires, the DEL removes that client's lock.
 var SetNXPXGetDelApproach = impls.Approach{
 	Name:     "redis-setnx-px-getdel",
-	Backend:  impls.Redis,
+	Server:   impls.Redis,
 	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true},
 	Weak:     impls.Weaknesses{ReleaseCheckNotAtomic: true},

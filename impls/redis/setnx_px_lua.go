@@ -18,7 +18,7 @@ import (
 // client in; there is no fencing token to stop the first).
 var SetNXPXLuaApproach = impls.Approach{
 	Name:     "redis-setnx-px-lua",
-	Backend:  impls.Redis,
+	Server:   impls.Redis,
 	Nodes:    1,
 	Caps:     impls.Capabilities{TTL: true, Renewal: true},
 	Safe:     true,

@@ -16,7 +16,7 @@ import (
 // session, so a crashed holder frees the lock after the session timeout.
 var EphemeralApproach = impls.Approach{
 	Name:            "zk-ephemeral",
-	Backend:         impls.ZooKeeper,
+	Server:          impls.ZooKeeper,
 	Caps:            impls.Capabilities{Blocking: true, FaultTolerant: true, LossSignal: true},
 	Safe:            true,
 	CrashFreedAfter: SessionTimeout,

@@ -21,7 +21,7 @@ const tryBudget = 100 * time.Millisecond
 // and releases a lock the recipe obtains after that.
 var RecipeApproach = impls.Approach{
 	Name:            "lib-zk-recipe",
-	Backend:         impls.ZooKeeper,
+	Server:          impls.ZooKeeper,
 	Caps:            impls.Capabilities{Fair: true, Blocking: true, FaultTolerant: true},
 	Safe:            true,
 	CrashFreedAfter: SessionTimeout,

@@ -22,7 +22,7 @@ import (
 // reply was lost. The sequence number is a fencing token.
 var SequentialApproach = impls.Approach{
 	Name:            "zk-sequential",
-	Backend:         impls.ZooKeeper,
+	Server:          impls.ZooKeeper,
 	Caps:            impls.Capabilities{Fair: true, Blocking: true, Fencing: true, FaultTolerant: true, LossSignal: true},
 	Safe:            true,
 	CrashFreedAfter: SessionTimeout,

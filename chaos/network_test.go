@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 )
 
 // quiet is how long a test waits to conclude that nothing arrives: long
@@ -21,7 +22,7 @@ const quiet = 300 * time.Millisecond
 // before it, to a command sent during it, and to a connection opened during
 // it, on a real Redis behind its node proxy.
 func TestPartition(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
 	for _, tc := range []struct {
 		mode string
@@ -94,7 +95,7 @@ func TestPartition(t *testing.T) {
 // once: every command sent during it is applied, in order, after the heal,
 // on the same connection, before those sent after.
 func TestPartitionHoldsMuchData(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
 	key := randomKey("hold-many")
 	value := strings.Repeat("x", 100)
@@ -131,7 +132,7 @@ func TestPartitionHoldsMuchData(t *testing.T) {
 // toxic, the first way tried, took 15 s for 5 held pings), and the client
 // then gets the server's close after nothing else.
 func TestPartitionHealAfterServerClosed(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
 	conn := dialRedis(t, node.Addr())
 	conn.must("PING")
@@ -160,7 +161,7 @@ func TestPartitionHealAfterServerClosed(t *testing.T) {
 // node leaves client 1's link to the other node, client 2's links and the
 // shared proxy untouched.
 func TestClientPartitionLeavesOthersAlone(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 2})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 2}})
 	cut := c.Nodes()[0]
 	e1, err := c.ClientEndpoints(1)
 	if err != nil {
@@ -211,7 +212,7 @@ func TestClientPartitionLeavesOthersAlone(t *testing.T) {
 // TestDropReplies: the server applies a command whose reply never arrives;
 // the heal then closes the connection (a stream with a hole in it).
 func TestDropReplies(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
 	key := randomKey("drop")
 	conn := dialRedis(t, node.Addr())
@@ -235,7 +236,7 @@ func TestDropReplies(t *testing.T) {
 // TestSlowReplies: the command is applied at once, its reply takes at least
 // the latency, and after the heal replies are fast again.
 func TestSlowReplies(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
 	key := randomKey("slow")
 	conn := dialRedis(t, node.Addr())
@@ -273,7 +274,7 @@ func TestSlowReplies(t *testing.T) {
 // such a heal. The heal must return within one flush wait, and the proxy
 // must go on serving.
 func TestSlowRepliesHealAfterClientReset(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
 	conn := dialRedis(t, node.Addr())
 	conn.must("PING")
@@ -313,7 +314,7 @@ func TestSlowRepliesHealAfterClientReset(t *testing.T) {
 // TestOverlappingInjections: two injections of one kind on one proxy own
 // their toxics: healing the first leaves the second in place.
 func TestOverlappingInjections(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
 	conn := dialRedis(t, node.Addr())
 	conn.must("PING")

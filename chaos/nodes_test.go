@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 )
 
 // TestResolveNodes: node selectors against a real cluster (3 Redis, so
 // counting modes have something to count), and the targets they make.
 func TestResolveNodes(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 3})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 3}})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		sel   Selector

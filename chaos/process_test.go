@@ -13,13 +13,14 @@ import (
 
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 )
 
 // TestServerFaults: each server fault, through cluster.Node, on a real
 // Redis: what a client sees during it, and that the heal brings the node
 // back. Redis runs without persistence, so a kill loses the key.
 func TestServerFaults(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
 	for _, tc := range []struct {
 		fault     Fault

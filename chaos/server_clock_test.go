@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 )
 
 // server-clock on a Redis node under libfaketime: a lock key whose TTL the
@@ -17,7 +18,7 @@ import (
 // under libfaketime is refused before anything happens, saying why.
 func TestServerClockJumpExpiresRedisLock(t *testing.T) {
 	ctx := context.Background()
-	c := startCluster(t, cluster.LocalConfig{RedisNodes: 1, FakeTime: true})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, FakeTime: true})
 	n := c.Nodes()[0]
 	rc := goredis.NewClient(&goredis.Options{Addr: n.Addr()})
 	defer rc.Close()
@@ -44,7 +45,7 @@ func TestServerClockJumpExpiresRedisLock(t *testing.T) {
 		t.Fatalf("offset after heal = %v, %v; want 0", d, err)
 	}
 
-	plain := startCluster(t, cluster.LocalConfig{RedisNodes: 1})
+	plain := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	err := f.Available(NodeTarget(plain.Nodes()[0]))
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "libfaketime") {
 		t.Fatalf("Available on a node without libfaketime: %v", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 )
 
 // TestPartitionAndSessionLocks: FAULTS.md §2.9 on a real PostgreSQL. A
@@ -16,7 +17,7 @@ import (
 // the resetting partition closes the session at the heal, and the server
 // frees the lock.
 func TestPartitionAndSessionLocks(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{Postgres: true})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Postgres: 1}})
 	node := c.Nodes()[0]
 	ctx := context.Background()
 	observer, err := pgx.Connect(ctx, c.DirectEndpoints().Postgres)

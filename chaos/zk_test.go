@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 )
 
 type nopLogger struct{}
@@ -40,7 +41,7 @@ func zkConnect(t *testing.T, servers []string, timeout time.Duration) (*zk.Conn,
 // learns it after the heal. A partition shorter than the timeout costs the
 // session nothing: the held pings arrive at the heal on the same connection.
 func TestZooKeeperSessionAcrossHoldingPartition(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{ZooKeeperNodes: 3})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.ZooKeeper: 3}})
 	nodes := c.Nodes()
 	var proxied, direct []string
 	for _, n := range nodes {
@@ -116,7 +117,7 @@ func TestZooKeeperSessionAcrossHoldingPartition(t *testing.T) {
 // leader, the others follow, and a Redis node stands alone; ResolveNodes
 // finds them by role.
 func TestRoles(t *testing.T) {
-	c := startCluster(t, cluster.LocalConfig{ZooKeeperNodes: 3, EtcdNodes: 3, RedisNodes: 1})
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.ZooKeeper: 3, impls.Etcd: 3, impls.Redis: 1}})
 	ctx := context.Background()
 	for _, server := range []string{"zookeeper", "etcd"} {
 		t.Run(server, func(t *testing.T) {

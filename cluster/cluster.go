@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -160,18 +162,18 @@ func (n *Node) Restart(ctx context.Context) error {
 
 // Cluster is a set of nodes with their proxies.
 type Cluster struct {
-	nodes    []*Node
-	mysqlDSN func(addr string) string
-	// postgresDSN points the user's PostgreSQL DSN at addr (external
-	// clusters); nil: locklab's own server.
-	postgresDSN func(addr string) string
-	proxies     *toxiproxy.ApiServer
-	spawn       *spawn.Spawner
-	dir         string         // temp dir removed at Close; "" for external
-	docker      *dockerSession // the containers' engine, network and guard (--cluster docker)
-	closeMu     sync.Mutex
-	closed      bool
-	Versions    map[impls.Server]string
+	nodes []*Node
+	// dsns point the user's DSN of a server kind (MySQL's, PostgreSQL's)
+	// at another address (external clusters); a kind missing here is one
+	// locklab runs, with its own DSN.
+	dsns     map[impls.Server]func(addr string) string
+	proxies  *toxiproxy.ApiServer
+	spawn    *spawn.Spawner
+	dir      string         // temp dir removed at Close; "" for external
+	docker   *dockerSession // the containers' engine, network and guard (--cluster docker)
+	closeMu  sync.Mutex
+	closed   bool
+	Versions map[impls.Server]string
 }
 
 func newCluster() *Cluster {
@@ -184,7 +186,7 @@ func newCluster() *Cluster {
 // Nodes returns every node, in start order.
 func (c *Cluster) Nodes() []*Node { return c.nodes }
 
-// NodesOf returns the nodes of one backend.
+// NodesOf returns the nodes of one server kind.
 func (c *Cluster) NodesOf(b impls.Server) []*Node {
 	var out []*Node
 	for _, n := range c.nodes {
@@ -206,36 +208,29 @@ func (c *Cluster) DirectEndpoints() impls.Endpoints { return c.endpoints((*Node)
 func (c *Cluster) endpoints(addr func(*Node) string) impls.Endpoints {
 	var e impls.Endpoints
 	for _, n := range c.nodes {
-		switch n.Server {
-		case impls.Redis:
-			e.Redis = append(e.Redis, addr(n))
-		case impls.ZooKeeper:
-			e.ZooKeeper = append(e.ZooKeeper, addr(n))
-		case impls.MySQL:
-			e.MySQL = c.mysqlDSN(addr(n))
-		case impls.Postgres:
-			if c.postgresDSN != nil {
-				e.Postgres = c.postgresDSN(addr(n))
-			} else {
-				e.Postgres = postgresDSN(addr(n))
-			}
-		case impls.Etcd:
-			e.Etcd = append(e.Etcd, addr(n))
-		case impls.RedisSentinel:
-			// Clients ask the Sentinels for the primary; the Sentinels
-			// name nodes at their direct addresses, which a client dials
-			// through the route to its proxy.
-			if n.Name != SentinelPrimary && n.Name != SentinelReplica {
-				e.RedisSentinels = append(e.RedisSentinels, addr(n))
-				e.RedisSentinelMaster = SentinelMaster
-			}
-			if e.RedisSentinelRoutes == nil {
-				e.RedisSentinelRoutes = map[string]string{}
-			}
-			e.RedisSentinelRoutes[n.direct] = addr(n)
-		}
+		kindOfNode(n).endpoint(&e, c, n, addr(n))
 	}
 	return e
+}
+
+// dsnOf is the DSN that reaches a server of kind s at a: the user's own
+// pointed at a, or own(a) for a server locklab runs.
+func (c *Cluster) dsnOf(s impls.Server, a string, own func(string) string) string {
+	if dsn := c.dsns[s]; dsn != nil {
+		return dsn(a)
+	}
+	return own(a)
+}
+
+func addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+func (c *Cluster) setVersion(b impls.Server, v string) {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.docker != nil {
+		v += " (image " + c.docker.imageOf(b) + ")"
+	}
+	c.Versions[b] = v
 }
 
 // addProxy puts a toxiproxy proxy on a free loopback port in front of upstream.

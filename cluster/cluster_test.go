@@ -77,7 +77,7 @@ func TestLocalFullCluster(t *testing.T) {
 
 func TestNodePauseKillRestart(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartLocal(ctx, LocalConfig{RedisNodes: 1})
+	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestNodePauseKillRestart(t *testing.T) {
 
 func TestMissingBinaryNamesPackage(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, err := StartLocal(context.Background(), LocalConfig{RedisNodes: 1})
+	_, err := StartLocal(context.Background(), LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	if err == nil || !strings.Contains(err.Error(), "apt-get install redis-server") {
 		t.Fatalf("err = %v", err)
 	}
@@ -140,7 +140,7 @@ func TestParseExternalConfig(t *testing.T) {
 	}{
 		{"ok", "redis: [127.0.0.1:6379]\nmysql: root@tcp(127.0.0.1:3306)/locklab\nzookeeper: [localhost:2181]\n", ""},
 		{"malformed", "redis: [127.0.0.1:6379\n", "malformed YAML"},
-		{"typo", "rediss: [127.0.0.1:6379]\n", "field rediss not found"},
+		{"typo", "rediss: [127.0.0.1:6379]\n", `unknown key "rediss" (keys: etcd, mysql, postgres, redis, zookeeper)`},
 		{"remote", "redis: [10.0.0.1:6379]\n", "not on loopback"},
 		{"bad dsn", "mysql: 'nope'\n", "mysql DSN"},
 		{"empty", "{}\n", "no servers listed"},
@@ -167,7 +167,7 @@ func TestConnectExternalUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ConnectExternal(context.Background(), ExternalConfig{Redis: []string{addr(ports[0])}})
+	_, err = ConnectExternal(context.Background(), ExternalConfig{Servers: map[impls.Server][]string{impls.Redis: {addr(ports[0])}}})
 	if err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("err = %v", err)
 	}
@@ -175,13 +175,13 @@ func TestConnectExternalUnreachable(t *testing.T) {
 
 func TestConnectExternalMySQLDSNGoesThroughProxy(t *testing.T) {
 	ctx := context.Background()
-	local, err := StartLocal(ctx, LocalConfig{MySQL: true})
+	local, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.MySQL: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer local.Close()
 	dsn := "root@tcp(" + local.NodesOf(impls.MySQL)[0].DirectAddr() + ")/locklab"
-	ext, err := ConnectExternal(ctx, ExternalConfig{MySQL: dsn})
+	ext, err := ConnectExternal(ctx, ExternalConfig{Servers: map[impls.Server][]string{impls.MySQL: {dsn}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +206,14 @@ func TestExampleConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Redis) != 5 || len(cfg.ZooKeeper) != 3 || cfg.MySQL == "" || cfg.Postgres == "" || len(cfg.Etcd) != 3 {
+	want := map[impls.Server]int{impls.Redis: 5, impls.MySQL: 1, impls.ZooKeeper: 3, impls.Postgres: 1, impls.Etcd: 3}
+	if len(cfg.Servers) != len(want) {
 		t.Fatalf("example config: %+v", cfg)
+	}
+	for s, n := range want {
+		if len(cfg.Servers[s]) != n {
+			t.Fatalf("example config: %d %s servers, want %d: %+v", len(cfg.Servers[s]), s, n, cfg)
+		}
 	}
 }
 

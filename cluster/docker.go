@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,18 +34,26 @@ type DockerConfig struct {
 }
 
 // PublicImages are the official public images a Docker cluster runs by
-// default; pulled when the engine does not have them.
-var PublicImages = map[impls.Server]string{
-	impls.Redis: "redis:7.0", impls.MySQL: "mariadb:10.11", impls.ZooKeeper: "zookeeper:3.8",
-	impls.Etcd: "gcr.io/etcd-development/etcd:v3.4.23", impls.Postgres: "postgres:15",
+// default, per kind that has images of its own; pulled when the engine does
+// not have them.
+func PublicImages() map[impls.Server]string {
+	return kindImages(func(k Kind) string { return k.PublicImage })
 }
 
 // LocalImages are the images scripts/images.sh builds from Debian's
 // packages, for engines that reach no registry (`--image local`).
-var LocalImages = map[impls.Server]string{
-	impls.Redis: "locklab/redis:bookworm", impls.MySQL: "locklab/mariadb:bookworm",
-	impls.ZooKeeper: "locklab/zookeeper:bookworm", impls.Etcd: "locklab/etcd:bookworm",
-	impls.Postgres: "locklab/postgres:bookworm",
+func LocalImages() map[impls.Server]string {
+	return kindImages(func(k Kind) string { return k.LocalImage })
+}
+
+func kindImages(of func(Kind) string) map[impls.Server]string {
+	out := map[impls.Server]string{}
+	for _, k := range Kinds() {
+		if k.ImageFrom == "" {
+			out[k.Server] = of(k)
+		}
+	}
+	return out
 }
 
 // ParseImages reads --image values: "local" (every server from
@@ -57,10 +64,10 @@ func ParseImages(values []string) (map[impls.Server]string, error) {
 	for _, v := range values {
 		switch v {
 		case "local":
-			maps.Copy(out, LocalImages)
+			maps.Copy(out, LocalImages())
 			continue
 		case "public":
-			maps.Copy(out, PublicImages)
+			maps.Copy(out, PublicImages())
 			continue
 		}
 		kind, img, ok := strings.Cut(v, "=")
@@ -68,7 +75,7 @@ func ParseImages(values []string) (map[impls.Server]string, error) {
 		if b == "mariadb" {
 			b = impls.MySQL
 		}
-		if _, known := PublicImages[b]; !ok || !known || strings.TrimSpace(img) == "" {
+		if _, known := PublicImages()[b]; !ok || !known || strings.TrimSpace(img) == "" {
 			return nil, fmt.Errorf("--image %q: want local, public or SERVER=IMAGE with SERVER one of %s", v, strings.Join(dockerKinds(), ", "))
 		}
 		out[b] = strings.TrimSpace(img)
@@ -79,29 +86,14 @@ func ParseImages(values []string) (map[impls.Server]string, error) {
 // Images is the image of every server kind: overrides where they name
 // one, PublicImages' otherwise.
 func Images(overrides map[impls.Server]string) map[impls.Server]string {
-	out := maps.Clone(PublicImages)
+	out := PublicImages()
 	maps.Copy(out, overrides)
 	return out
 }
 
 func dockerKinds() []string {
-	var ks []string
-	for b := range PublicImages {
-		ks = append(ks, string(b))
-	}
-	sort.Strings(ks)
-	return ks
+	return sortedKindNames(func(k Kind) bool { return k.ImageFrom == "" })
 }
-
-// Ports inside the containers; each is published on a free port of
-// 127.0.0.1 that stays the node's across kills and restarts.
-const (
-	redisPort    = "6379/tcp"
-	mariadbPort  = "3306/tcp"
-	zkClientPort = "2181/tcp"
-	etcdPort     = "2379/tcp"
-	postgresPort = "5432/tcp"
-)
 
 // StartDocker starts the configured servers as containers of the local
 // Docker engine, on a network of their own, each published on 127.0.0.1
@@ -139,7 +131,7 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	if err := d.startGuard(); err != nil {
 		return nil, err
 	}
-	if cfg.FakeTime || cfg.RedisSentinel {
+	if cfg.FakeTime || cfg.needsHostDir() {
 		// The clock offset files live on the host, mounted into the
 		// containers, so SetClockOffset writes them as it does locally;
 		// so do the Sentinels' configuration files, which they rewrite.
@@ -147,10 +139,17 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 			return nil, err
 		}
 	}
+	ks, _, err := cfg.kinds()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := redisPersistenceArgs(cfg.RedisPersistence); err != nil {
+		return nil, err
+	}
 	// Pulling an image is not starting a server: StartTimeout bounds what
 	// follows (ensureImage has its own bound).
-	for _, b := range cfg.servers() {
-		if err := d.ensureImage(ctx, images[b]); err != nil {
+	for _, k := range ks {
+		if err := d.ensureImage(ctx, d.imageOf(k.Server)); err != nil {
 			return nil, err
 		}
 	}
@@ -159,68 +158,16 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	if d.network, err = d.createNetwork(ctx); err != nil {
 		return nil, err
 	}
-	persist, err := redisPersistenceArgs(cfg.RedisPersistence)
-	if err != nil {
-		return nil, err
-	}
-
-	var specs []containerSpec
-	for i := 0; i < cfg.RedisNodes; i++ {
-		specs = append(specs, containerSpec{name: fmt.Sprintf("redis-%d", i), backend: impls.Redis, port: redisPort,
-			fakeTime: cfg.FakeTime, tcmalloc: true,
-			entrypoint: []string{"redis-server"},
-			cmd:        append([]string{"--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no", "--dir", "/tmp"}, persist...)})
-	}
-	if cfg.MySQL {
-		c.mysqlDSN = mysqlDSN
-		specs = append(specs, containerSpec{name: "mysql-0", backend: impls.MySQL, port: mariadbPort, fakeTime: cfg.FakeTime,
-			entrypoint: []string{"sh", "-c", mariadbScript}})
-	}
-	for i := 0; i < cfg.ZooKeeperNodes; i++ {
-		specs = append(specs, containerSpec{name: fmt.Sprintf("zk-%d", i+1), backend: impls.ZooKeeper, port: zkClientPort,
-			fakeTime:   cfg.FakeTime,
-			entrypoint: []string{"sh", "-c", zooKeeperScript},
-			env:        map[string]string{"ZK_MYID": strconv.Itoa(i + 1), "ZK_CFG": zooKeeperConfig(cfg.ZooKeeperNodes)},
-			sysctls:    zooKeeperSysctls})
-	}
-	if cfg.Postgres {
-		specs = append(specs, containerSpec{name: "postgres-0", backend: impls.Postgres, port: postgresPort,
-			entrypoint: []string{"sh", "-c", postgresScript}})
-	}
-	for i := 0; i < cfg.EtcdNodes; i++ {
-		specs = append(specs, containerSpec{name: fmt.Sprintf("etcd-%d", i+1), backend: impls.Etcd, port: etcdPort,
-			entrypoint: []string{"etcd"}, etcdMembers: cfg.EtcdNodes})
-	}
-
-	// Every container starts in parallel; members of an ensemble become
-	// healthy only together.
-	nodes := make([]*Node, len(specs))
-	errs := make([]error, len(specs))
-	var wg sync.WaitGroup
-	for i, s := range specs {
-		wg.Add(1)
-		go func(i int, s containerSpec) {
-			defer wg.Done()
-			nodes[i], errs[i] = c.startContainer(ctx, s)
-		}(i, s)
-	}
-	var sentinelNodes []*Node
-	var sentinelErr error
-	if cfg.RedisSentinel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sentinelNodes, sentinelErr = c.startRedisSentinel(ctx)
-		}()
-	}
-	wg.Wait()
-	nodes, errs = append(nodes, sentinelNodes...), append(errs, sentinelErr)
-	for _, n := range nodes {
-		if n != nil {
-			c.nodes = append(c.nodes, n)
+	// Every kind starts in parallel, and so does every container of a
+	// kind: members of an ensemble become healthy only together.
+	err = c.startKinds(ctx, cfg.LocalConfig, func(ctx context.Context, k Kind, n int) ([]*Node, error) {
+		if k.startDocker != nil {
+			return k.startDocker(ctx, c, cfg.LocalConfig, n)
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
+		specs := k.containers(c, cfg.LocalConfig, n)
+		return inParallel(len(specs), func(i int) (*Node, error) { return c.startContainer(ctx, specs[i]) })
+	})
+	if err != nil {
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("containers not healthy within %v: %w", cfg.StartTimeout, err)
 		}
@@ -235,7 +182,7 @@ type containerSpec struct {
 	// fakeTime: the server's wall clock can be moved (libfaketime from the
 	// image); tcmalloc: preload it first (Redis: docs/facts.md).
 	fakeTime, tcmalloc bool
-	backend            impls.Server
+	server             impls.Server
 	port               string // the client port inside the container
 	entrypoint         []string
 	cmd                []string
@@ -245,17 +192,6 @@ type containerSpec struct {
 	etcdMembers int
 	sysctls     map[string]string // of the container's network namespace
 }
-
-// zooKeeperSysctls: a member cut off (server-isolate) keeps its
-// connections to its peers, whose unanswered election messages the kernel
-// retransmits with a doubling timeout; back on the network, it learned
-// the connection was dead only at the next retransmission: it served
-// again 11.6-12.9 s after its return when it had been away 15 s
-// (TestDockerIsolatedZooKeeperLeaderIsReplaced), and on a loaded machine
-// not within the 30 s a run gives servers to recover. Three retries give
-// up on a dead connection within seconds, and ZooKeeper opens a new one at
-// its next election round (at most a second away: zooKeeperScript).
-var zooKeeperSysctls = map[string]string{"net.ipv4.tcp_retries2": "3"}
 
 // startContainer creates and starts one container with its client port on
 // a free port of 127.0.0.1, waits until it is healthy and puts a proxy in
@@ -280,7 +216,7 @@ func (c *Cluster) startContainer(ctx context.Context, s containerSpec) (*Node, e
 			}
 		}
 		ctr, err := d.create(ctx, s, cmd, ports[0], clock)
-		n := &Node{Name: s.name, Server: s.backend, direct: direct, ctr: ctr, health: c.healthOf(s.backend, direct)}
+		n := &Node{Name: s.name, Server: s.server, direct: direct, ctr: ctr, health: kindNamed(s.server).health(c, direct)}
 		if err != nil {
 			if ctr != nil {
 				ctr.remove(context.Background())
@@ -345,112 +281,6 @@ func (c *dockerContainer) hasFakeTime(ctx context.Context, tcmalloc bool) error 
 	return nil
 }
 
-// healthOf is the health check of a server kind at a.
-func (c *Cluster) healthOf(b impls.Server, a string) func(context.Context) error {
-	switch b {
-	case impls.Redis:
-		return c.redisHealth(a)
-	case impls.MySQL:
-		// Docker's port proxy accepts before the server listens and then
-		// hangs up, which the MySQL driver logs as "unexpected EOF" on
-		// every try: wait for the server's greeting first.
-		sql := c.mariadbHealth(a)
-		return func(ctx context.Context) error {
-			if err := answers(ctx, a, nil); err != nil {
-				return err
-			}
-			return sql(ctx)
-		}
-	case impls.ZooKeeper:
-		return c.zooKeeperHealth(a)
-	case impls.Postgres:
-		return c.postgresHealth(a)
-	case impls.Etcd:
-		return c.etcdHealth("http://" + a)
-	}
-	return func(context.Context) error { return fmt.Errorf("no health check for %s", b) }
-}
-
-// The start-up scripts run the servers as the embedded mode does, with the
-// paths of Debian's packages (scripts/images.sh) and, where they differ,
-// of the official images. A killed container keeps its file system, so a
-// restart finds its data where it left it.
-
-// mariadbScript: root may connect from the host (through Docker's bridge,
-// not from localhost), as the embedded server lets it. An init file takes
-// one statement per line. A failed install repeats the bootstrap's last
-// lines before its own: a start error keeps the log's last three, which
-// are otherwise mariadb-install-db's advice ("... https://mariadb.org/jira").
-const mariadbScript = `set -e
-d=/var/lib/locklab-mysql
-if [ ! -d "$d/mysql" ]; then
-  mkdir -p "$d"
-  mariadb-install-db --no-defaults --datadir="$d" --auth-root-authentication-method=normal --skip-test-db --user=root >/tmp/install.log 2>&1 || { cat /tmp/install.log; sed '/^Installation of system tables failed/,$d' /tmp/install.log | grep . | tail -3; exit 1; }
-fi
-printf "%s\n" "CREATE USER IF NOT EXISTS root@'%';" "GRANT ALL ON *.* TO root@'%' WITH GRANT OPTION;" \
-  "CREATE DATABASE IF NOT EXISTS locklab;" >/tmp/init.sql
-exec mariadbd --no-defaults --datadir="$d" --socket=/tmp/mariadbd.sock --port=3306 --bind-address=0.0.0.0 --user=root \
-  --skip-log-bin --skip-name-resolve --performance-schema=OFF --max-connections=2000 --innodb-buffer-pool-size=128M \
-  --init-file=/tmp/init.sql`
-
-// postgresScript: trust from any host of the container's network (the
-// host's connections arrive through Docker's bridge).
-const postgresScript = `set -e
-bin=$(ls -d /usr/lib/postgresql/*/bin | tail -1)
-d=/var/lib/locklab-pg
-if [ ! -f "$d/PG_VERSION" ]; then
-  mkdir -p "$d" && chown postgres "$d"
-  runuser -u postgres -- "$bin/initdb" -D "$d" -U postgres --auth=trust -E UTF8 --no-sync >/tmp/initdb.log 2>&1 || { cat /tmp/initdb.log; exit 1; }
-  echo 'host all all 0.0.0.0/0 trust' >>"$d/pg_hba.conf"
-fi
-exec runuser -u postgres -- "$bin/postgres" -D "$d" -p 5432 -c listen_addresses='*' -c unix_socket_directories= \
-  -c max_connections=500 -c shared_buffers=64MB`
-
-// zooKeeperScript: Debian's jars, or the official image's distribution.
-// maxNotificationInterval caps the wait between election rounds of a
-// member looking for its peers (ZooKeeper doubles it up to 60 s): a member
-// cut off for a while (server-isolate) tries its peers again within a
-// second of its return instead of up to a minute later (with
-// zooKeeperSysctls; TestDockerIsolatedZooKeeperLeaderIsReplaced).
-const zooKeeperScript = `set -e
-mkdir -p /var/lib/locklab-zk
-echo "$ZK_MYID" >/var/lib/locklab-zk/myid
-printf '%s\n' "$ZK_CFG" >/tmp/zoo.cfg
-if [ -f /usr/share/java/zookeeper.jar ]; then
-  cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar
-else
-  cp=$(ls -d /apache-zookeeper-*/conf):$(ls /apache-zookeeper-*/lib/*.jar | tr '\n' ':')
-fi
-exec java -Xms64m -Xmx256m -XX:+UseSerialGC -Dzookeeper.fastleader.maxNotificationInterval=1000 \
-  -Dzookeeper.root.logger=WARN,CONSOLE -cp "$cp" \
-  org.apache.zookeeper.server.quorum.QuorumPeerMain /tmp/zoo.cfg`
-
-// zooKeeperConfig is the ensemble's zoo.cfg: the members find each other
-// by their names on the cluster's network; timings as in the embedded mode.
-func zooKeeperConfig(size int) string {
-	var b strings.Builder
-	b.WriteString("tickTime=200\ninitLimit=50\nsyncLimit=5\ndataDir=/var/lib/locklab-zk\nclientPort=2181\n" +
-		"admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\nquorumListenOnAllIPs=true\n")
-	for j := 1; j <= size; j++ {
-		fmt.Fprintf(&b, "server.%d=zk-%d:2888:3888\n", j, j)
-	}
-	return b.String()
-}
-
-// etcdArgs: peers by name on the cluster's network; clients are told the
-// published address.
-func etcdArgs(name string, size int, advertise string) []string {
-	var initial []string
-	for j := 1; j <= size; j++ {
-		initial = append(initial, fmt.Sprintf("etcd-%d=http://etcd-%d:2380", j, j))
-	}
-	return []string{"--name", name, "--data-dir", "/var/lib/locklab-etcd",
-		"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", advertise,
-		"--listen-peer-urls", "http://0.0.0.0:2380", "--initial-advertise-peer-urls", "http://" + name + ":2380",
-		"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
-		"--initial-cluster-token", "locklab", "--heartbeat-interval", "50", "--election-timeout", "500"}
-}
-
 // ---- the session: one cluster's containers, network and guard ----
 
 const (
@@ -475,10 +305,7 @@ type dockerSession struct {
 // imageOf is the image a server kind runs from: the Sentinel topology
 // runs from the Redis image.
 func (d *dockerSession) imageOf(b impls.Server) string {
-	if b == impls.RedisSentinel {
-		b = impls.Redis
-	}
-	return d.images[b]
+	return d.images[kindImage(b).Server]
 }
 
 func randomID() string {
@@ -600,7 +427,7 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 		return nil, err
 	}
 	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
-		Image: d.imageOf(s.backend), Name: "locklab-" + d.id + "-" + s.name,
+		Image: d.imageOf(s.server), Name: "locklab-" + d.id + "-" + s.name,
 		Entrypoint: s.entrypoint, Cmd: cmd, Env: env, Labels: d.labels(),
 		ExposedPorts:   []string{s.port},
 		Networks:       []string{d.network},

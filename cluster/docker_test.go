@@ -25,7 +25,7 @@ func startDockerForTest(t *testing.T, cfg LocalConfig) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages})
+	c, err := StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages()})
 	if err != nil {
 		t.Fatalf("start the Docker cluster (are the images built? scripts/images.sh): %v", err)
 	}
@@ -60,7 +60,7 @@ func sessionContainers(t *testing.T, session string) []string {
 // same address, keeping the data a server persisted; Close leaves no
 // container behind. For every server kind.
 func TestDockerClusterTakesServerFaults(t *testing.T) {
-	c := startDockerForTest(t, LocalConfig{RedisNodes: 1, MySQL: true, ZooKeeperNodes: 3, Postgres: true, EtcdNodes: 3})
+	c := startDockerForTest(t, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1, impls.MySQL: 1, impls.ZooKeeper: 3, impls.Postgres: 1, impls.Etcd: 3}})
 	ctx := context.Background()
 	session := c.docker.id
 	if got := len(sessionContainers(t, session)); got != 9 {
@@ -72,8 +72,8 @@ func TestDockerClusterTakesServerFaults(t *testing.T) {
 			if !strings.HasPrefix(n.DirectAddr(), "127.0.0.1:") || !strings.HasPrefix(n.Addr(), "127.0.0.1:") {
 				t.Fatalf("addresses %s / %s are not on 127.0.0.1", n.DirectAddr(), n.Addr())
 			}
-			if v := c.Versions[kind]; !strings.Contains(v, "(image "+LocalImages[kind]+")") {
-				t.Errorf("version %q does not name the image %s", v, LocalImages[kind])
+			if v := c.Versions[kind]; !strings.Contains(v, "(image "+LocalImages()[kind]+")") {
+				t.Errorf("version %q does not name the image %s", v, LocalImages()[kind])
 			}
 			answers := pauseAndResume(t, n)
 			direct := n.DirectAddr()
@@ -123,7 +123,7 @@ func TestDockerRedisRestartLosesKeysUnlessPersisted(t *testing.T) {
 		kept bool
 	}{{RedisPersistNone, false}, {RedisPersistAOFAlways, true}} {
 		t.Run(tc.mode, func(t *testing.T) {
-			c := startDockerForTest(t, LocalConfig{RedisNodes: 1, RedisPersistence: tc.mode})
+			c := startDockerForTest(t, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, RedisPersistence: tc.mode})
 			ctx := context.Background()
 			n := c.NodesOf(impls.Redis)[0]
 			if out, err := redisCommand(ctx, n.DirectAddr(), "SET lock holder-1"); err != nil || out != "OK" {
@@ -203,7 +203,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("LOCKLAB_DOCKER_HELPER") != "1" {
 		os.Exit(m.Run())
 	}
-	c, err := StartDocker(context.Background(), DockerConfig{LocalConfig: LocalConfig{RedisNodes: 2}, Images: LocalImages})
+	c, err := StartDocker(context.Background(), DockerConfig{LocalConfig: LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 2}}, Images: LocalImages()})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -217,7 +217,7 @@ func TestMain(m *testing.M) {
 // clients cannot reach it, and once it rejoins it serves again, as a
 // follower. The proxies cannot do this: members talk to each other directly.
 func TestDockerIsolatedZooKeeperLeaderIsReplaced(t *testing.T) {
-	c := startDockerForTest(t, LocalConfig{ZooKeeperNodes: 3})
+	c := startDockerForTest(t, LocalConfig{Nodes: map[impls.Server]int{impls.ZooKeeper: 3}})
 	ctx := context.Background()
 	var leader *Node
 	for _, n := range c.NodesOf(impls.ZooKeeper) {
@@ -284,7 +284,7 @@ func TestDockerIsolatedZooKeeperLeaderIsReplaced(t *testing.T) {
 // each come back at the address their peers know. Left to Docker, the
 // first back would get the lowest free address, the other's.
 func TestDockerMembersKeepTheirAddresses(t *testing.T) {
-	c := startDockerForTest(t, LocalConfig{RedisNodes: 2})
+	c := startDockerForTest(t, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 2}})
 	ctx := context.Background()
 	nodes := append([]*Node(nil), c.NodesOf(impls.Redis)...)
 	addressOf := func(n *Node) string {
@@ -352,7 +352,7 @@ if [ ! -e "$f" ]; then touch "$f"; echo first start fails; exit 1; fi
 exec redis-server --port 6379 --bind 0.0.0.0 --protected-mode no`
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := c.startContainer(ctx, containerSpec{name: "flaky", backend: impls.Redis, port: redisPort,
+	n, err := c.startContainer(ctx, containerSpec{name: "flaky", server: impls.Redis, port: redisPort,
 		fakeTime: true, tcmalloc: true, entrypoint: []string{"sh", "-c", script}})
 	if n != nil {
 		c.nodes = append(c.nodes, n)

@@ -6,42 +6,85 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"gopkg.in/yaml.v3"
 
 	"github.com/locklab/locklab/impls"
 )
 
-// ExternalConfig lists servers the user runs (e.g. with compose.yaml).
+// ExternalConfig lists servers the user runs (e.g. with compose.yaml): in
+// YAML, one key per server kind (redis: [host:port, ...], mysql: DSN, ...).
 type ExternalConfig struct {
-	Redis     []string `yaml:"redis"`     // host:port of independent masters
-	MySQL     string   `yaml:"mysql"`     // go-sql-driver DSN, e.g. root:pw@tcp(127.0.0.1:3306)/locklab
-	ZooKeeper []string `yaml:"zookeeper"` // host:port of ensemble members
-	Postgres  string   `yaml:"postgres"`  // URL, e.g. postgres://postgres:pw@127.0.0.1:5432/locklab?sslmode=disable
-	Etcd      []string `yaml:"etcd"`      // host:port of cluster members' client URLs
+	// Servers are, per kind, the addresses of its servers (host:port), or
+	// for a kind reached by a DSN (MySQL, PostgreSQL) that one DSN.
+	Servers map[impls.Server][]string
+}
+
+// externalForm is how the user lists the servers of a kind.
+type externalForm struct {
+	// list: a list of host:port; otherwise one DSN, which parse reads.
+	list    bool
+	example string
+	// parse reads a DSN: the server's address, and the DSN that reaches
+	// it through a proxy at another address.
+	parse func(dsn string) (addr string, through func(proxyAddr string) string, err error)
 }
 
 // Has reports whether the config lists servers of kind b.
-func (c ExternalConfig) Has(b impls.Server) bool {
-	switch b {
-	case impls.Redis:
-		return len(c.Redis) > 0
-	case impls.MySQL:
-		return c.MySQL != ""
-	case impls.ZooKeeper:
-		return len(c.ZooKeeper) > 0
-	case impls.Postgres:
-		return c.Postgres != ""
-	case impls.Etcd:
-		return len(c.Etcd) > 0
+func (c ExternalConfig) Has(b impls.Server) bool { return len(c.Servers[b]) > 0 }
+
+// UnmarshalYAML reads one key per server kind: a list of addresses, or a
+// DSN for the kinds reached by one.
+func (c *ExternalConfig) UnmarshalYAML(value *yaml.Node) error {
+	if value.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: want a mapping of server kinds (keys: %s)", value.Line, strings.Join(externalKinds(), ", "))
 	}
-	return false
+	c.Servers = map[impls.Server][]string{}
+	for i := 0; i+1 < len(value.Content); i += 2 {
+		key, v := value.Content[i], value.Content[i+1]
+		k, err := KindOf(impls.Server(key.Value))
+		if err != nil || k.external == nil {
+			return fmt.Errorf("line %d: unknown key %q (keys: %s)", key.Line, key.Value, strings.Join(externalKinds(), ", "))
+		}
+		var vals []string
+		if k.external.list {
+			err = v.Decode(&vals)
+		} else {
+			var one string
+			err = v.Decode(&one)
+			vals = []string{one}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: want %s: %w", key.Value, k.external.example, err)
+		}
+		c.Servers[k.Server] = vals
+	}
+	return nil
+}
+
+// externalKinds are the kinds an external config can list, sorted.
+func externalKinds() []string { return sortedKindNames(func(k Kind) bool { return k.external != nil }) }
+
+// addresses are the host:port of every server listed, per kind.
+func (c ExternalConfig) addresses() (map[impls.Server][]string, error) {
+	out := map[impls.Server][]string{}
+	for _, k := range Kinds() {
+		for _, v := range c.Servers[k.Server] {
+			a := v
+			if k.external != nil && k.external.parse != nil {
+				var err error
+				if a, _, err = k.external.parse(v); err != nil {
+					return nil, err
+				}
+			}
+			out[k.Server] = append(out[k.Server], a)
+		}
+	}
+	return out, nil
 }
 
 // maxConfigSize bounds what LoadExternalConfig reads: a list of addresses
@@ -90,42 +133,27 @@ func LoadExternalConfig(ctx context.Context, path string) (ExternalConfig, error
 	return cfg, nil
 }
 
-// ParseExternalConfig decodes and validates YAML; unknown fields are errors,
-// so a typo does not silently drop a backend.
+// ParseExternalConfig decodes and validates YAML; unknown keys are errors,
+// so a typo does not silently drop a server kind.
 func ParseExternalConfig(b []byte, cfg *ExternalConfig) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil {
 		return fmt.Errorf("malformed YAML: %w", err)
 	}
-	for _, a := range append(append(append([]string{}, cfg.Redis...), cfg.ZooKeeper...), cfg.Etcd...) {
-		if err := checkLoopback(a); err != nil {
-			return err
+	addrs, err := cfg.addresses()
+	if err != nil {
+		return err
+	}
+	for _, as := range addrs {
+		for _, a := range as {
+			if err := checkLoopback(a); err != nil {
+				return err
+			}
 		}
 	}
-	if cfg.Postgres != "" {
-		addr, err := postgresURLAddr(cfg.Postgres)
-		if err != nil {
-			return err
-		}
-		if err := checkLoopback(addr); err != nil {
-			return err
-		}
-	}
-	if cfg.MySQL != "" {
-		m, err := mysql.ParseDSN(cfg.MySQL)
-		if err != nil {
-			return fmt.Errorf("mysql DSN: %w", err)
-		}
-		if m.Net != "tcp" {
-			return fmt.Errorf("mysql DSN: network %q, want tcp", m.Net)
-		}
-		if err := checkLoopback(m.Addr); err != nil {
-			return err
-		}
-	}
-	if len(cfg.Redis) == 0 && cfg.MySQL == "" && len(cfg.ZooKeeper) == 0 && cfg.Postgres == "" && len(cfg.Etcd) == 0 {
-		return fmt.Errorf("no servers listed (keys: redis, mysql, zookeeper, postgres, etcd)")
+	if len(addrs) == 0 {
+		return fmt.Errorf("no servers listed (keys: %s)", strings.Join(externalKinds(), ", "))
 	}
 	return nil
 }
@@ -150,121 +178,65 @@ func checkLoopback(a string) error {
 	return nil
 }
 
-// ConnectExternal checks that every listed server accepts connections and
-// puts a proxy in front of each.
+// ConnectExternal checks that every listed server answers in its own
+// protocol and puts a proxy in front of each.
 func ConnectExternal(ctx context.Context, cfg ExternalConfig) (_ *Cluster, err error) {
 	c := newCluster()
+	c.dsns = map[impls.Server]func(string) string{}
 	defer func() {
 		if err != nil {
 			c.Close()
 		}
 	}()
-	add := func(name string, b impls.Server, a string) error {
-		n := &Node{Name: name, Server: b, direct: a, health: func(ctx context.Context) error { return speaks(ctx, b, a) }}
-		hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		if err := waitHealthy(hctx, n); err != nil {
-			return fmt.Errorf("%s at %s unreachable: %w", name, a, err)
-		}
-		p, err := c.addProxy(name, a)
-		if err != nil {
-			return err
-		}
-		n.proxy = p
-		c.nodes = append(c.nodes, n)
-		return nil
-	}
-	for i, a := range cfg.Redis {
-		if err := add(fmt.Sprintf("redis-%d", i), impls.Redis, a); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.MySQL != "" {
-		m, _ := mysql.ParseDSN(cfg.MySQL)
-		if err := add("mysql-0", impls.MySQL, m.Addr); err != nil {
-			return nil, err
-		}
-		c.mysqlDSN = func(proxyAddr string) string {
-			m2 := m.Clone()
-			m2.Addr = proxyAddr
-			m2.InterpolateParams = true
-			return m2.FormatDSN()
-		}
-	}
-	for i, a := range cfg.ZooKeeper {
-		if err := add(fmt.Sprintf("zk-%d", i+1), impls.ZooKeeper, a); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Postgres != "" {
-		addr, _ := postgresURLAddr(cfg.Postgres)
-		if err := add("postgres-0", impls.Postgres, addr); err != nil {
-			return nil, err
-		}
-		c.postgresDSN = func(proxyAddr string) string {
-			u, _ := url.Parse(cfg.Postgres)
-			u.Host = proxyAddr
-			return u.String()
-		}
-	}
-	for i, a := range cfg.Etcd {
-		if err := add(fmt.Sprintf("etcd-%d", i), impls.Etcd, a); err != nil {
-			return nil, err
+	for _, k := range Kinds() {
+		for i, v := range cfg.Servers[k.Server] {
+			if k.external == nil {
+				return nil, fmt.Errorf("%s: servers of this kind cannot be external", k.Server)
+			}
+			a := v
+			if k.external.parse != nil {
+				var through func(string) string
+				if a, through, err = k.external.parse(v); err != nil {
+					return nil, err
+				}
+				c.dsns[k.Server] = through
+			}
+			if err := c.addExternal(ctx, k, k.nodeName(i), a); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return c, nil
 }
 
-// postgresURLAddr is the host:port of a postgres:// URL.
-func postgresURLAddr(dsn string) (string, error) {
-	u, err := url.Parse(dsn)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-		return "", fmt.Errorf("postgres: want a URL like postgres://user:pw@127.0.0.1:5432/db, got %q", dsn)
+// addExternal adds the user's server of kind k at a, once it answers.
+func (c *Cluster) addExternal(ctx context.Context, k Kind, name, a string) error {
+	n := &Node{Name: name, Server: k.Server, direct: a, health: func(ctx context.Context) error { return k.speaks(ctx, a) }}
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := waitHealthy(hctx, n); err != nil {
+		return fmt.Errorf("%s at %s unreachable: %w", name, a, err)
 	}
-	if u.Port() == "" {
-		return u.Host + ":5432", nil
+	p, err := c.addProxy(name, a)
+	if err != nil {
+		return err
 	}
-	return u.Host, nil
+	n.proxy = p
+	c.nodes = append(c.nodes, n)
+	return nil
 }
 
-// speaks says whether the server at a answers in its own protocol, without
-// credentials. Accepting a connection is not enough: Docker's port proxy
-// accepts on behalf of a container whose server is not up yet, then hangs
-// up (seen with compose.yaml's MariaDB: a bench right after it "answered"
-// failed with "invalid connection").
-func speaks(ctx context.Context, b impls.Server, a string) error {
-	switch b {
-	case impls.Redis:
-		_, err := redisCommand(ctx, a, "PING")
-		if err != nil && strings.Contains(err.Error(), "redis answered") {
-			return nil // an error reply (NOAUTH) is an answer
-		}
-		return err
-	case impls.MySQL:
-		return answers(ctx, a, nil) // MariaDB speaks first
-	case impls.ZooKeeper:
-		_, err := ZKFourLetter(ctx, a, "srvr") // any answer, even "not in the whitelist"
-		return err
-	case impls.Postgres:
-		// An SSLRequest: the server answers one byte, S or N.
-		return answers(ctx, a, []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f})
-	case impls.Etcd:
-		return answers(ctx, a, []byte("GET /health HTTP/1.0\r\n\r\n"))
-	}
-	return answers(ctx, a, nil)
-}
-
-// answers sends req to a and waits for at least one byte back.
+// answers sends req to a and waits for at least one byte back. Accepting
+// a connection is not enough: Docker's port proxy accepts on behalf of a
+// container whose server is not up yet, then hangs up (seen with
+// compose.yaml's MariaDB: a bench right after it "answered" failed with
+// "invalid connection").
 func answers(ctx context.Context, a string, req []byte) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", a)
+	conn, err := dialWithin(ctx, a)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
 	if len(req) > 0 {
 		if _, err := conn.Write(req); err != nil {
 			return err
@@ -274,4 +246,18 @@ func answers(ctx context.Context, a string, req []byte) error {
 		return fmt.Errorf("no answer: %w", err)
 	}
 	return nil
+}
+
+// dialWithin connects to a; the connection's reads and writes end at ctx's
+// deadline, as the dial does.
+func dialWithin(ctx context.Context, a string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", a)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	return conn, nil
 }

@@ -68,9 +68,10 @@ func TestConnectExternalPostgresAndEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	cfg := ExternalConfig{Postgres: fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", local.NodesOf(impls.Postgres)[0].DirectAddr(), PostgresDatabase)}
+	cfg := ExternalConfig{Servers: map[impls.Server][]string{
+		impls.Postgres: {fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", local.NodesOf(impls.Postgres)[0].DirectAddr(), PostgresDatabase)}}}
 	for _, n := range local.NodesOf(impls.Etcd) {
-		cfg.Etcd = append(cfg.Etcd, n.DirectAddr())
+		cfg.Servers[impls.Etcd] = append(cfg.Servers[impls.Etcd], n.DirectAddr())
 	}
 	ext, err := ConnectExternal(ctx, cfg)
 	if err != nil {
@@ -78,8 +79,8 @@ func TestConnectExternalPostgresAndEtcd(t *testing.T) {
 	}
 	defer ext.Close()
 	ep := ext.Endpoints()
-	if len(ep.Etcd) != 3 || ep.Etcd[0] == cfg.Etcd[0] {
-		t.Fatalf("etcd endpoints %v must be the proxies in front of %v", ep.Etcd, cfg.Etcd)
+	if len(ep.Etcd) != 3 || ep.Etcd[0] == cfg.Servers[impls.Etcd][0] {
+		t.Fatalf("etcd endpoints %v must be the proxies in front of %v", ep.Etcd, cfg.Servers[impls.Etcd])
 	}
 	if !strings.Contains(ep.Postgres, ext.NodesOf(impls.Postgres)[0].Addr()) {
 		t.Fatalf("postgres DSN %q does not go through the proxy %s", ep.Postgres, ext.NodesOf(impls.Postgres)[0].Addr())
@@ -113,12 +114,15 @@ func TestExternalHealthWantsAnAnswerNotJustAConnection(t *testing.T) {
 			conn.Close()
 		}
 	}()
-	for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
+	for _, k := range Kinds() {
+		if k.external == nil {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := speaks(ctx, b, l.Addr().String())
+		err := k.speaks(ctx, l.Addr().String())
 		cancel()
 		if err == nil {
-			t.Errorf("%s: a port that hangs up counted as a healthy server", b)
+			t.Errorf("%s: a port that hangs up counted as a healthy server", k.Server)
 		}
 	}
 }

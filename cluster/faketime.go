@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/locklab/locklab/impls"
 )
 
 // Server clock jumps. A node started under libfaketime (LocalConfig.FakeTime)
@@ -114,25 +112,24 @@ var ErrNoFakeTime = errors.New("server clock cannot be moved")
 
 // offsetFile is the node's offset file, or why it has none.
 func (n *Node) offsetFile() (string, error) {
-	if n.ctr != nil {
-		if n.ctr.clockFile != "" {
-			return n.ctr.clockFile, nil
-		}
-		return "", fmt.Errorf("%s: its container does not run under libfaketime (only the servers of a plan with a server-clock fault do; not etcd nor PostgreSQL): %w", n.Name, ErrNoFakeTime)
-	}
-	if n.proc == nil {
+	if n.proc == nil && n.ctr == nil {
 		return "", fmt.Errorf("%s: locklab does not run this server: %w", n.Name, ErrNoFakeTime)
 	}
-	for _, kv := range n.proc.env {
-		if f, ok := strings.CutPrefix(kv, fakeTimeEnvKey); ok {
-			return f, nil
+	if n.ctr != nil && n.ctr.clockFile != "" {
+		return n.ctr.clockFile, nil
+	}
+	if n.proc != nil {
+		for _, kv := range n.proc.env {
+			if f, ok := strings.CutPrefix(kv, fakeTimeEnvKey); ok {
+				return f, nil
+			}
 		}
 	}
-	if n.Server == impls.Etcd {
-		return "", fmt.Errorf("%s: etcd is a Go program, which reads the clock through the vDSO: libfaketime cannot move it (and its leases are timed on the monotonic clock anyway): %w", n.Name, ErrNoFakeTime)
+	if why := kindOfNode(n).NoFakeTime; why != "" {
+		return "", fmt.Errorf("%s: %s: %w", n.Name, why, ErrNoFakeTime)
 	}
-	if n.Server == impls.Postgres {
-		return "", fmt.Errorf("%s: PostgreSQL is not run under libfaketime: %w", n.Name, ErrNoFakeTime)
+	if n.ctr != nil {
+		return "", fmt.Errorf("%s: its container does not run under libfaketime (only the servers of a plan with a server-clock fault do): %w", n.Name, ErrNoFakeTime)
 	}
 	return "", fmt.Errorf("%s: not started under libfaketime (LocalConfig.FakeTime; a plan with a server-clock fault sets it): %w", n.Name, ErrNoFakeTime)
 }

@@ -53,12 +53,12 @@ func TestRedisServerClockJumpExpiresKeys(t *testing.T) {
 	}{
 		{"local", StartLocal},
 		{"docker", func(ctx context.Context, cfg LocalConfig) (*Cluster, error) {
-			return StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages})
+			return StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages()})
 		}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			ctx := context.Background()
-			c, err := mode.start(ctx, LocalConfig{RedisNodes: 2, FakeTime: true})
+			c, err := mode.start(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 2}, FakeTime: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func longTTL(reply string) bool {
 
 // Without FakeTime a node says why its clock cannot move.
 func TestSetClockOffsetRefusedWithoutFakeTime(t *testing.T) {
-	c, err := StartLocal(context.Background(), LocalConfig{RedisNodes: 1})
+	c, err := StartLocal(context.Background(), LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestRedisPersistenceModes(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			ctx := context.Background()
-			c, err := StartLocal(ctx, LocalConfig{RedisNodes: 1, RedisPersistence: tc.mode})
+			c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, RedisPersistence: tc.mode})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestRedisPersistenceModes(t *testing.T) {
 // without libfaketime), starving every other server of a matrix run.
 func TestZooKeeperUnderFakeTimeIdles(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartLocal(ctx, LocalConfig{ZooKeeperNodes: 3, FakeTime: true})
+	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.ZooKeeper: 3}, FakeTime: true})
 	if err != nil {
 		t.Fatal(err)
 	}

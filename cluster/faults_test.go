@@ -16,7 +16,7 @@ import (
 // row on the same port and data dir. For every server kind locklab starts.
 func TestServerFaultsActOnTheWholeServer(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartLocal(ctx, LocalConfig{RedisNodes: 1, MySQL: true, ZooKeeperNodes: 3, Postgres: true, EtcdNodes: 1})
+	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1, impls.MySQL: 1, impls.ZooKeeper: 3, impls.Postgres: 1, impls.Etcd: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestServerFaultsActOnTheWholeServer(t *testing.T) {
 // after the restart.
 func TestPostgresBackendsFollowTheServer(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartLocal(ctx, LocalConfig{Postgres: true})
+	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Postgres: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

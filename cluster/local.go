@@ -5,100 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/spawn"
 )
-
-// LocalConfig says which servers to start. A backend a run does not use is
-// not started.
-type LocalConfig struct {
-	RedisNodes     int  // independent redis-server masters (Redlock wants 5)
-	MySQL          bool // one MariaDB server
-	ZooKeeperNodes int  // ensemble size (3 for a quorum that survives one loss)
-	Postgres       bool // one PostgreSQL server
-	EtcdNodes      int  // etcd cluster size
-	// RedisSentinel: a Redis primary, one replica and three Sentinels.
-	RedisSentinel bool
-	// RedisPersistence is how every Redis node persists: "" or "none"
-	// (nothing: a restart loses every key), "aof-everysec", "aof-always",
-	// "rdb".
-	RedisPersistence string
-	// FakeTime starts the servers that can take it under libfaketime, so a
-	// server-clock fault can move their wall clock during the run.
-	FakeTime     bool
-	StartTimeout time.Duration // bound on waiting for all nodes to be healthy; default 60s
-	TempRoot     string        // where the temp dir goes; default os.TempDir()
-}
-
-// servers are the server kinds whose programs (binaries, images) cfg runs,
-// in start order: the Sentinel topology runs Redis's.
-func (cfg LocalConfig) servers() []impls.Server {
-	need := map[impls.Server]bool{impls.Redis: cfg.RedisNodes > 0 || cfg.RedisSentinel, impls.MySQL: cfg.MySQL, impls.ZooKeeper: cfg.ZooKeeperNodes > 0,
-		impls.Postgres: cfg.Postgres, impls.Etcd: cfg.EtcdNodes > 0}
-	var out []impls.Server
-	for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
-		if need[b] {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// ForServers returns the LocalConfig that serves the given backends.
-func ForServers(bs ...impls.Server) LocalConfig {
-	var c LocalConfig
-	for _, b := range bs {
-		switch b {
-		case impls.Redis:
-			c.RedisNodes = 5
-		case impls.MySQL:
-			c.MySQL = true
-		case impls.ZooKeeper:
-			c.ZooKeeperNodes = 3
-		case impls.Postgres:
-			c.Postgres = true
-		case impls.Etcd:
-			c.EtcdNodes = 3
-		case impls.RedisSentinel:
-			c.RedisSentinel = true
-		}
-	}
-	return c
-}
-
-// binaries each backend needs, with the Debian package that provides them.
-var binaries = map[impls.Server][][2]string{
-	impls.Redis:     {{"redis-server", "redis-server"}},
-	impls.MySQL:     {{"mariadbd", "mariadb-server"}, {"mariadb-install-db", "mariadb-server"}},
-	impls.ZooKeeper: {{"java", "zookeeper"}, {zkJar, "zookeeper"}},
-	impls.Postgres:  {{pgBin + "/postgres", "postgresql"}, {pgBin + "/initdb", "postgresql"}},
-	impls.Etcd:      {{"etcd", "etcd-server"}},
-}
-
-const zkJar = "/usr/share/java/zookeeper.jar"
-
-func checkBinaries(b impls.Server) error {
-	for _, bin := range binaries[b] {
-		var err error
-		if filepath.IsAbs(bin[0]) {
-			_, err = os.Stat(bin[0])
-		} else {
-			_, err = exec.LookPath(bin[0])
-		}
-		if err != nil {
-			return fmt.Errorf("%s not found: install the Debian package %s (apt-get install %s)", bin[0], bin[1], bin[1])
-		}
-	}
-	return nil
-}
 
 // StartLocal starts the configured servers on 127.0.0.1 with free ports in a
 // fresh temp dir, puts a proxy in front of each, and waits until all are
@@ -107,8 +22,12 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
-	for _, b := range cfg.servers() {
-		if err := checkBinaries(b); err != nil {
+	ks, _, err := cfg.kinds()
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks {
+		if err := k.checkBinaries(); err != nil {
 			return nil, err
 		}
 	}
@@ -128,68 +47,10 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 
-	// Every node starts in parallel; the slowest (the JVM) sets the pace.
-	type starter func(context.Context) ([]*Node, error)
-	var starters []starter
-	for i := 0; i < cfg.RedisNodes; i++ {
-		i := i
-		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
-			n, err := c.startRedis(ctx, i, redisOptions{persistence: cfg.RedisPersistence, fakeTime: cfg.FakeTime})
-			return []*Node{n}, err
-		})
-	}
-	if cfg.MySQL {
-		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
-			n, err := c.startMariaDB(ctx)
-			if err == nil && cfg.FakeTime {
-				err = restartUnderFakeTime(ctx, []*Node{n})
-			}
-			return []*Node{n}, err
-		})
-	}
-	if cfg.ZooKeeperNodes > 0 {
-		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
-			ns, err := c.startZooKeeper(ctx, cfg.ZooKeeperNodes)
-			if err == nil && cfg.FakeTime {
-				err = restartUnderFakeTime(ctx, ns)
-			}
-			return ns, err
-		})
-	}
-	if cfg.Postgres {
-		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
-			n, err := c.startPostgres(ctx)
-			return []*Node{n}, err
-		})
-	}
-	if cfg.EtcdNodes > 0 {
-		starters = append(starters, func(ctx context.Context) ([]*Node, error) {
-			return c.startEtcd(ctx, cfg.EtcdNodes)
-		})
-	}
-	if cfg.RedisSentinel {
-		starters = append(starters, c.startRedisSentinel)
-	}
-	results := make([][]*Node, len(starters))
-	errs := make([]error, len(starters))
-	var wg sync.WaitGroup
-	for i, s := range starters {
-		wg.Add(1)
-		go func(i int, s starter) {
-			defer wg.Done()
-			results[i], errs[i] = s(ctx)
-		}(i, s)
-	}
-	wg.Wait()
-	// Keep every node that was created, so Close stops it even on error.
-	for _, ns := range results {
-		for _, n := range ns {
-			if n != nil {
-				c.nodes = append(c.nodes, n)
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	err = c.startKinds(ctx, cfg, func(ctx context.Context, k Kind, n int) ([]*Node, error) {
+		return k.startLocal(ctx, c, cfg, n)
+	})
+	if err != nil {
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("servers not healthy within %v: %w", cfg.StartTimeout, err)
 		}
@@ -200,7 +61,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Cluster, err error) {
 
 // startNode runs one server with fresh free ports, retrying with other ports
 // when the chosen one was taken in the meantime ("port in use").
-func (c *Cluster) startNode(ctx context.Context, name string, backend impls.Server, build func(ports []int) (*process, string, func(context.Context) error, error), nports int) (*Node, error) {
+func (c *Cluster) startNode(ctx context.Context, name string, server impls.Server, build func(ports []int) (*process, string, func(context.Context) error, error), nports int) (*Node, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		ports, err := freePorts(nports)
@@ -212,7 +73,7 @@ func (c *Cluster) startNode(ctx context.Context, name string, backend impls.Serv
 			return nil, err
 		}
 		proc.ports = ports
-		n := &Node{Name: name, Server: backend, direct: direct, proc: proc, health: health}
+		n := &Node{Name: name, Server: server, direct: direct, proc: proc, health: health}
 		if err := proc.start(); err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/locklab/locklab/impls"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -15,7 +16,7 @@ import (
 // keep it loading long enough for a health check to land in that window.
 func TestRedisRestartWaitsUntilItsDataIsLoaded(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartLocal(ctx, LocalConfig{RedisNodes: 1, RedisPersistence: RedisPersistAOFEverysec})
+	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, RedisPersistence: RedisPersistAOFEverysec})
 	if err != nil {
 		t.Fatal(err)
 	}

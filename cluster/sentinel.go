@@ -28,6 +28,43 @@ import (
 // cutting it first makes "the primary dies before the key reached the
 // replica" certain, not a race.
 
+// sentinelKind: the Sentinel topology, started whole for any node count.
+func sentinelKind() Kind {
+	return Kind{
+		Server:     impls.RedisSentinel,
+		About:      "a Redis primary, its asynchronous replica and 3 Sentinels",
+		Nodes:      1,
+		OnRequest:  true,
+		hostDir:    true,
+		Binaries:   []Binary{{"redis-server", "redis-server"}},
+		ImageFrom:  impls.Redis,
+		NoFakeTime: "the Sentinel topology is not run under libfaketime",
+		nodeName:   func(i int) string { return fmt.Sprintf("sentinel-%d", i+1) },
+		startLocal: func(ctx context.Context, c *Cluster, _ LocalConfig, _ int) ([]*Node, error) {
+			return c.startRedisSentinel(ctx)
+		},
+		startDocker: func(ctx context.Context, c *Cluster, _ LocalConfig, _ int) ([]*Node, error) {
+			return c.startRedisSentinel(ctx)
+		},
+		endpoint: sentinelEndpoint,
+		role:     sentinelRole,
+	}
+}
+
+// sentinelEndpoint: clients ask the Sentinels for the primary; the
+// Sentinels name nodes at their direct addresses, which a client dials
+// through the route to its proxy.
+func sentinelEndpoint(e *impls.Endpoints, _ *Cluster, n *Node, a string) {
+	if n.Name != SentinelPrimary && n.Name != SentinelReplica {
+		e.RedisSentinels = append(e.RedisSentinels, a)
+		e.RedisSentinelMaster = SentinelMaster
+	}
+	if e.RedisSentinelRoutes == nil {
+		e.RedisSentinelRoutes = map[string]string{}
+	}
+	e.RedisSentinelRoutes[n.direct] = a
+}
+
 // SentinelMaster is the name the Sentinels monitor the primary under.
 const SentinelMaster = "locklab"
 

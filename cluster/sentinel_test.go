@@ -29,8 +29,8 @@ func TestSentinelFailoverLosesUnreplicatedKey(t *testing.T) {
 						t.Errorf("%s on the host's network says it can be cut off it", n.Name)
 					}
 				}
-				if v := c.Versions[impls.RedisSentinel]; !strings.HasPrefix(v, "redis 7") || !strings.Contains(v, "(image "+LocalImages[impls.Redis]+")") {
-					t.Errorf("version %q, want redis 7.x from the image %s", v, LocalImages[impls.Redis])
+				if v := c.Versions[impls.RedisSentinel]; !strings.HasPrefix(v, "redis 7") || !strings.Contains(v, "(image "+LocalImages()[impls.Redis]+")") {
+					t.Errorf("version %q, want redis 7.x from the image %s", v, LocalImages()[impls.Redis])
 				}
 				if got := len(sessionContainers(t, c.docker.id)); got != 5 {
 					t.Fatalf("%d containers in the session, want 5 (primary, replica, 3 Sentinels)", got)

@@ -147,7 +147,7 @@ func planLanes(cases []Case, shared, spare int) []lane {
 // own, the one-node approaches get: only in parallel, and not on a user's
 // cluster, whose servers are what they are.
 func (p Plan) redisLanes(parallel bool) (shared, spare int) {
-	shared = cluster.ForServers(impls.Redis).RedisNodes
+	shared = cluster.ForServers(impls.Redis).Nodes[impls.Redis]
 	if parallel && p.External == "" {
 		spare = spareLanes(p.Cases)
 	}
@@ -330,8 +330,8 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		}
 		started := time.Now()
 		cfg := localConfig(kinds, c.servers())
-		if cfg.RedisNodes > 0 {
-			cfg.RedisNodes += spare
+		if cfg.Nodes[impls.Redis] > 0 {
+			cfg.Nodes[impls.Redis] += spare
 		}
 		cl, err := startCluster(ctx, ext, p.Docker, cfg)
 		if err != nil {

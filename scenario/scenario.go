@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -157,6 +158,7 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, yamlErr(err)
 	}
+	var err error
 	s := &Scenario{Name: raw.Name, Description: leadingComment(root, &doc), Duration: raw.Duration.D(), Expect: map[string]verdict.Expectation{}}
 	if s.Name == "" {
 		return nil, fmt.Errorf("line %d: name is missing", root.Line)
@@ -164,12 +166,10 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	if len(raw.Approaches) == 0 {
 		return nil, fmt.Errorf("line %d: approaches is missing (known: %s)", root.Line, strings.Join(reg.Names(), ", "))
 	}
-	for _, a := range raw.Approaches {
-		if _, err := reg.Get(a); err != nil {
-			return nil, fmt.Errorf("line %d: %w", keyLine(root, "approaches"), err)
-		}
+	s.Approaches, err = expandApproaches(raw.Approaches, reg)
+	if err != nil {
+		return nil, fmt.Errorf("line %d: %w", keyLine(root, "approaches"), err)
 	}
-	s.Approaches = raw.Approaches
 	if s.Duration <= 0 {
 		return nil, fmt.Errorf("line %d: duration must be positive, like 20s", keyLine(root, "duration"))
 	}
@@ -396,4 +396,49 @@ func yamlErr(err error) error {
 	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
 	msg = strings.ReplaceAll(msg, "\n  ", "; ")
 	return errors.New(msg)
+}
+
+// serverPrefix names every approach of one server kind in a scenario's
+// approaches: "server:redis". A list written so takes in an approach added
+// to that kind later without an edit.
+const serverPrefix = "server:"
+
+// expandApproaches turns the approaches a scenario names (approach names,
+// or server:KIND for every approach of a kind, in name order) into
+// approach names, each once, in order.
+func expandApproaches(names []string, reg *impls.Registry) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, n := range names {
+		kind, isKind := strings.CutPrefix(n, serverPrefix)
+		if !isKind {
+			if _, err := reg.Get(n); err != nil {
+				return nil, err
+			}
+			add(n)
+			continue
+		}
+		var servers []string
+		found := false
+		for _, a := range reg.All() {
+			if !slices.Contains(servers, string(a.Server)) {
+				servers = append(servers, string(a.Server))
+			}
+			if string(a.Server) == kind {
+				add(a.Name)
+				found = true
+			}
+		}
+		if !found {
+			sort.Strings(servers)
+			return nil, fmt.Errorf("%s: no approach runs on server %q (servers: %s)", n, kind, strings.Join(servers, ", "))
+		}
+	}
+	return out, nil
 }

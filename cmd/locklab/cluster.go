@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,13 +15,13 @@ import (
 
 func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "up" {
-		fmt.Fprintln(stderr, "locklab cluster: want 'locklab cluster up [--json] [--servers redis,mysql,zookeeper,postgres,etcd]'")
+		fmt.Fprintf(stderr, "locklab cluster: want 'locklab cluster up [--json] [--servers %s]'\n", strings.Join(defaultKinds(), ","))
 		return exitUsage
 	}
 	fs := newFlags("cluster up", stdout)
 	asJSON := fs.Bool("json", false, "print the addresses as JSON")
-	only := listFlag{"redis", "mysql", "zookeeper", "postgres", "etcd"}
-	fs.Var(&only, "servers", "which servers to start: redis (5 nodes), mysql, zookeeper (3 nodes), postgres, etcd (3 nodes), redis-sentinel (a primary, its replica, 3 Sentinels)")
+	only := listFlag(defaultKinds())
+	fs.Var(&only, "servers", "which servers to start: "+kindsHelp())
 	fs.Var(&only, "backends", "deprecated: the same as --servers")
 	where := addClusterFlags(fs, "cluster up", false)
 	if code := parseFlags(fs, args[1:], stdout, stderr); code >= 0 {
@@ -32,13 +33,11 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	}
 	var bs []impls.Server
 	for _, b := range only {
-		switch impls.Server(b) {
-		case impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd, impls.RedisSentinel:
-			bs = append(bs, impls.Server(b))
-		default:
-			fmt.Fprintf(stderr, "locklab cluster up: unknown server kind %q (known: redis, mysql, zookeeper, postgres, etcd, redis-sentinel)\n", b)
+		if _, err := cluster.KindOf(impls.Server(b)); err != nil {
+			fmt.Fprintf(stderr, "locklab cluster up: %v\n", err)
 			return exitUsage
 		}
+		bs = append(bs, impls.Server(b))
 	}
 	_, docker, code := where.resolve(stderr)
 	if code >= 0 {
@@ -62,11 +61,11 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	defer c.Close()
 	took := time.Since(start)
 	type nodeJSON struct {
-		Name    string `json:"name"`
+		Name   string `json:"name"`
 		Server string `json:"server"`
-		Addr    string `json:"addr"`
-		Direct  string `json:"direct_addr"`
-		Pid     int    `json:"pid"`
+		Addr   string `json:"addr"`
+		Direct string `json:"direct_addr"`
+		Pid    int    `json:"pid"`
 	}
 	var nodes []nodeJSON
 	for _, n := range c.Nodes() {
@@ -99,4 +98,25 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	}
 	<-ctx.Done()
 	return exitOK
+}
+
+// defaultKinds are the server kinds `cluster up` starts unless told
+// otherwise: every kind but those started only on request.
+func defaultKinds() []string {
+	var out []string
+	for _, k := range cluster.Kinds() {
+		if !k.OnRequest {
+			out = append(out, string(k.Server))
+		}
+	}
+	return out
+}
+
+// kindsHelp names every kind with what a cluster of it is.
+func kindsHelp() string {
+	var out []string
+	for _, k := range cluster.Kinds() {
+		out = append(out, fmt.Sprintf("%s (%s, %d)", k.Server, k.About, k.Nodes))
+	}
+	return strings.Join(out, "; ")
 }

@@ -154,7 +154,7 @@ func TestComposeFileRunsWithLocalImages(t *testing.T) {
 	project := "locklab-compose-test-" + strconv.Itoa(os.Getpid())
 	env := os.Environ()
 	for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
-		env = append(env, cluster.ComposeImageVar(b)+"="+cluster.LocalImages[b])
+		env = append(env, cluster.ComposeImageVar(b)+"="+cluster.LocalImages()[b])
 	}
 	dc := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(compose[0], append(append(compose[1:], "-p", project, "-f", "../../compose.yaml"), args...)...)

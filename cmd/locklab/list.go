@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -39,7 +40,8 @@ func listTo(reg *impls.Registry, asJSON bool, stdout io.Writer) int {
 	if asJSON {
 		type entry struct {
 			Name         string             `json:"name"`
-			Family       impls.Server       `json:"family"`
+			Server       impls.Server       `json:"server"`
+			Family       impls.Server       `json:"family"` // the same as server; kept for scripts that read it
 			Capabilities impls.Capabilities `json:"capabilities"`
 			Weaknesses   impls.Weaknesses   `json:"weaknesses"`
 			Safe         bool               `json:"safe_without_faults"`
@@ -49,20 +51,17 @@ func listTo(reg *impls.Registry, asJSON bool, stdout io.Writer) int {
 		}
 		var out []entry
 		for _, a := range reg.All() {
-			out = append(out, entry{a.Name, a.Server, a.Caps, a.Weak, a.Safe, a.Survives, a.Summary, a.Fails})
+			out = append(out, entry{a.Name, a.Server, a.Server, a.Caps, a.Weak, a.Safe, a.Survives, a.Summary, a.Fails})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(out)
 		return exitOK
 	}
-	for _, fam := range []impls.Server{impls.MySQL, impls.Redis, impls.ZooKeeper, impls.Etcd, impls.Postgres} {
+	for _, g := range byServer(reg.All()) {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(stdout, "%s\n", strings.ToUpper(string(fam)))
-		for _, a := range reg.All() {
-			if a.Server != fam {
-				continue
-			}
+		fmt.Fprintf(stdout, "%s (%s)\n", strings.ToUpper(g.title), g.about)
+		for _, a := range g.approaches {
 			expected := "safe without faults"
 			if !a.Safe {
 				expected = "UNSAFE (negative control)"
@@ -76,6 +75,41 @@ func listTo(reg *impls.Registry, asJSON bool, stdout io.Writer) int {
 		fmt.Fprintln(stdout)
 	}
 	return exitOK
+}
+
+// serverGroup is the approaches of one server kind, as list prints them.
+type serverGroup struct {
+	title, about string
+	approaches   []impls.Approach
+}
+
+// byServer groups approaches by server kind, in the kinds' order; those of
+// no kind locklab runs come last, as "other".
+func byServer(all []impls.Approach) []serverGroup {
+	var out []serverGroup
+	seen := map[impls.Server]bool{}
+	for _, k := range cluster.Kinds() {
+		seen[k.Server] = true
+		g := serverGroup{title: string(k.Server), about: k.About}
+		for _, a := range all {
+			if a.Server == k.Server {
+				g.approaches = append(g.approaches, a)
+			}
+		}
+		if len(g.approaches) > 0 {
+			out = append(out, g)
+		}
+	}
+	other := serverGroup{title: "other", about: "servers locklab does not start"}
+	for _, a := range all {
+		if !seen[a.Server] {
+			other.approaches = append(other.approaches, a)
+		}
+	}
+	if len(other.approaches) > 0 {
+		out = append(out, other)
+	}
+	return out
 }
 
 func caps(c impls.Capabilities) string {

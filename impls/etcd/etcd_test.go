@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/conformance"
 )
 
@@ -12,7 +13,7 @@ var testCluster *cluster.Cluster
 
 // TestMain starts a real 3-node etcd cluster for the package's tests.
 func TestMain(m *testing.M) {
-	os.Exit(conformance.Main(m, cluster.LocalConfig{EtcdNodes: 3}, func(c *cluster.Cluster) { testCluster = c }))
+	os.Exit(conformance.Main(m, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Etcd: 3}}, func(c *cluster.Cluster) { testCluster = c }))
 }
 
 func TestConformance(t *testing.T) { conformance.RunRegistered(t, testCluster, Register) }

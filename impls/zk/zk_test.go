@@ -13,7 +13,7 @@ var testCluster *cluster.Cluster
 
 // TestMain starts a real 3-node ZooKeeper ensemble for the package's tests.
 func TestMain(m *testing.M) {
-	os.Exit(conformance.Main(m, cluster.LocalConfig{ZooKeeperNodes: 3}, func(c *cluster.Cluster) { testCluster = c }))
+	os.Exit(conformance.Main(m, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.ZooKeeper: 3}}, func(c *cluster.Cluster) { testCluster = c }))
 }
 
 func TestConformance(t *testing.T) { conformance.RunRegistered(t, testCluster, Register) }

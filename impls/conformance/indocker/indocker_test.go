@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	cfg := cluster.ForServers(impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd, impls.RedisSentinel)
 	cfg.StartTimeout = 3 * time.Minute
-	c, err := cluster.StartDocker(context.Background(), cluster.DockerConfig{LocalConfig: cfg, Images: cluster.LocalImages})
+	c, err := cluster.StartDocker(context.Background(), cluster.DockerConfig{LocalConfig: cfg, Images: cluster.LocalImages()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the Docker cluster (images from scripts/images.sh):", err)
 		return 1

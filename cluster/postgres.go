@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -15,11 +13,79 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/locklab/locklab/impls"
 )
 
-// ---- PostgreSQL ----
+// ---- the kind ----
+
+// postgresKind: one PostgreSQL server.
+func postgresKind() Kind {
+	return Kind{
+		Server:      impls.Postgres,
+		About:       "one PostgreSQL server",
+		Nodes:       1,
+		Binaries:    []Binary{{pgBin + "/postgres", "postgresql"}, {pgBin + "/initdb", "postgresql"}},
+		PublicImage: "postgres:15",
+		LocalImage:  "locklab/postgres:bookworm",
+		NoFakeTime:  "PostgreSQL is not run under libfaketime",
+		nodeName:    func(int) string { return "postgres-0" },
+		startLocal: func(ctx context.Context, c *Cluster, _ LocalConfig, _ int) ([]*Node, error) {
+			n, err := c.startPostgres(ctx)
+			return []*Node{n}, err
+		},
+		containers: func(*Cluster, LocalConfig, int) []containerSpec {
+			return []containerSpec{{name: "postgres-0", server: impls.Postgres, port: postgresPort,
+				entrypoint: []string{"sh", "-c", postgresScript}}}
+		},
+		health: func(c *Cluster, a string) func(context.Context) error { return c.postgresHealth(a) },
+		// An SSLRequest: the server answers one byte, S or N.
+		speaks: func(ctx context.Context, a string) error {
+			return answers(ctx, a, []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f})
+		},
+		endpoint: func(e *impls.Endpoints, c *Cluster, n *Node, a string) {
+			e.Postgres = c.dsnOf(n.Server, a, postgresDSN)
+		},
+		external: &externalForm{example: "postgres://postgres:pw@127.0.0.1:5432/locklab?sslmode=disable (a URL)", parse: parsePostgresURL},
+		compose: func(w *composeWriter) {
+			w.service(composeService{name: "postgres-0", server: impls.Postgres, shell: postgresScript, hostPort: composePostgresPort, port: 5432})
+		},
+	}
+}
+
+// postgresPort is the client port inside its container;
+// composePostgresPort the one compose.yaml publishes on 127.0.0.1.
+const (
+	postgresPort        = "5432/tcp"
+	composePostgresPort = 15432
+)
+
+// parsePostgresURL reads the user's URL: its server's address, and the URL
+// that reaches it through a proxy at another address.
+func parsePostgresURL(dsn string) (string, func(proxyAddr string) string, error) {
+	a, err := postgresURLAddr(dsn)
+	if err != nil {
+		return "", nil, err
+	}
+	return a, func(proxyAddr string) string {
+		u, _ := url.Parse(dsn)
+		u.Host = proxyAddr
+		return u.String()
+	}, nil
+}
+
+// postgresURLAddr is the host:port of a postgres:// URL.
+func postgresURLAddr(dsn string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return "", fmt.Errorf("postgres: want a URL like postgres://user:pw@127.0.0.1:5432/db, got %q", dsn)
+	}
+	if u.Port() == "" {
+		return u.Host + ":5432", nil
+	}
+	return u.Host, nil
+}
+
+// ---- the server ----
 
 const pgBin = "/usr/lib/postgresql/15/bin"
 
@@ -137,71 +203,15 @@ func reachable(dir string, uid, gid int) error {
 	}
 }
 
-// ---- etcd ----
-
-func (c *Cluster) startEtcd(ctx context.Context, size int) ([]*Node, error) {
-	return c.startEnsemble(ctx, size, 2, func(i int, ports []int) (*Node, error) {
-		var initial []string
-		for j := 0; j < size; j++ { // client, peer port per node
-			initial = append(initial, fmt.Sprintf("etcd-%d=http://127.0.0.1:%d", j+1, ports[2*j+1]))
-		}
-		name := fmt.Sprintf("etcd-%d", i+1)
-		dir := filepath.Join(c.dir, name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		client := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i])
-		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
-		a := addr(ports[2*i])
-		return &Node{
-			Name: name, Server: impls.Etcd, direct: a,
-			proc: &process{
-				name: name, dir: dir, logPath: filepath.Join(dir, "etcd.log"), spawn: c.spawn,
-				// Its orderly stop waits seconds to hand leadership to peers
-				// that are stopping too; the data dir is deleted anyway.
-				stopSig: syscall.SIGKILL,
-				argv: []string{"etcd", "--name", name, "--data-dir", filepath.Join(dir, "data"),
-					"--listen-client-urls", client, "--advertise-client-urls", client,
-					"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-					"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
-					"--initial-cluster-token", "locklab", "--heartbeat-interval", "50", "--election-timeout", "500"},
-			},
-			health: c.etcdHealth(client),
-		}, nil
-	})
-}
-
-// etcdHealth: the member at client (its URL) reports itself healthy.
-func (c *Cluster) etcdHealth(client string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		var health struct{ Health string }
-		if err := getJSON(ctx, client+"/health", &health); err != nil {
-			return err
-		}
-		if health.Health != "true" {
-			return fmt.Errorf("health %q", health.Health)
-		}
-		var v struct{ Etcdserver string }
-		if err := getJSON(ctx, client+"/version", &v); err == nil {
-			c.setVersion(impls.Etcd, "etcd "+v.Etcdserver)
-		}
-		return nil
-	}
-}
-
-func getJSON(ctx context.Context, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
-}
+// postgresScript: trust from any host of the container's network (the
+// host's connections arrive through Docker's bridge).
+const postgresScript = `set -e
+bin=$(ls -d /usr/lib/postgresql/*/bin | tail -1)
+d=/var/lib/locklab-pg
+if [ ! -f "$d/PG_VERSION" ]; then
+  mkdir -p "$d" && chown postgres "$d"
+  runuser -u postgres -- "$bin/initdb" -D "$d" -U postgres --auth=trust -E UTF8 --no-sync >/tmp/initdb.log 2>&1 || { cat /tmp/initdb.log; exit 1; }
+  echo 'host all all 0.0.0.0/0 trust' >>"$d/pg_hba.conf"
+fi
+exec runuser -u postgres -- "$bin/postgres" -D "$d" -p 5432 -c listen_addresses='*' -c unix_socket_directories= \
+  -c max_connections=500 -c shared_buffers=64MB`

@@ -1,0 +1,252 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// Kind is one kind of server: everything the rest of locklab would
+// otherwise switch on. Each kind declares itself in a file of its own
+// (redis.go, sentinel.go, mariadb.go, zookeeper.go, postgres.go, etcd.go)
+// and Kinds lists them: adding a kind is that file and one line there (and
+// its constant and Endpoints field in impls, which the approaches read).
+type Kind struct {
+	Server impls.Server
+	// About is what a cluster of it is, for `cluster up` and `list`.
+	About string
+	// Nodes is how many nodes a cluster for its approaches runs. A kind
+	// that is a fixed topology (the Sentinels) starts it for any count.
+	Nodes int
+	// OnRequest: `cluster up` starts it only when asked by name.
+	OnRequest bool
+	// Binaries are the programs the embedded mode runs, each with the
+	// Debian package that has it (scripts/deps.sh installs them).
+	Binaries []Binary
+	// PublicImage and LocalImage are its images in Docker mode (the public
+	// one, and the one scripts/images.sh builds); ImageFrom names another
+	// kind whose images it runs from instead.
+	PublicImage, LocalImage string
+	ImageFrom               impls.Server
+	// NoFakeTime says why its clock cannot be moved; "": it runs under
+	// libfaketime when a plan has a server clock fault.
+	NoFakeTime string
+	// hostDir: in Docker mode its containers mount a directory of the
+	// host (the Sentinels rewrite their configuration files).
+	hostDir bool
+
+	// nodeName names its i-th node (0-based).
+	nodeName func(i int) string
+	// startLocal starts n nodes of it on this machine.
+	startLocal func(ctx context.Context, c *Cluster, cfg LocalConfig, n int) ([]*Node, error)
+	// containers are its n nodes as containers, which run the servers as
+	// the embedded mode does, with the paths of Debian's packages
+	// (scripts/images.sh) and, where they differ, of the official images
+	// (a killed container keeps its file system, so a restart finds its
+	// data where it left it); startDocker instead starts
+	// a kind that is not a set of plain containers (the Sentinels).
+	containers  func(c *Cluster, cfg LocalConfig, n int) []containerSpec
+	startDocker func(ctx context.Context, c *Cluster, cfg LocalConfig, n int) ([]*Node, error)
+	// health checks a node it runs, at its direct address.
+	health func(c *Cluster, a string) func(context.Context) error
+	// speaks checks that a server of it answers at a, without credentials:
+	// the health check of a server the user runs.
+	speaks func(ctx context.Context, a string) error
+	// endpoint adds node n, reached at a, to what clients are given.
+	endpoint func(e *impls.Endpoints, c *Cluster, n *Node, a string)
+	// role says whether n leads; nil: every node is standalone.
+	role func(ctx context.Context, n *Node) (string, error)
+	// external is how the user's servers of it are listed in an external
+	// config; nil: they cannot be.
+	external *externalForm
+	// compose writes its services into compose.yaml.
+	compose func(w *composeWriter)
+}
+
+// Binary is a program a kind runs and the Debian package that has it.
+type Binary struct{ Path, Package string }
+
+// Kinds returns every server kind, in start order: the one list.
+func Kinds() []Kind {
+	return []Kind{redisKind(), mariadbKind(), zooKeeperKind(), postgresKind(), etcdKind(), sentinelKind()}
+}
+
+// KindOf returns the kind of s.
+func KindOf(s impls.Server) (Kind, error) {
+	for _, k := range Kinds() {
+		if k.Server == s {
+			return k, nil
+		}
+	}
+	return Kind{}, fmt.Errorf("unknown server kind %q (known: %s)", s, strings.Join(KindNames(), ", "))
+}
+
+// KindNames are the kinds' names, in start order.
+func KindNames() []string {
+	ks := Kinds()
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k.Server)
+	}
+	return out
+}
+
+// image is the kind whose images k runs from.
+func (k Kind) image() Kind {
+	if k.ImageFrom != "" {
+		if from, err := KindOf(k.ImageFrom); err == nil {
+			return from
+		}
+	}
+	return k
+}
+
+// checkBinaries says which program of k is missing and how to install it.
+func (k Kind) checkBinaries() error {
+	for _, bin := range k.Binaries {
+		var err error
+		if filepath.IsAbs(bin.Path) {
+			_, err = os.Stat(bin.Path)
+		} else {
+			_, err = exec.LookPath(bin.Path)
+		}
+		if err != nil {
+			return fmt.Errorf("%s not found: install the Debian package %s (apt-get install %s)", bin.Path, bin.Package, bin.Package)
+		}
+	}
+	return nil
+}
+
+// LocalConfig says which servers to start. A kind a run does not use is
+// not started.
+type LocalConfig struct {
+	// Nodes is how many nodes of each kind; a kind missing or at 0 is not
+	// started (ForServers gives each its default).
+	Nodes map[impls.Server]int
+	// RedisPersistence is how every Redis node persists: "" or "none"
+	// (nothing: a restart loses every key), "aof-everysec", "aof-always",
+	// "rdb".
+	RedisPersistence string
+	// FakeTime starts the servers that can take it under libfaketime, so a
+	// server-clock fault can move their wall clock during the run.
+	FakeTime     bool
+	StartTimeout time.Duration // bound on waiting for all nodes to be healthy; default 60s
+	TempRoot     string        // where the temp dir goes; default os.TempDir()
+}
+
+// ForServers returns the LocalConfig that serves the given kinds, each
+// with its default number of nodes.
+func ForServers(ss ...impls.Server) LocalConfig {
+	c := LocalConfig{Nodes: map[impls.Server]int{}}
+	for _, s := range ss {
+		if k, err := KindOf(s); err == nil {
+			c.Nodes[s] = k.Nodes
+		}
+	}
+	return c
+}
+
+// kinds are the kinds cfg starts, in start order, with their node counts;
+// an unknown kind is an error.
+func (cfg LocalConfig) kinds() ([]Kind, []int, error) {
+	for s := range cfg.Nodes {
+		if _, err := KindOf(s); err != nil {
+			return nil, nil, err
+		}
+	}
+	var ks []Kind
+	var ns []int
+	for _, k := range Kinds() {
+		if n := cfg.Nodes[k.Server]; n > 0 {
+			ks, ns = append(ks, k), append(ns, n)
+		}
+	}
+	return ks, ns, nil
+}
+
+// startKinds runs start for every kind cfg asks for, all in parallel (the
+// slowest, a JVM or an ensemble, sets the pace), and keeps every node
+// that was created, so Close stops it even on error.
+func (c *Cluster) startKinds(ctx context.Context, cfg LocalConfig, start func(context.Context, Kind, int) ([]*Node, error)) error {
+	ks, ns, err := cfg.kinds()
+	if err != nil {
+		return err
+	}
+	results := make([][]*Node, len(ks))
+	errs := make([]error, len(ks))
+	var wg sync.WaitGroup
+	for i, k := range ks {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i], errs[i] = start(ctx, k, ns[i])
+		}(i)
+	}
+	wg.Wait()
+	for _, nodes := range results {
+		for _, n := range nodes {
+			if n != nil {
+				c.nodes = append(c.nodes, n)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// inParallel runs start for i in 0..n-1 at once and returns what each
+// made, in order (nil where it made nothing), with their errors joined.
+func inParallel(n int, start func(i int) (*Node, error)) ([]*Node, error) {
+	nodes := make([]*Node, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			nodes[i], errs[i] = start(i)
+		}(i)
+	}
+	wg.Wait()
+	return nodes, errors.Join(errs...)
+}
+
+// kindOfNode is n's kind; a node is only ever made for a known kind.
+func kindOfNode(n *Node) Kind { return kindNamed(n.Server) }
+
+// kindNamed is the kind of s, known to be one.
+func kindNamed(s impls.Server) Kind {
+	k, _ := KindOf(s)
+	return k
+}
+
+// sortedKindNames are the names of the kinds some predicate keeps, sorted.
+func sortedKindNames(keep func(Kind) bool) []string {
+	var out []string
+	for _, k := range Kinds() {
+		if keep(k) {
+			out = append(out, string(k.Server))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// needsHostDir says whether a kind cfg starts mounts a host directory.
+func (cfg LocalConfig) needsHostDir() bool {
+	ks, _, _ := cfg.kinds()
+	for _, k := range ks {
+		if k.hostDir {
+			return true
+		}
+	}
+	return false
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/locklab/locklab/cluster"
 )
 
 // ThreatFailover: the primary of an asynchronously replicated server dies
@@ -49,9 +48,20 @@ type FailoverNode interface {
 	Process
 	Restarter
 	CanFailover() error
-	HoldReplication(ctx context.Context) (*cluster.HeldReplication, error)
-	ObserveReplication(ctx context.Context) (*cluster.HeldReplication, error)
+	// CutReplication holds back replication from the node to its
+	// replicas (hold), or only notes it (the control case).
+	CutReplication(ctx context.Context, hold bool) (ReplicationCut, error)
+	// WaitReplicaOf waits until the node is a replica in step again.
 	WaitReplicaOf(ctx context.Context, within time.Duration) error
+}
+
+// ReplicationCut is one held (or observed) replication: an alias of a type
+// literal, so cluster declares the same type without importing chaos.
+type ReplicationCut = interface {
+	// Reopen lets replication through again.
+	Reopen(ctx context.Context) error
+	// WaitPromoted waits until one of the replicas is promoted.
+	WaitPromoted(ctx context.Context, within time.Duration) error
 }
 
 func (Failover) Kind() string   { return "failover" }
@@ -107,13 +117,7 @@ func (f Failover) Inject(ctx context.Context, t Target) (Heal, error) {
 	if err := n.CanFailover(); err != nil {
 		return nil, unavailable(f, t, err.Error())
 	}
-	var held *cluster.HeldReplication
-	var err error
-	if f.Replication == "keep" {
-		held, err = n.ObserveReplication(ctx)
-	} else {
-		held, err = n.HoldReplication(ctx)
-	}
+	held, err := n.CutReplication(ctx, f.Replication != "keep")
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err)
 	}
@@ -155,7 +159,7 @@ func (f Failover) Inject(ctx context.Context, t Target) (Heal, error) {
 		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err), []Heal{undo})
 	}
 	stopped = true
-	if _, err := cluster.WaitPromoted(ctx, held.Replicas, f.within()); err != nil {
+	if err := held.WaitPromoted(ctx, f.within()); err != nil {
 		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err), []Heal{undo})
 	}
 	return once(undo), nil

@@ -146,4 +146,14 @@ func procState(t *testing.T, pid int) string {
 	return rest[:1]
 }
 
-func backend(server string) impls.Server { return impls.Server(server) }
+func serverKind(server string) impls.Server { return impls.Server(server) }
+
+// nodesOf gives ResolveNodes the nodes of a kind of c, every node for "".
+func nodesOf(c *cluster.Cluster) func(string) []*cluster.Node {
+	return func(server string) []*cluster.Node {
+		if server == "" {
+			return c.Nodes()
+		}
+		return c.NodesOf(impls.Server(server))
+	}
+}

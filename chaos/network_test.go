@@ -182,10 +182,11 @@ func TestClientPartitionLeavesOthersAlone(t *testing.T) {
 	for _, conn := range []*redisConn{c1cut, c1other, c2cut, shared} {
 		conn.must("PING")
 	}
-	target, err := ClientLinkTarget(c, 1, "client 1", []*cluster.Node{cut})
+	links, err := c.ClientLinks(1, []*cluster.Node{cut})
 	if err != nil {
 		t.Fatal(err)
 	}
+	target := LinkTarget("client 1", []*cluster.Node{cut}, links)
 	if target.Name != "client 1 -> "+cut.Name {
 		t.Errorf("target name %q", target.Name)
 	}

@@ -7,16 +7,26 @@ import (
 	"strings"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
-
-	"github.com/locklab/locklab/cluster"
-	"github.com/locklab/locklab/impls"
 )
 
-// NodeTarget is the target for one server node: its shared proxy, and its
-// process when locklab runs it (an external server has none, so server
-// faults are unavailable on it).
-func NodeTarget(n *cluster.Node) Target {
-	t := Target{Kind: TargetNode, Name: n.Name, Links: []*toxiproxy.Proxy{n.Proxy()}}
+// Node is what chaos needs of a server node: its name, its shared proxy,
+// whether locklab runs it (so it can be signalled), its role, and the
+// process methods. cluster.Node has it; chaos imports no cluster, so a
+// fault reaches a node only through this and the interfaces each fault
+// asks of t.Process (Restarter, Isolator, ServerClockSetter, FailoverNode).
+type Node interface {
+	fmt.Stringer
+	Proxy() *toxiproxy.Proxy
+	Controllable() bool
+	Role(ctx context.Context) (string, error)
+	Process
+}
+
+// NodeTarget is the target for one server node: its shared proxy, and the
+// node itself as its process when locklab runs it (an external server has
+// none, so server faults are unavailable on it).
+func NodeTarget(n Node) Target {
+	t := Target{Kind: TargetNode, Name: n.String(), Links: []*toxiproxy.Proxy{n.Proxy()}}
 	if n.Controllable() {
 		t.Process = n
 	}
@@ -24,7 +34,7 @@ func NodeTarget(n *cluster.Node) Target {
 }
 
 // NodeTargets is NodeTarget for each node.
-func NodeTargets(nodes []*cluster.Node) []Target {
+func NodeTargets[N Node](nodes []N) []Target {
 	out := make([]Target, len(nodes))
 	for i, n := range nodes {
 		out[i] = NodeTarget(n)
@@ -32,50 +42,44 @@ func NodeTargets(nodes []*cluster.Node) []Target {
 	return out
 }
 
-// ClientLinkTarget is the target for one client's own links to nodes: a
-// network fault on it hits that client alone. client is the number the
-// client's proxies were made for (Cluster.ClientEndpoints); name is how
-// events call it ("client 7").
-func ClientLinkTarget(c *cluster.Cluster, client int, name string, nodes []*cluster.Node) (Target, error) {
-	links, err := c.ClientLinks(client, nodes)
-	if err != nil {
-		return Target{}, fmt.Errorf("links of %s: %w", name, err)
-	}
+// LinkTarget is the target for one client's own links to nodes: a network
+// fault on it hits that client alone. name is how events call the client
+// ("client 7"); links are its proxies to those nodes.
+func LinkTarget[N Node](name string, nodes []N, links []*toxiproxy.Proxy) Target {
 	names := make([]string, len(nodes))
 	for i, n := range nodes {
-		names[i] = n.Name
+		names[i] = n.String()
 	}
-	return Target{Kind: TargetLink, Name: name + " -> " + strings.Join(names, ", "), Links: links}, nil
+	return Target{Kind: TargetLink, Name: name + " -> " + strings.Join(names, ", "), Links: links}
 }
 
-// ResolveNodes picks the nodes of c that a selector's node part names: the
-// part of a Resolver that is the same for every runner (node targets, and
-// the nodes of a client's links). server narrows the candidates to one
-// server kind; node is one, minority, majority, all (chosen with rng),
-// leader, follower (one, chosen with rng), or a node's name; nodes lists
-// names. Leader and follower ask the nodes (Node.Role) at this moment.
-func ResolveNodes(ctx context.Context, c *cluster.Cluster, sel Selector, rng *rand.Rand) ([]*cluster.Node, error) {
-	candidates := c.Nodes()
+// ResolveNodes picks the nodes a selector's node part names, among those
+// nodesOf gives for a server kind: the selector's own (sel.Server), or
+// server when it names none. node is one, minority, majority, all (chosen
+// with rng), first, leader, follower (one, chosen with rng), or a node's
+// name; nodes lists names. Leader and follower ask the nodes (Node.Role)
+// at this moment: a node that does not answer leads nothing.
+func ResolveNodes[N Node](ctx context.Context, nodesOf func(server string) []N, server string, sel Selector, rng *rand.Rand) ([]N, error) {
 	if sel.Server != "" {
-		candidates = c.NodesOf(impls.Server(sel.Server))
-		if len(candidates) == 0 {
-			return nil, fmt.Errorf("target %s: the cluster has no %s nodes", sel, sel.Server)
-		}
+		server = sel.Server
 	}
-	byName := func(name string) (*cluster.Node, error) {
-		for _, n := range candidates {
-			if n.Name == name {
+	cands := nodesOf(server)
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("target %s: no %s nodes in this run", sel, server)
+	}
+	byName := func(name string) (N, error) {
+		names := make([]string, len(cands))
+		for i, n := range cands {
+			if n.String() == name {
 				return n, nil
 			}
+			names[i] = n.String()
 		}
-		var names []string
-		for _, n := range candidates {
-			names = append(names, n.Name)
-		}
-		return nil, fmt.Errorf("target %s: no node %q (nodes: %s)", sel, name, strings.Join(names, ", "))
+		var none N
+		return none, fmt.Errorf("target %s: no node %q (nodes: %s)", sel, name, strings.Join(names, ", "))
 	}
 	if len(sel.Nodes) > 0 {
-		out := make([]*cluster.Node, len(sel.Nodes))
+		out := make([]N, len(sel.Nodes))
 		for i, name := range sel.Nodes {
 			n, err := byName(name)
 			if err != nil {
@@ -89,31 +93,27 @@ func ResolveNodes(ctx context.Context, c *cluster.Cluster, sel Selector, rng *ra
 	case "":
 		return nil, fmt.Errorf("target %s: names no nodes", sel)
 	case NodeFirst, NodeOne, NodeMinority, NodeMajority, NodeAll:
-		idx, err := PickNodes(sel.Node, len(candidates), rng)
+		idx, err := PickNodes(sel.Node, len(cands), rng)
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", sel, err)
 		}
-		out := make([]*cluster.Node, len(idx))
+		out := make([]N, len(idx))
 		for i, j := range idx {
-			out[i] = candidates[j]
+			out[i] = cands[j]
 		}
 		return out, nil
 	case NodeLeader, NodeFollower:
-		var match []*cluster.Node
-		for _, n := range candidates {
-			role, err := n.Role(ctx)
-			if err != nil {
-				continue // a node that does not answer leads nothing
-			}
-			if role == sel.Node {
+		var match []N
+		for _, n := range cands {
+			if role, err := n.Role(ctx); err == nil && role == sel.Node {
 				match = append(match, n)
 			}
 		}
 		if len(match) == 0 {
-			return nil, fmt.Errorf("target %s: no %s answers now: %w", sel, sel.Node, ErrNoTarget)
+			return nil, fmt.Errorf("target %s: no %s %s answers now: %w", sel, server, sel.Node, ErrNoTarget)
 		}
 		if sel.Node == NodeFollower {
-			match = []*cluster.Node{match[rng.IntN(len(match))]}
+			match = match[rng.IntN(len(match)):][:1]
 		}
 		return match, nil
 	default:
@@ -121,6 +121,6 @@ func ResolveNodes(ctx context.Context, c *cluster.Cluster, sel Selector, rng *ra
 		if err != nil {
 			return nil, err
 		}
-		return []*cluster.Node{n}, nil
+		return []N{n}, nil
 	}
 }

@@ -28,11 +28,11 @@ func TestResolveNodes(t *testing.T) {
 		{sel: Selector{Node: "redis-2"}, count: 1, names: "redis-2"},
 		{sel: Selector{Nodes: []string{"redis-2", "redis-0"}}, count: 2, names: "redis-2,redis-0"},
 		{sel: Selector{Node: "redis-9"}, err: `no node "redis-9" (nodes: redis-0, redis-1, redis-2)`},
-		{sel: Selector{Node: NodeOne, Server: "zookeeper"}, err: "the cluster has no zookeeper nodes"},
-		{sel: Selector{Node: NodeLeader, Server: "redis"}, err: "no leader answers now"},
+		{sel: Selector{Node: NodeOne, Server: "zookeeper"}, err: "no zookeeper nodes in this run"},
+		{sel: Selector{Node: NodeLeader, Server: "redis"}, err: "no redis leader answers now"},
 	} {
 		t.Run(tc.sel.String(), func(t *testing.T) {
-			nodes, err := ResolveNodes(ctx, c, tc.sel, newRand(3))
+			nodes, err := ResolveNodes(ctx, nodesOf(c), "", tc.sel, newRand(3))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
@@ -49,13 +49,13 @@ func TestResolveNodes(t *testing.T) {
 			if len(nodes) != tc.count || (tc.names != "" && strings.Join(names, ",") != tc.names) {
 				t.Fatalf("nodes %v, want %d (%s)", names, tc.count, tc.names)
 			}
-			again, _ := ResolveNodes(ctx, c, tc.sel, newRand(3))
+			again, _ := ResolveNodes(ctx, nodesOf(c), "", tc.sel, newRand(3))
 			if len(again) != len(nodes) || again[0] != nodes[0] {
 				t.Fatalf("one seed, two choices")
 			}
 		})
 	}
-	if _, err := ResolveNodes(ctx, c, Selector{Node: NodeLeader}, nil); !errors.Is(err, ErrNoTarget) {
+	if _, err := ResolveNodes(ctx, nodesOf(c), "redis", Selector{Node: NodeLeader}, nil); !errors.Is(err, ErrNoTarget) {
 		t.Errorf("leader among standalone servers: %v, want ErrNoTarget", err)
 	}
 	tg := NodeTarget(c.Nodes()[0])

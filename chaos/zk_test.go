@@ -122,7 +122,7 @@ func TestRoles(t *testing.T) {
 	for _, server := range []string{"zookeeper", "etcd"} {
 		t.Run(server, func(t *testing.T) {
 			var roles []string
-			for _, n := range c.NodesOf(backend(server)) {
+			for _, n := range c.NodesOf(serverKind(server)) {
 				r, err := n.Role(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -133,20 +133,20 @@ func TestRoles(t *testing.T) {
 				strings.Count(strings.Join(roles, ","), cluster.RoleFollower) != 2 {
 				t.Fatalf("roles %v, want one leader and two followers", roles)
 			}
-			leader, err := ResolveNodes(ctx, c, Selector{Node: NodeLeader, Server: server}, nil)
+			leader, err := ResolveNodes(ctx, nodesOf(c), "", Selector{Node: NodeLeader, Server: server}, nil)
 			if err != nil || len(leader) != 1 {
 				t.Fatalf("leader: %v %v", leader, err)
 			}
 			if r, _ := leader[0].Role(ctx); r != cluster.RoleLeader {
 				t.Fatalf("resolved leader %s has role %s", leader[0].Name, r)
 			}
-			l2, err := c.Leader(ctx, backend(server))
+			l2, err := c.Leader(ctx, serverKind(server))
 			if err != nil || l2 != leader[0] {
 				t.Fatalf("Cluster.Leader = %v %v, want %s", l2, err, leader[0].Name)
 			}
 		})
 	}
-	if r, err := c.NodesOf(backend("redis"))[0].Role(ctx); err != nil || r != cluster.RoleStandalone {
+	if r, err := c.NodesOf(serverKind("redis"))[0].Role(ctx); err != nil || r != cluster.RoleStandalone {
 		t.Fatalf("redis role %q %v", r, err)
 	}
 }

@@ -36,6 +36,9 @@ type Node struct {
 	health func(ctx context.Context) error
 }
 
+// String is the node's name (chaos.Node).
+func (n *Node) String() string { return n.Name }
+
 // Addr is the address clients use: the toxiproxy proxy in front of the node.
 func (n *Node) Addr() string { return n.proxy.Listen }
 

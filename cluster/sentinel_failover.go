@@ -65,6 +65,29 @@ func (n *Node) ObserveReplication(ctx context.Context) (*HeldReplication, error)
 	return n.replication(ctx, false)
 }
 
+// ReplicationCut is what the failover fault keeps of a held or observed
+// replication (chaos.ReplicationCut: the same type literal, so Node
+// satisfies chaos.FailoverNode without this package importing chaos).
+type ReplicationCut = interface {
+	Reopen(ctx context.Context) error
+	WaitPromoted(ctx context.Context, within time.Duration) error
+}
+
+// CutReplication is HoldReplication (hold) or ObserveReplication.
+func (n *Node) CutReplication(ctx context.Context, hold bool) (ReplicationCut, error) {
+	h, err := n.replication(ctx, hold)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// WaitPromoted waits until one of the held replicas is promoted.
+func (h *HeldReplication) WaitPromoted(ctx context.Context, within time.Duration) error {
+	_, err := WaitPromoted(ctx, h.Replicas, within)
+	return err
+}
+
 func (n *Node) replication(ctx context.Context, hold bool) (*HeldReplication, error) {
 	info, err := redisCommand(ctx, n.direct, "INFO replication")
 	if err != nil {

@@ -144,11 +144,6 @@ type resolver struct {
 	ownLinks  bool // clients connect through their own proxies: node faults must cover those too
 }
 
-// roler is what leader/follower selection needs of a node.
-type roler interface {
-	Role(ctx context.Context) (string, error)
-}
-
 // Resolve implements chaos.Resolver.
 func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand) ([]chaos.Target, error) {
 	switch s.Kind() {
@@ -177,11 +172,12 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 		if err != nil {
 			return nil, err
 		}
-		t, err := chaos.ClientLinkTarget(r.cl, c.index, fmt.Sprintf("client %d", c.index), nodes)
+		name := fmt.Sprintf("client %d", c.index)
+		links, err := r.cl.ClientLinks(c.index, nodes)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("links of %s: %w", name, err)
 		}
-		return []chaos.Target{t}, nil
+		return []chaos.Target{chaos.LinkTarget(name, nodes, links)}, nil
 	default:
 		nodes, err := r.nodes(ctx, s, rng)
 		if err != nil {
@@ -236,83 +232,14 @@ func (r *resolver) keyName(k string) string {
 	return r.keyPrefix + k
 }
 
-// nodes picks the server nodes a selector names.
+// nodes picks the server nodes a selector names, among the case's (its
+// lane's) nodes of the selector's server kind, the approach's by default.
 func (r *resolver) nodes(ctx context.Context, s chaos.Selector, rng *rand.Rand) ([]*cluster.Node, error) {
 	if r.cl == nil {
 		return nil, fmt.Errorf("no servers: %w", chaos.ErrNoTarget)
 	}
-	server := r.server
-	if s.Server != "" {
-		server = impls.Server(s.Server)
-	}
-	cands := r.nodesOf(server)
-	if len(cands) == 0 {
-		return nil, fmt.Errorf("no %s nodes in this run", server)
-	}
-	if len(s.Nodes) > 0 {
-		var out []*cluster.Node
-		for _, name := range s.Nodes {
-			n := byName(cands, name)
-			if n == nil {
-				return nil, fmt.Errorf("no node %q among %s", name, nodeNames(cands))
-			}
-			out = append(out, n)
-		}
-		return out, nil
-	}
-	switch s.Node {
-	case chaos.NodeLeader, chaos.NodeFollower:
-		var out []*cluster.Node
-		for _, n := range cands {
-			rn, ok := any(n).(roler)
-			if !ok {
-				return nil, fmt.Errorf("%s nodes have no leader", server)
-			}
-			role, err := rn.Role(ctx)
-			if err == nil && role == s.Node {
-				out = append(out, n)
-			}
-		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("no %s %s now: %w", server, s.Node, chaos.ErrNoTarget)
-		}
-		if s.Node == chaos.NodeFollower {
-			out = out[rng.IntN(len(out)):][:1]
-		}
-		return out, nil
-	case chaos.NodeFirst, chaos.NodeOne, chaos.NodeMinority, chaos.NodeMajority, chaos.NodeAll:
-		idx, err := chaos.PickNodes(s.Node, len(cands), rng)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]*cluster.Node, len(idx))
-		for i, j := range idx {
-			out[i] = cands[j]
-		}
-		return out, nil
-	}
-	n := byName(cands, s.Node)
-	if n == nil {
-		return nil, fmt.Errorf("no node %q among %s", s.Node, nodeNames(cands))
-	}
-	return []*cluster.Node{n}, nil
-}
-
-func byName(ns []*cluster.Node, name string) *cluster.Node {
-	for _, n := range ns {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
-}
-
-func nodeNames(ns []*cluster.Node) string {
-	names := make([]string, len(ns))
-	for i, n := range ns {
-		names[i] = n.Name
-	}
-	return strings.Join(names, ", ")
+	nodesOf := func(server string) []*cluster.Node { return r.nodesOf(impls.Server(server)) }
+	return chaos.ResolveNodes(ctx, nodesOf, string(r.server), s, rng)
 }
 
 // holderProcess is the worker of "the client that holds key k". The holder

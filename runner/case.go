@@ -164,7 +164,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	spec := c.Workload
 	spec.KeyPrefix = fmt.Sprintf("%s/%s/", env.nonce, c.Name)
 	spec.ProcBase = env.procBase
-	spec.Store = workload.NewStore(rec, env.mono, c.Fenced, 1_000_000)
+	spec.Store = workload.NewStore(rec, env.mono, spec.Fenced, 1_000_000)
 	slots := make([]*clientSlot, n)
 	var runWorkload func(context.Context) (workload.Stats, error)
 	// begin starts worker clients, launched and connected beforehand,
@@ -434,8 +434,8 @@ func (env *caseEnv) newFleet(c Case, spec workload.Spec, rec history.Recorder, p
 	if drain == 0 {
 		drain = time.Second
 	}
-	start := workerStart{Approach: c.Approach.Name, Drain: drain, Keys: spec.Keys, KeyPrefix: spec.KeyPrefix, Hold: spec.Hold, TTL: spec.TTL,
-		AcquireTimeout: spec.AcquireTimeout, Kind: spec.Kind, Renew: spec.Renew, HonourLease: spec.HonourLease, Seed: spec.Seed}
+	start := workerStart{Approach: c.Approach.Name, Workload: spec}
+	start.Workload.Drain = drain
 	f := newWorkerFleet(argv, logf, start, spec.Clients, spec.ProcBase, spec.Store, rec, env.mono, prog)
 	f.logFile = logf
 	return f, nil

@@ -155,7 +155,7 @@ func TestClientPauseWithFencingRefusesStaleWrites(t *testing.T) {
 	pause := step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 3500*time.Millisecond, nil)
 	pause.Every = chaos.Duration(4500 * time.Millisecond)
 	c := faultCase(t, "zk-sequential", spec, pause)
-	c.Fenced = true
+	c.Workload.Fenced = true
 	c.Expect = verdict.Expectation{Outcomes: []verdict.Outcome{verdict.DoubleGrant, verdict.StaleWriteRefused},
 		Forbidden: []verdict.Outcome{verdict.LostUpdate}}
 	out, evs := runFaultCase(t, c)

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -44,18 +43,10 @@ type workerStart struct {
 	// (its duration, its faults' times) starts when every client is
 	// connected, as with goroutine clients, however long the processes
 	// took to start on a loaded machine.
-	Wait           bool          `json:"wait,omitempty"`
-	Drain          time.Duration `json:"drain"`
-	Keys           int           `json:"keys"`
-	KeyPrefix      string        `json:"key_prefix"`
-	Hold           workload.Dist `json:"hold"`
-	TTL            time.Duration `json:"ttl"`
-	AcquireTimeout time.Duration `json:"acquire_timeout"`
-	Kind           string        `json:"kind"`
-	Renew          bool          `json:"renew"`
-	HonourLease    bool          `json:"honour_lease,omitempty"`
-	Seed           uint64        `json:"seed"`
-	ClockOffset    int64         `json:"clock_offset"`
+	Wait bool `json:"wait,omitempty"`
+	// Workload is the case's; the worker runs it as one client.
+	Workload    workload.Spec `json:"workload"`
+	ClockOffset int64         `json:"clock_offset"`
 }
 
 // fromWorker is a message from a worker.

@@ -90,10 +90,12 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 		w.send(fromWorker{End: endOf(workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram()}, false)})
 		return nil
 	}
-	spec := workload.Spec{Clients: 1, Keys: st.Keys, Hold: st.Hold, TTL: st.TTL, Duration: left, Seed: st.Seed ^ uint64(st.Proc),
-		AcquireTimeout: st.AcquireTimeout, Drain: st.Drain, KeyPrefix: st.KeyPrefix, ProcBase: st.Proc, Kind: st.Kind,
-		Renew: st.Renew, HonourLease: st.HonourLease}
-	if st.Kind == workload.Counter || st.Kind == workload.Tasks {
+	// The case's workload, as its one client recording as st.Proc. An
+	// open loop's rate is over all clients, which no worker sees: workers
+	// run closed loops (bench refuses --rate with --processes).
+	spec := st.Workload
+	spec.Clients, spec.Duration, spec.Seed, spec.ProcBase, spec.Rate, spec.Store = 1, left, spec.Seed^uint64(st.Proc), st.Proc, 0, nil
+	if spec.Kind == workload.Counter || spec.Kind == workload.Tasks {
 		spec.Store = w
 	}
 	// No connect: a worker whose outcome was indeterminate retires; the

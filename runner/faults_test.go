@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/redis"
@@ -26,7 +27,7 @@ const workerArg = "locklab-test-worker"
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == workerArg {
-		if err := ServeWorker(context.Background(), serverRegistry(), os.Stdin, os.Stdout); err != nil {
+		if err := fleet.ServeWorker(context.Background(), serverRegistry(), os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}

@@ -1,4 +1,4 @@
-package runner
+package fleet
 
 import (
 	"encoding/json"
@@ -13,11 +13,11 @@ import (
 // The worker protocol: JSON lines over the worker's stdin and stdout.
 // A `locklab worker` process is one workload client. Its history events are
 // stamped with CLOCK_MONOTONIC, the same clock in every process of the
-// machine, so they merge with the runner's exactly. The protected store
-// stays in the runner (it must order the writes it records); the worker
-// calls it over the pipe.
+// machine, so they merge with locklab's own exactly. The protected store
+// stays in locklab's process (it must order the writes it records); the
+// worker calls it over the pipe.
 
-// toWorker is a message from the runner.
+// toWorker is a message from the fleet.
 type toWorker struct {
 	Start *workerStart `json:"start,omitempty"`
 	Reply *storeReply  `json:"reply,omitempty"`
@@ -81,7 +81,7 @@ type storeReply struct {
 }
 
 // workerEnd is a worker's last word: what it measured, and whether it
-// retires because an outcome was indeterminate (then the runner replaces
+// retires because an outcome was indeterminate (then the fleet replaces
 // it under a new process id).
 type workerEnd struct {
 	Retired        bool                   `json:"retired"`

@@ -31,6 +31,8 @@ type Fleet interface {
 	// Run starts the clients and returns what they measured once the
 	// workload's duration, counted from now, is over and they drained.
 	// Cancelling ctx stops them early; held locks are still released.
+	// It is called once: a case's clock starts there (after the faults due
+	// at 0 are in place), not when the clients connected.
 	Run(ctx context.Context) (workload.Stats, error)
 	// Close ends the fleet: lock clients are closed and processes still
 	// paused resumed so they can exit. A crashed or retired client's lock

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
 )
 
 // ThreatFailover: the primary of an asynchronously replicated server dies

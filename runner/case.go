@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/metrics"
@@ -164,61 +164,16 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	spec := c.Workload
 	spec.KeyPrefix = fmt.Sprintf("%s/%s/", env.nonce, c.Name)
 	spec.ProcBase = env.procBase
-	spec.Store = workload.NewStore(rec, env.mono, c.Fenced, 1_000_000)
-	slots := make([]*clientSlot, n)
-	var runWorkload func(context.Context) (workload.Stats, error)
-	// begin starts worker clients, launched and connected beforehand,
-	// when the case's clock starts (nil for goroutine clients).
-	var begin func(endMono int64)
-	if c.Processes {
-		f, err := env.newFleet(c, spec, rec, prog)
-		if err != nil {
-			return caseOutcome{}, err
-		}
-		defer f.close()
-		f.endpoints, f.spawned = endpoints, hold.bind
-		for i, ws := range f.slots {
-			slots[i] = &clientSlot{index: i, clock: ws, worker: ws}
-		}
-		done := f.launch(ctx)
-		begin = f.begin
-		runWorkload = func(context.Context) (workload.Stats, error) {
-			r := <-done
-			return r.stats, r.err
-		}
-	} else {
-		clocks := make([]*clock.Skewable, n)
-		for i := range slots {
-			clocks[i] = &clock.Skewable{}
-			slots[i] = &clientSlot{index: i, clock: clocks[i]}
-		}
-		connect := func(ctx context.Context, slot, proc int) (workload.Client, error) {
-			ep, err := endpoints(slot)
-			if err != nil {
-				return workload.Client{}, err
-			}
-			hold.bind(proc, slot)
-			return newClient(ctx, a, ep, clocks[slot], proc)
-		}
-		clients, err := newClients(ctx, n, env.procBase, connect)
-		if err != nil {
-			return caseOutcome{}, err
-		}
-		defer func() {
-			for _, cl := range clients {
-				if cl.Locker != nil {
-					cl.Locker.Close()
-				}
-			}
-		}()
-		runWorkload = func(ctx context.Context) (workload.Stats, error) {
-			st, err := workload.Run(ctx, spec, clients, connect, rec, env.mono, prog)
-			if err != nil {
-				return st, usageErr(err)
-			}
-			return st, nil
-		}
+	spec.Store = workload.NewStore(rec, env.mono, spec.Fenced, 1_000_000)
+	if err := spec.Validate(); err != nil {
+		return caseOutcome{}, usageErr(err)
 	}
+	clients, err := fleet.New(ctx, fleet.Config{Approach: a, Workload: spec, Processes: c.Processes, Endpoints: endpoints,
+		Bind: hold.bind, Recorder: rec, Mono: env.mono, Progress: prog, WorkerArgv: env.workerArgv, Dir: env.dir})
+	if err != nil {
+		return caseOutcome{}, infraErr(err)
+	}
+	defer clients.Close()
 
 	// 3. Workload and chaos, recorded.
 	nem := &nemesisRecorder{rec: rec, clk: env.mono, idBase: int64(env.procBase) * 1000}
@@ -226,7 +181,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	var engineErr error
 	engineDone := make(chan struct{})
 	if len(plan) > 0 {
-		res := &resolver{cl: env.servers, nodesOf: env.nodesOf, server: a.Server, keyPrefix: spec.KeyPrefix, slots: slots, holders: hold, ownLinks: ownLinks}
+		res := &resolver{cl: env.servers, nodesOf: env.nodesOf, server: a.Server, keyPrefix: spec.KeyPrefix, slots: clients.Slots(), holders: hold, ownLinks: ownLinks}
 		engine = chaos.NewEngine(res, nem, holdingWaiter{holders: hold, key: res.keyName})
 	}
 	stopProgress := env.reportProgress(c, prog)
@@ -254,14 +209,11 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		case <-ctx.Done():
 		}
 	}
-	if begin != nil {
-		begin(env.mono.Nanos() + int64(spec.Duration))
-	}
-	stats, err := runWorkload(ctx)
+	stats, err := clients.Run(ctx)
 	<-engineDone
 	stopProgress()
 	if err != nil {
-		return caseOutcome{}, err
+		return caseOutcome{}, infraErr(err)
 	}
 	env.procBase += stats.Procs
 
@@ -415,30 +367,6 @@ func (env *caseEnv) reportProgress(c Case, prog *workload.Progress) (stop func()
 		}
 	}()
 	return func() { close(done); wg.Wait() }
-}
-
-// newFleet prepares the case's worker processes.
-func (env *caseEnv) newFleet(c Case, spec workload.Spec, rec history.Recorder, prog *workload.Progress) (*workerFleet, error) {
-	argv := env.workerArgv
-	if argv == nil {
-		var err error
-		if argv, err = workerArgv(); err != nil {
-			return nil, infraErr(err)
-		}
-	}
-	logf, err := os.OpenFile(filepath.Join(env.dir, "workers.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, infraErr(err)
-	}
-	drain := spec.Drain
-	if drain == 0 {
-		drain = time.Second
-	}
-	start := workerStart{Approach: c.Approach.Name, Drain: drain, Keys: spec.Keys, KeyPrefix: spec.KeyPrefix, Hold: spec.Hold, TTL: spec.TTL,
-		AcquireTimeout: spec.AcquireTimeout, Kind: spec.Kind, Renew: spec.Renew, HonourLease: spec.HonourLease, Seed: spec.Seed}
-	f := newWorkerFleet(argv, logf, start, spec.Clients, spec.ProcBase, spec.Store, rec, env.mono, prog)
-	f.logFile = logf
-	return f, nil
 }
 
 // cutShort is the verdict of a case that was interrupted (Ctrl-C, a budget

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/redis"
@@ -26,7 +27,7 @@ const workerArg = "locklab-test-worker"
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == workerArg {
-		if err := ServeWorker(context.Background(), serverRegistry(), os.Stdin, os.Stdout); err != nil {
+		if err := fleet.ServeWorker(context.Background(), serverRegistry(), os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
@@ -155,7 +156,7 @@ func TestClientPauseWithFencingRefusesStaleWrites(t *testing.T) {
 	pause := step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 3500*time.Millisecond, nil)
 	pause.Every = chaos.Duration(4500 * time.Millisecond)
 	c := faultCase(t, "zk-sequential", spec, pause)
-	c.Fenced = true
+	c.Workload.Fenced = true
 	c.Expect = verdict.Expectation{Outcomes: []verdict.Outcome{verdict.DoubleGrant, verdict.StaleWriteRefused},
 		Forbidden: []verdict.Outcome{verdict.LostUpdate}}
 	out, evs := runFaultCase(t, c)

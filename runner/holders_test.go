@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
 )
 
@@ -51,16 +53,16 @@ func TestHoldersHeldAtCrash(t *testing.T) {
 // A holder pause that lands on a client whose release was already on its
 // way is undone and moved to the key's next holder.
 func TestHolderPauseMovesToTheNextHolder(t *testing.T) {
-	slot := func(i int) *workerSlot {
+	slot := func() signalled {
 		cmd := exec.Command("sleep", "30")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return &workerSlot{index: i, cur: &workerProc{proc: i + 1, cmd: cmd}}
+		return signalled{cmd}
 	}
-	stopped := func(s *workerSlot) bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cur.cmd.Process.Pid))
+	stopped := func(s signalled) bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,10 +70,10 @@ func TestHolderPauseMovesToTheNextHolder(t *testing.T) {
 		return strings.HasPrefix(rest, "T")
 	}
 	h := newHolders()
-	a, b := slot(0), slot(1)
+	a, b := slot(), slot()
 	h.bind(1, 0)
 	h.bind(2, 1)
-	r := &resolver{holders: h, slots: []*clientSlot{{index: 0, worker: a}, {index: 1, worker: b}}}
+	r := &resolver{holders: h, slots: []fleet.Slot{{Index: 0, Process: a}, {Index: 1, Process: b}}}
 	h.see(history.Event{Proc: 1, Type: history.OK, F: history.Acquire, Key: "k"})
 	p := &holderProcess{r: r, key: "k", slot: a, proc: 1}
 	// Process 1's release, sent before its stop, arrives during the
@@ -91,3 +93,11 @@ func TestHolderPauseMovesToTheNextHolder(t *testing.T) {
 		t.Fatalf("resume: %v; process 2 stopped %v", err, stopped(b))
 	}
 }
+
+// signalled stands in for a worker process in its slot: holderProcess
+// needs only its signals.
+type signalled struct{ cmd *exec.Cmd }
+
+func (s signalled) Pause() error  { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+func (s signalled) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
+func (s signalled) Kill() error   { return s.cmd.Process.Kill() }

@@ -85,7 +85,6 @@ type Case struct {
 	// Workload is what the clients do; KeyPrefix, ProcBase and Store are
 	// set by the runner.
 	Workload workload.Spec
-	Fenced   bool // the store refuses stale fencing tokens
 	Direct   bool // clients connect straight to the servers (no fault can touch their links)
 	Record   bool // record and check the history (false: measure what recording costs)
 	// Processes runs each client as a `locklab worker` process instead of
@@ -126,42 +125,37 @@ func (c Case) Validate() error {
 
 // BenchConfig is everything `locklab bench` takes.
 type BenchConfig struct {
-	Approaches     []string
-	Clients        []int
-	Duration       time.Duration
-	Keys           int
-	Hold           workload.Dist
-	TTL            time.Duration
-	AcquireTimeout time.Duration
-	Seed           uint64
-	ResultsDir     string
-	External       string  // YAML of server addresses; "" = start locally
-	Docker         *Docker // start the servers as containers
-	Direct         bool    // bypass the fault-injecting proxies
-	Workload       string  // mutex, counter or tasks
-	Fenced         bool    // the store refuses stale fencing tokens
-	NoHistory      bool    // record nothing, check nothing (to measure recording's cost)
-	// Rate, when positive, is an open loop: lock requests per second over
-	// all clients (workload.Spec.Rate).
-	Rate float64
+	Approaches []string
+	Clients    []int // the client counts to run each approach at
+	// Workload is what the clients do, at each client count (its Clients
+	// is set per case).
+	Workload   workload.Spec
+	ResultsDir string
+	External   string  // YAML of server addresses; "" = start locally
+	Docker     *Docker // start the servers as containers
+	Direct     bool    // bypass the fault-injecting proxies
+	NoHistory  bool    // record nothing, check nothing (to measure recording's cost)
 }
 
 // configJSON is how the config appears in results.json, durations readable.
 func (c BenchConfig) configJSON() map[string]any {
+	w := c.workload()
 	return map[string]any{
-		"approaches": c.Approaches, "clients": c.Clients, "duration": c.Duration.String(), "keys": c.Keys,
-		"hold": c.Hold.String(), "ttl": c.TTL.String(), "acquire_timeout": c.AcquireTimeout.String(),
-		"seed": c.Seed, "cluster": clusterMode(c.External, c.Docker),
-		"external_config": c.External, "images": c.Docker.images(), "via_proxy": !c.Direct, "workload": c.workload(), "fenced": c.Fenced,
-		"recorded": !c.NoHistory, "rate_per_sec": c.Rate,
+		"approaches": c.Approaches, "clients": c.Clients, "duration": w.Duration.String(), "keys": w.Keys,
+		"hold": w.Hold.String(), "ttl": w.TTL.String(), "acquire_timeout": w.AcquireTimeout.String(),
+		"seed": w.Seed, "cluster": clusterMode(c.External, c.Docker),
+		"external_config": c.External, "images": c.Docker.images(), "via_proxy": !c.Direct, "workload": w.Kind, "fenced": w.Fenced,
+		"recorded": !c.NoHistory, "rate_per_sec": w.Rate,
 	}
 }
 
-func (c BenchConfig) workload() string {
-	if c.Workload == "" {
-		return workload.Mutex
+// workload is the bench's workload with its kind defaulted (mutex).
+func (c BenchConfig) workload() workload.Spec {
+	w := c.Workload
+	if w.Kind == "" {
+		w.Kind = workload.Mutex
 	}
-	return c.Workload
+	return w
 }
 
 // BenchPlan turns bench settings into a plan: every approach at every
@@ -174,7 +168,7 @@ func BenchPlan(reg *impls.Registry, cfg BenchConfig) (Plan, error) {
 	if len(cfg.Clients) == 0 {
 		return Plan{}, usageErr(fmt.Errorf("no client counts"))
 	}
-	if err := workload.CheckKind(cfg.Workload); err != nil {
+	if err := workload.CheckKind(cfg.Workload.Kind); err != nil {
 		return Plan{}, usageErr(err)
 	}
 	p := Plan{Kind: "bench", ResultsDir: cfg.ResultsDir, External: cfg.External, Docker: cfg.Docker, Config: cfg.configJSON()}
@@ -184,11 +178,9 @@ func BenchPlan(reg *impls.Registry, cfg BenchConfig) (Plan, error) {
 			return Plan{}, usageErr(err)
 		}
 		for _, n := range cfg.Clients {
-			c := Case{
-				Name: fmt.Sprintf("%s-c%d", a.Name, n), Approach: a, Fenced: cfg.Fenced, Direct: cfg.Direct, Record: !cfg.NoHistory,
-				Workload: workload.Spec{Clients: n, Keys: cfg.Keys, Hold: cfg.Hold, TTL: cfg.TTL, Duration: cfg.Duration,
-					Seed: cfg.Seed, AcquireTimeout: cfg.AcquireTimeout, Kind: cfg.workload(), Rate: cfg.Rate},
-			}
+			c := Case{Name: fmt.Sprintf("%s-c%d", a.Name, n), Approach: a, Direct: cfg.Direct, Record: !cfg.NoHistory,
+				Workload: cfg.workload()}
+			c.Workload.Clients = n
 			if a.Safe {
 				c.Expect = verdict.Expect("declared safe under plain contention", verdict.Safe)
 			}
@@ -280,15 +272,15 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 }
 
 // workloadSpec is a scenario's workload as the runner runs it, for one run.
-func workloadSpec(w scenario.Workload, duration time.Duration, seed uint64) workload.Spec {
-	return workload.Spec{Clients: w.Clients, Keys: w.Keys, Hold: w.Hold, TTL: w.TTL, Duration: duration,
-		Seed: seed, AcquireTimeout: w.AcquireTimeout, Kind: w.Kind, Renew: w.Renew, HonourLease: w.HonourLease}
+func workloadSpec(w workload.Spec, duration time.Duration, seed uint64) workload.Spec {
+	w.Duration, w.Seed = duration, seed
+	return w
 }
 
 // scenarioCase is one run of a scenario for approach a.
 func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration time.Duration, mode string) (Case, error) {
 	w := s.Workload
-	c := Case{Name: a.Name, Approach: a, Fenced: w.Fenced, Record: true, Processes: s.Processes,
+	c := Case{Name: a.Name, Approach: a, Record: true, Processes: s.Processes,
 		Servers:  ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
 		Workload: workloadSpec(w, duration, seed)}
 	for _, f := range s.Faults {

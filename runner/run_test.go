@@ -26,8 +26,8 @@ func memoryPlan(t *testing.T, svc *memlock.Service, clients int, d time.Duration
 	t.Helper()
 	reg := impls.NewRegistry()
 	reg.Register(svc.Approach("memory"))
-	p, err := BenchPlan(reg, BenchConfig{Approaches: []string{"memory"}, Clients: []int{clients}, Duration: d, Keys: 1,
-		Hold: workload.Dist{Kind: "fixed", A: 100 * time.Microsecond}, TTL: time.Second, Seed: 1, ResultsDir: t.TempDir()})
+	p, err := BenchPlan(reg, BenchConfig{Approaches: []string{"memory"}, Clients: []int{clients}, ResultsDir: t.TempDir(),
+		Workload: workload.Spec{Duration: d, Keys: 1, Hold: workload.Dist{Kind: "fixed", A: 100 * time.Microsecond}, TTL: time.Second, Seed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestRunCancelledKeepsWhatRanMarkedIncomplete(t *testing.T) {
 func TestBenchPlanRefusesBadInputBeforeAnythingStarts(t *testing.T) {
 	reg := impls.NewRegistry()
 	reg.Register(memlock.NewService(1).Approach("memory"))
-	ok := BenchConfig{Approaches: []string{"memory"}, Clients: []int{1}, Duration: time.Second, Keys: 1}
+	ok := BenchConfig{Approaches: []string{"memory"}, Clients: []int{1}, Workload: workload.Spec{Duration: time.Second, Keys: 1}}
 	tests := []struct {
 		name string
 		mod  func(*BenchConfig)
@@ -168,11 +168,11 @@ func TestBenchPlanRefusesBadInputBeforeAnythingStarts(t *testing.T) {
 		{"no approaches", func(c *BenchConfig) { c.Approaches = nil }},
 		{"no clients", func(c *BenchConfig) { c.Clients = nil }},
 		{"too many clients", func(c *BenchConfig) { c.Clients = []int{5000} }},
-		{"zero duration", func(c *BenchConfig) { c.Duration = 0 }},
-		{"no keys", func(c *BenchConfig) { c.Keys = 0 }},
-		{"negative ttl", func(c *BenchConfig) { c.TTL = -time.Second }},
-		{"negative acquire timeout", func(c *BenchConfig) { c.AcquireTimeout = -time.Second }},
-		{"unknown workload", func(c *BenchConfig) { c.Workload = "nope" }},
+		{"zero duration", func(c *BenchConfig) { c.Workload.Duration = 0 }},
+		{"no keys", func(c *BenchConfig) { c.Workload.Keys = 0 }},
+		{"negative ttl", func(c *BenchConfig) { c.Workload.TTL = -time.Second }},
+		{"negative acquire timeout", func(c *BenchConfig) { c.Workload.AcquireTimeout = -time.Second }},
+		{"unknown workload", func(c *BenchConfig) { c.Workload.Kind = "nope" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,18 +11,10 @@ import (
 
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 )
-
-// clientSlot is one workload client position as chaos sees it: its lease
-// clock (which survives replacements) and, for worker processes, the
-// process holding it now.
-type clientSlot struct {
-	index  int
-	clock  chaos.Clock // *clock.Skewable for goroutines, the worker slot for processes
-	worker *workerSlot // nil for goroutine clients
-}
 
 // holders follows who holds which key, from the events as they are
 // recorded: the target "the client that holds key k" is resolved from it
@@ -139,7 +131,7 @@ type resolver struct {
 	nodesOf   func(impls.Server) []*cluster.Node
 	server    impls.Server // the case's approach's server kind: the default for node selectors
 	keyPrefix string
-	slots     []*clientSlot
+	slots     []fleet.Slot // the case's clients as faults see them
 	holders   *holders
 	ownLinks  bool // clients connect through their own proxies: node faults must cover those too
 }
@@ -152,14 +144,14 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 		if err != nil {
 			return nil, err
 		}
-		t := chaos.Target{Kind: chaos.TargetClient, Name: fmt.Sprintf("client %d", c.index), Clock: c.clock}
+		t := chaos.Target{Kind: chaos.TargetClient, Name: fmt.Sprintf("client %d", c.Index), Clock: c.Clock}
 		if proc >= 0 {
-			t.Name = fmt.Sprintf("client %d (process %d)", c.index, proc)
+			t.Name = fmt.Sprintf("client %d (process %d)", c.Index, proc)
 		}
-		if c.worker != nil {
-			t.Process = c.worker
+		if c.Process != nil {
+			t.Process = c.Process
 			if s.Client == chaos.ClientHolder {
-				t.Process = &holderProcess{r: r, key: r.keyName(s.Key), slot: c.worker, proc: proc}
+				t.Process = &holderProcess{r: r, key: r.keyName(s.Key), slot: c.Process, proc: proc}
 			}
 		}
 		return []chaos.Target{t}, nil
@@ -172,8 +164,8 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 		if err != nil {
 			return nil, err
 		}
-		name := fmt.Sprintf("client %d", c.index)
-		links, err := r.cl.ClientLinks(c.index, nodes)
+		name := fmt.Sprintf("client %d", c.Index)
+		links, err := r.cl.ClientLinks(c.Index, nodes)
 		if err != nil {
 			return nil, fmt.Errorf("links of %s: %w", name, err)
 		}
@@ -189,7 +181,7 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 			// network fault on the node must cut those as well.
 			for i := range out {
 				for _, c := range r.slots {
-					links, err := r.cl.ClientLinks(c.index, nodes[i:i+1])
+					links, err := r.cl.ClientLinks(c.Index, nodes[i:i+1])
 					if err != nil {
 						return nil, err
 					}
@@ -203,12 +195,12 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 
 // client picks the slot a selector names, and the process in it (-1 if
 // unknown).
-func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand) (*clientSlot, int, error) {
+func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand) (fleet.Slot, int, error) {
 	switch s.Client {
 	case chaos.ClientHolder:
 		slot, proc, err := r.holders.holderOf(ctx, r.keyName(s.Key), 2*time.Second)
 		if err != nil {
-			return nil, 0, err
+			return fleet.Slot{}, 0, err
 		}
 		return r.slots[slot], proc, nil
 	case chaos.ClientRandom:
@@ -216,7 +208,7 @@ func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand)
 	}
 	i, err := strconv.Atoi(s.Client)
 	if err != nil || i < 0 || i >= len(r.slots) {
-		return nil, 0, fmt.Errorf("client %q: want holder, random or a number 0..%d", s.Client, len(r.slots)-1)
+		return fleet.Slot{}, 0, fmt.Errorf("client %q: want holder, random or a number 0..%d", s.Client, len(r.slots)-1)
 	}
 	return r.slots[i], -1, nil
 }
@@ -254,7 +246,7 @@ func (r *resolver) nodes(ctx context.Context, s chaos.Selector, rng *rand.Rand) 
 type holderProcess struct {
 	r    *resolver
 	key  string
-	slot *workerSlot
+	slot fleet.Process
 	proc int
 }
 
@@ -270,10 +262,10 @@ func (p *holderProcess) current() error {
 	if err != nil {
 		return err
 	}
-	if p.r.slots[slot].worker == nil {
+	if p.r.slots[slot].Process == nil {
 		return fmt.Errorf("client %d has no process: %w", slot, chaos.ErrNoTarget)
 	}
-	p.slot, p.proc = p.r.slots[slot].worker, proc
+	p.slot, p.proc = p.r.slots[slot].Process, proc
 	return nil
 }
 

@@ -33,8 +33,8 @@ type Scenario struct {
 	Name        string
 	Description string // the file's leading comment: what it shows and why
 	Approaches  []string
-	Workload    Workload
-	Processes   bool // clients run as worker processes
+	Workload    workload.Spec // Duration and Seed are the scenario's own, below
+	Processes   bool          // clients run as worker processes
 	Duration    time.Duration
 	Seed        uint64
 	Faults      []Fault
@@ -55,19 +55,6 @@ type Servers struct {
 	In string
 }
 
-// Workload is what the clients do.
-type Workload struct {
-	Kind           string
-	Clients        int
-	Keys           int
-	Hold           workload.Dist
-	TTL            time.Duration
-	AcquireTimeout time.Duration
-	Fenced         bool
-	Renew          bool
-	HonourLease    bool // holders stop when their lease runs out on their own clock
-}
-
 // Fault is one entry of `faults:`: a fault with its options, where it acts
 // and when.
 type Fault struct {
@@ -80,7 +67,7 @@ type Fault struct {
 type file struct {
 	Name       string         `yaml:"name"`
 	Approaches []string       `yaml:"approaches"`
-	Workload   workloadFile   `yaml:"workload"`
+	Workload   yaml.Node      `yaml:"workload"` // a workload.Spec: see parseWorkload
 	Clients    clientsFile    `yaml:"clients"`
 	Duration   chaos.Duration `yaml:"duration"`
 	Seed       *uint64        `yaml:"seed"`
@@ -95,18 +82,6 @@ type serversFile struct {
 	Redis struct {
 		Persistence string `yaml:"persistence"`
 	} `yaml:"redis"`
-}
-
-type workloadFile struct {
-	Kind           string         `yaml:"kind"`
-	Clients        int            `yaml:"clients"`
-	Keys           int            `yaml:"keys"`
-	Hold           string         `yaml:"hold"`
-	TTL            chaos.Duration `yaml:"ttl"`
-	AcquireTimeout chaos.Duration `yaml:"acquire-timeout"`
-	Fenced         bool           `yaml:"fenced"`
-	Renew          bool           `yaml:"renew"`
-	HonourLease    bool           `yaml:"honour-lease"`
 }
 
 type clientsFile struct {
@@ -177,7 +152,7 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	if raw.Seed != nil {
 		s.Seed = *raw.Seed
 	}
-	w, err := parseWorkload(raw.Workload, keyLine(root, "workload"))
+	w, err := parseWorkload(&raw.Workload, keyLine(root, "workload"))
 	if err != nil {
 		return nil, err
 	}
@@ -221,46 +196,6 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func parseWorkload(w workloadFile, line int) (Workload, error) {
-	out := Workload{Kind: w.Kind, Clients: w.Clients, Keys: w.Keys, TTL: w.TTL.D(), AcquireTimeout: w.AcquireTimeout.D(),
-		Fenced: w.Fenced, Renew: w.Renew, HonourLease: w.HonourLease}
-	if out.Kind == "" {
-		out.Kind = workload.Mutex
-	}
-	if err := workload.CheckKind(out.Kind); err != nil {
-		return out, fmt.Errorf("line %d: workload: %w", line, err)
-	}
-	if out.Clients == 0 {
-		out.Clients = 2
-	}
-	if out.Keys == 0 {
-		out.Keys = 1
-	}
-	if out.TTL == 0 {
-		out.TTL = 10 * time.Second
-	}
-	switch {
-	case out.Clients < 1 || out.Clients > 4096:
-		return out, fmt.Errorf("line %d: workload.clients %d out of range 1..4096", line, out.Clients)
-	case out.Keys < 1:
-		return out, fmt.Errorf("line %d: workload.keys must be at least 1", line)
-	case out.TTL < 0:
-		return out, fmt.Errorf("line %d: workload.ttl must not be negative", line)
-	case out.AcquireTimeout < 0:
-		return out, fmt.Errorf("line %d: workload.acquire-timeout must not be negative", line)
-	}
-	hold := w.Hold
-	if hold == "" {
-		hold = "0"
-	}
-	d, err := workload.ParseDist(hold)
-	if err != nil {
-		return out, fmt.Errorf("line %d: workload.hold: %w", line, err)
-	}
-	out.Hold = d
-	return out, nil
 }
 
 // parseExpect reads `expect:`: a map from an approach name, "cap:<name>"

@@ -185,3 +185,43 @@ func TestClientFaultsRunClientsAsProcesses(t *testing.T) {
 		})
 	}
 }
+
+// The keys of `workload:` are the yaml tags of workload.Spec: exactly
+// these, each once; what the scenario sets at its top level (duration,
+// seed) or the command line and the runner set is refused there. Errors
+// name the line of the value, also in block style.
+func TestWorkloadKeys(t *testing.T) {
+	const base = "name: x\napproaches: [memory]\nduration: 5s\n"
+	all := "workload: {kind: tasks, clients: 3, keys: 2, hold: exp:2ms, ttl: 0, acquire-timeout: 1s, fenced: true, renew: true, honour-lease: true}\n"
+	s, err := Parse([]byte(base+all), registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := s.Workload; w.Kind != "tasks" || w.Clients != 3 || w.Keys != 2 || w.Hold.String() != "exp:2ms" ||
+		w.TTL != 10*time.Second || w.AcquireTimeout != time.Second || !w.Fenced || !w.Renew || !w.HonourLease {
+		t.Errorf("workload = %+v (ttl 0 is the default, 10s)", w)
+	}
+	s, err = Parse([]byte(base+"workload: {ttl: , hold: }\n"), registry())
+	if err != nil || s.Workload.TTL != 10*time.Second || s.Workload.Hold.String() != "0s" {
+		t.Errorf("empty values must take the defaults: %+v, %v", s, err)
+	}
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"duration is the scenario's", "workload: {duration: 5s}\n", `line 4: unknown key "duration"`},
+		{"seed is the scenario's", "workload: {seed: 3}\n", `line 4: unknown key "seed"`},
+		{"rate is the command line's", "workload: {rate: 3}\n", `line 4: unknown key "rate"`},
+		{"store is the runner's", "workload: {store: x}\n", `line 4: unknown key "store"`},
+		{"twice", "workload: {keys: 1, keys: 2}\n", "line 4: workload.keys given twice"},
+		{"not a mapping", "workload: mutex\n", "line 4: workload is a mapping"},
+		{"bare ttl", "workload:\n  kind: mutex\n  ttl: 5\n", `line 6: workload.ttl: duration "5": write it with a unit`},
+		{"bad hold, block style", "workload:\n  hold: uniform:5ms\n", "line 5: workload.hold: distribution"},
+		{"clients not a number", "workload:\n  clients: many\n", "line 5: workload.clients: cannot unmarshal"},
+		{"renew not a bool", "workload:\n  renew: [x]\n", "line 5: workload.renew: want a single value"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(base+tt.yaml), registry())
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v, want one line containing %q", err, tt.want)
+			}
+		})
+	}
+}

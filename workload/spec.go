@@ -36,28 +36,36 @@ func CheckKind(kind string) error {
 // connection(s), acquire one of K keys at random, hold it for a drawn time
 // (doing the critical section of Kind), release it, and start over, until
 // Duration has passed.
+//
+// It is written once: a scenario file's `workload:` holds the fields with
+// a yaml key (the others are set from the scenario's top level, the command
+// line or the runner), the worker protocol sends it as JSON, and `bench`
+// fills it from its flags.
 type Spec struct {
-	Clients        int
-	Keys           int
-	Hold           Dist
-	TTL            time.Duration // lease length asked of TTL approaches
-	Duration       time.Duration
-	Seed           uint64
-	AcquireTimeout time.Duration // how long one acquire may wait (default 10s)
-	Drain          time.Duration // after Duration, how long waiters may still wait (default 1s)
-	KeyPrefix      string        // keys are KeyPrefix + "k" + index
-	ProcBase       int           // client i records as process ProcBase+i; replacements count on from ProcBase+Clients
-	Kind           string        // Mutex (default), Counter or Tasks
+	Kind           string        `yaml:"kind" json:"kind"` // Mutex (default), Counter or Tasks
+	Clients        int           `yaml:"clients" json:"clients"`
+	Keys           int           `yaml:"keys" json:"keys"`
+	Hold           Dist          `yaml:"hold" json:"hold"`
+	TTL            time.Duration `yaml:"ttl" json:"ttl"`                         // lease length asked of TTL approaches
+	AcquireTimeout time.Duration `yaml:"acquire-timeout" json:"acquire_timeout"` // how long one acquire may wait (default 10s)
+	// Fenced makes the protected Store refuse a holder whose fencing
+	// token is older than one it has seen (Counter and Tasks).
+	Fenced bool `yaml:"fenced" json:"fenced"`
 	// Renew makes a holder extend its lease every TTL/3 while it holds,
 	// where the approach offers renewal (a watchdog, as Redisson does).
-	Renew bool
+	Renew bool `yaml:"renew" json:"renew"`
 	// HonourLease makes a holder stop its critical section when its lease
 	// runs out by its own clock (checked before every 10 ms of work, and
 	// before the counter's or the task's write): a careful holder, as the
 	// Redlock algorithm asks of its clients. Without it a holder works its
 	// full hold whatever its lease says.
-	HonourLease bool
-	Store       Resource // the protected resource, for Counter and Tasks
+	HonourLease bool `yaml:"honour-lease" json:"honour_lease,omitempty"`
+
+	Duration  time.Duration `yaml:"-" json:"duration"`
+	Seed      uint64        `yaml:"-" json:"seed"`
+	Drain     time.Duration `yaml:"-" json:"drain"`      // after Duration, how long waiters may still wait (default 1s)
+	KeyPrefix string        `yaml:"-" json:"key_prefix"` // keys are KeyPrefix + "k" + index
+	ProcBase  int           `yaml:"-" json:"proc_base"`  // client i records as process ProcBase+i; replacements count on from ProcBase+Clients
 	// Rate, when positive, makes the workload an open loop: lock requests
 	// arrive at Rate per second over all clients (each client takes every
 	// Clients-th arrival, staggered), whether or not earlier ones are done,
@@ -65,7 +73,8 @@ type Spec struct {
 	// a busy client got round to it (free of coordinated omission, as wrk2
 	// measures). 0 is the closed loop: each client asks again as soon as it
 	// released.
-	Rate float64
+	Rate  float64  `yaml:"-" json:"rate,omitempty"`
+	Store Resource `yaml:"-" json:"-"` // the protected resource, for Counter and Tasks
 }
 
 // Resource is the protected resource holders work on: the Store in the

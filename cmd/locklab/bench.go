@@ -69,9 +69,9 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 		return exitUsage
 	}
 	cfg := runner.BenchConfig{
-		Approaches: approaches, Clients: clients, Duration: *duration, Keys: *keys, Hold: holdDist, TTL: *ttl,
-		AcquireTimeout: *acquireTimeout, Seed: *seed, ResultsDir: *results, Direct: !*viaProxy,
-		Workload: *kind, Fenced: *fenced, NoHistory: *noHistory, Rate: *rate,
+		Approaches: approaches, Clients: clients, ResultsDir: *results, Direct: !*viaProxy, NoHistory: *noHistory,
+		Workload: workload.Spec{Kind: *kind, Duration: *duration, Keys: *keys, Hold: holdDist, TTL: *ttl,
+			AcquireTimeout: *acquireTimeout, Seed: *seed, Fenced: *fenced, Rate: *rate},
 	}
 	ext, docker, code := where.resolve(stderr)
 	if code >= 0 {

@@ -8,8 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/impls"
-	"github.com/locklab/locklab/runner"
 )
 
 // cmdWorker is `locklab worker`, started by locklab itself: one workload
@@ -23,7 +23,7 @@ func cmdWorker(ctx context.Context, reg *impls.Registry, args []string, stderr i
 	// A Ctrl-C is for the parent: it stops the workers itself, by closing
 	// their stdin, so that held locks are released first.
 	signal.Ignore(os.Interrupt, syscall.SIGHUP)
-	if err := runner.ServeWorker(ctx, reg, os.Stdin, os.Stdout); err != nil {
+	if err := fleet.ServeWorker(ctx, reg, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintf(stderr, "locklab worker: %v\n", err)
 		return exitInfra
 	}

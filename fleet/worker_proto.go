@@ -1,8 +1,7 @@
-package runner
+package fleet
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -14,11 +13,11 @@ import (
 // The worker protocol: JSON lines over the worker's stdin and stdout.
 // A `locklab worker` process is one workload client. Its history events are
 // stamped with CLOCK_MONOTONIC, the same clock in every process of the
-// machine, so they merge with the runner's exactly. The protected store
-// stays in the runner (it must order the writes it records); the worker
-// calls it over the pipe.
+// machine, so they merge with locklab's own exactly. The protected store
+// stays in locklab's process (it must order the writes it records); the
+// worker calls it over the pipe.
 
-// toWorker is a message from the runner.
+// toWorker is a message from the fleet.
 type toWorker struct {
 	Start *workerStart `json:"start,omitempty"`
 	Reply *storeReply  `json:"reply,omitempty"`
@@ -44,18 +43,10 @@ type workerStart struct {
 	// (its duration, its faults' times) starts when every client is
 	// connected, as with goroutine clients, however long the processes
 	// took to start on a loaded machine.
-	Wait           bool          `json:"wait,omitempty"`
-	Drain          time.Duration `json:"drain"`
-	Keys           int           `json:"keys"`
-	KeyPrefix      string        `json:"key_prefix"`
-	Hold           workload.Dist `json:"hold"`
-	TTL            time.Duration `json:"ttl"`
-	AcquireTimeout time.Duration `json:"acquire_timeout"`
-	Kind           string        `json:"kind"`
-	Renew          bool          `json:"renew"`
-	HonourLease    bool          `json:"honour_lease,omitempty"`
-	Seed           uint64        `json:"seed"`
-	ClockOffset    int64         `json:"clock_offset"`
+	Wait bool `json:"wait,omitempty"`
+	// Workload is the case's; the worker runs it as one client.
+	Workload    workload.Spec `json:"workload"`
+	ClockOffset int64         `json:"clock_offset"`
 }
 
 // fromWorker is a message from a worker.
@@ -90,7 +81,7 @@ type storeReply struct {
 }
 
 // workerEnd is a worker's last word: what it measured, and whether it
-// retires because an outcome was indeterminate (then the runner replaces
+// retires because an outcome was indeterminate (then the fleet replaces
 // it under a new process id).
 type workerEnd struct {
 	Retired        bool                   `json:"retired"`

@@ -1,4 +1,4 @@
-package runner
+package fleet
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 // so that a fault can stop it whole (SIGSTOP stops its heartbeats,
 // keep-alives and renewals too, as a GC pause does) or kill it. It reads
 // its start message from in, streams its history events and store calls to
-// out, and ends with its stats. EOF on in means the runner is gone or wants
+// out, and ends with its stats. EOF on in means the fleet is gone or wants
 // it to stop: it stops at once.
 func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -81,7 +81,7 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 		w.send(fromWorker{Ready: true})
 		select {
 		case st.EndMono = <-begin:
-		case <-ctx.Done(): // the runner is gone or stopping: EndMono 0 ends at once
+		case <-ctx.Done(): // the fleet is gone or stopping: EndMono 0 ends at once
 		}
 	}
 	mono := clock.NewMonotonic()
@@ -90,14 +90,16 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 		w.send(fromWorker{End: endOf(workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram()}, false)})
 		return nil
 	}
-	spec := workload.Spec{Clients: 1, Keys: st.Keys, Hold: st.Hold, TTL: st.TTL, Duration: left, Seed: st.Seed ^ uint64(st.Proc),
-		AcquireTimeout: st.AcquireTimeout, Drain: st.Drain, KeyPrefix: st.KeyPrefix, ProcBase: st.Proc, Kind: st.Kind,
-		Renew: st.Renew, HonourLease: st.HonourLease}
-	if st.Kind == workload.Counter || st.Kind == workload.Tasks {
+	// The case's workload, as its one client recording as st.Proc. An
+	// open loop's rate is over all clients, which no worker sees: workers
+	// run closed loops (bench refuses --rate with --processes).
+	spec := st.Workload
+	spec.Clients, spec.Duration, spec.Seed, spec.ProcBase, spec.Rate, spec.Store = 1, left, spec.Seed^uint64(st.Proc), st.Proc, 0, nil
+	if spec.Kind == workload.Counter || spec.Kind == workload.Tasks {
 		spec.Store = w
 	}
 	// No connect: a worker whose outcome was indeterminate retires; the
-	// runner starts its replacement as a new process.
+	// fleet starts its replacement as a new process.
 	stats, err := workload.Run(ctx, spec, []workload.Client{{Locker: l, Clock: clk}}, nil, w, mono, nil)
 	if err != nil {
 		w.send(fromWorker{Fatal: err.Error()})
@@ -116,7 +118,7 @@ type workerSide struct {
 	calls   map[int64]chan storeReply
 	nextID  atomic.Int64
 	retired atomic.Bool
-	done    <-chan struct{} // the runner is gone: store calls fail
+	done    <-chan struct{} // the fleet is gone: store calls fail
 }
 
 // send writes one line; each is written whole with one call, unbuffered,
@@ -127,7 +129,7 @@ func (w *workerSide) send(m fromWorker) {
 	_, _ = w.out.Write(encodeLine(m))
 }
 
-// Record streams one history event to the runner.
+// Record streams one history event to the fleet.
 func (w *workerSide) Record(ev history.Event) history.Event {
 	if ev.Type == history.Info && (ev.F == history.Acquire || ev.F == history.Release) {
 		w.retired.Store(true)
@@ -147,7 +149,7 @@ func (w *workerSide) call(c storeCall) storeReply {
 	case r := <-ch:
 		return r
 	case <-w.done:
-		return storeReply{ID: c.ID, Err: "runner gone"}
+		return storeReply{ID: c.ID, Err: "fleet gone"}
 	}
 }
 
@@ -161,24 +163,24 @@ func replyErr(r storeReply) error {
 	return errors.New(r.Err)
 }
 
-// Read calls the runner's store.
+// Read calls the case's store, in locklab's process.
 func (w *workerSide) Read(proc int, key string, token *uint64) (int64, error) {
 	r := w.call(storeCall{Op: "read", Proc: proc, Key: key, Token: token})
 	return r.N, replyErr(r)
 }
 
-// Write calls the runner's store.
+// Write calls the case's store, in locklab's process.
 func (w *workerSide) Write(proc int, key string, v, read int64, token *uint64) error {
 	return replyErr(w.call(storeCall{Op: "write", Proc: proc, Key: key, V: v, Read: read, Token: token}))
 }
 
-// Process calls the runner's store.
+// Process calls the case's store, in locklab's process.
 func (w *workerSide) Process(proc int, key string, token *uint64) (int, error) {
 	r := w.call(storeCall{Op: "process", Proc: proc, Key: key, Token: token})
 	return int(r.N), replyErr(r)
 }
 
-// Done calls the runner's store.
+// Done calls the case's store, in locklab's process.
 func (w *workerSide) Done(key string) bool {
 	return w.call(storeCall{Op: "done", Key: key}).Done
 }

@@ -1,0 +1,108 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/workload"
+)
+
+// connectTimeout bounds connecting one case's clients.
+const connectTimeout = 30 * time.Second
+
+// goroutines are clients in locklab's own process, one goroutine each: a
+// client retired after an indeterminate outcome is replaced by a fresh
+// lock client under a new process id, in the same slot.
+type goroutines struct {
+	cfg     Config
+	clocks  []*clock.Skewable // the slots' lease clocks, which chaos may skew and which outlive replacements
+	clients []workload.Client // the slots' clients now (workload.Run puts replacements here)
+}
+
+func newGoroutines(ctx context.Context, cfg Config) (*goroutines, error) {
+	g := &goroutines{cfg: cfg, clocks: make([]*clock.Skewable, cfg.Workload.Clients)}
+	for i := range g.clocks {
+		g.clocks[i] = &clock.Skewable{}
+	}
+	clients, err := connectAll(ctx, len(g.clocks), cfg.Workload.ProcBase, g.connect)
+	if err != nil {
+		return nil, err
+	}
+	g.clients = clients
+	return g, nil
+}
+
+// connect makes slot's client recording as process proc, with its own
+// connections, doing lease arithmetic on its slot's clock.
+func (g *goroutines) connect(ctx context.Context, slot, proc int) (workload.Client, error) {
+	ep, err := g.cfg.endpoints(slot)
+	if err != nil {
+		return workload.Client{}, err
+	}
+	g.cfg.bind(proc, slot)
+	clk := g.clocks[slot]
+	l, err := g.cfg.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: proc})
+	if err != nil {
+		return workload.Client{}, err
+	}
+	return workload.Client{Locker: l, Clock: clk}, nil
+}
+
+func (g *goroutines) Slots() []Slot {
+	out := make([]Slot, len(g.clocks))
+	for i, c := range g.clocks {
+		out[i] = Slot{Index: i, Clock: c}
+	}
+	return out
+}
+
+func (g *goroutines) Run(ctx context.Context) (workload.Stats, error) {
+	return workload.Run(ctx, g.cfg.Workload, g.clients, g.connect, g.cfg.Recorder, g.cfg.Mono, g.cfg.Progress)
+}
+
+func (g *goroutines) Close() {
+	for _, c := range g.clients {
+		if c.Locker != nil {
+			c.Locker.Close()
+		}
+	}
+}
+
+// connectAll connects n clients through connect, in parallel (at most 16
+// at a time): slot i records as process procBase+i.
+func connectAll(ctx context.Context, n, procBase int, connect workload.Connect) ([]workload.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	clients := make([]workload.Client, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			clients[i], errs[i] = connect(ctx, i, procBase+i)
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range clients {
+			if c.Locker != nil {
+				c.Locker.Close()
+			}
+		}
+		for _, e := range errs {
+			if e != nil {
+				return nil, fmt.Errorf("connect clients: %w", e)
+			}
+		}
+	}
+	return clients, nil
+}

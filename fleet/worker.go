@@ -1,0 +1,325 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/spawn"
+	"github.com/locklab/locklab/workload"
+)
+
+// workers run a case's clients as `locklab worker` processes, one per
+// client: a fault can then pause or kill a client whole. A worker that
+// crashes, or retires after an indeterminate outcome, is replaced by a new
+// process under a new process id (Jepsen's rule); the lock it may hold is
+// left to the server.
+type workers struct {
+	cfg      Config
+	argv     []string    // starts one worker: locklab worker
+	start    workerStart // template; Proc, Slot, Wait, EndMono, ClockOffset set per worker
+	log      *os.File    // the workers' stderr
+	spawn    *spawn.Spawner
+	nextProc atomic.Int64
+	slots    []*workerSlot
+	// endMono is when the run ends (CLOCK_MONOTONIC ns), set by Run.
+	endMono atomic.Int64
+	// ready counts the first workers not yet connected (or failed);
+	// begun is closed by Run, which lets them go.
+	ready sync.WaitGroup
+	begun chan struct{}
+	// startFailed: a first worker could not start or connect.
+	startFailed atomic.Bool
+	cancel      context.CancelFunc // stops every worker: stdin closed
+	done        chan runResult     // the run's one result
+	finished    chan struct{}      // closed once the run has returned
+}
+
+// runResult is what a fleet's run came to.
+type runResult struct {
+	stats workload.Stats
+	err   error
+}
+
+// workerSlot is a process slot whose worker does lease arithmetic on a
+// clock moved by an offset (client-clock faults), which replacements keep.
+type workerSlot struct {
+	processSlot
+	clock int64 // ns; guarded by processSlot.mu
+}
+
+// newWorkers starts every slot's first worker and returns once each has
+// connected; they wait for Run.
+func newWorkers(ctx context.Context, cfg Config) (*workers, error) {
+	argv := cfg.WorkerArgv
+	if argv == nil {
+		var err error
+		if argv, err = workerArgv(); err != nil {
+			return nil, err
+		}
+	}
+	log, err := os.OpenFile(filepath.Join(cfg.Dir, "workers.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	spec := cfg.Workload
+	if spec.Drain == 0 {
+		spec.Drain = time.Second
+	}
+	f := &workers{cfg: cfg, argv: argv, log: log, start: workerStart{Approach: cfg.Approach.Name, Workload: spec},
+		spawn: spawn.New(), begun: make(chan struct{}), done: make(chan runResult, 1), finished: make(chan struct{})}
+	// Slot i starts as process ProcBase+i, as goroutine clients do;
+	// replacements count on from ProcBase+Clients.
+	f.nextProc.Store(int64(spec.ProcBase + spec.Clients))
+	for i := range spec.Clients {
+		f.slots = append(f.slots, &workerSlot{processSlot: processSlot{index: i, now: cfg.Mono.Nanos}})
+	}
+	ctx, f.cancel = context.WithCancel(ctx)
+	f.ready.Add(len(f.slots))
+	go func() {
+		defer close(f.finished)
+		st, err := f.run(ctx)
+		f.done <- runResult{st, err}
+	}()
+	f.ready.Wait()
+	if f.startFailed.Load() {
+		f.Close()
+		r := <-f.done
+		return nil, r.err
+	}
+	return f, nil
+}
+
+func (f *workers) Slots() []Slot {
+	out := make([]Slot, len(f.slots))
+	for i, s := range f.slots {
+		out[i] = Slot{Index: i, Clock: s, Process: &s.processSlot}
+	}
+	return out
+}
+
+// Run lets the connected workers go; the run ends Workload.Duration from
+// now, for replacements started late too.
+func (f *workers) Run(ctx context.Context) (workload.Stats, error) {
+	stop := context.AfterFunc(ctx, f.cancel)
+	defer stop()
+	f.endMono.Store(f.cfg.Mono.Nanos() + int64(f.cfg.Workload.Duration))
+	close(f.begun)
+	r := <-f.done
+	return r.stats, r.err
+}
+
+// Close resumes any worker still paused (so it can exit), stops those
+// still running (none, after Run) and closes the workers' log.
+func (f *workers) Close() {
+	for _, s := range f.slots {
+		_ = s.Resume()
+	}
+	f.cancel()
+	<-f.finished
+	_ = f.log.Close()
+}
+
+// run keeps every slot filled until the run's end, and returns the merged
+// stats. The first worker of each slot must start (else an infrastructure
+// error); a replacement that cannot connect (a server is down) is tried
+// again until the run ends.
+func (f *workers) run(ctx context.Context) (workload.Stats, error) {
+	defer f.spawn.Close()
+	started := time.Now()
+	results := make([]workload.Stats, len(f.slots))
+	errs := make([]error, len(f.slots))
+	var wg sync.WaitGroup
+	for i, s := range f.slots {
+		wg.Add(1)
+		go func(i int, s *workerSlot) {
+			defer wg.Done()
+			results[i], errs[i] = f.runSlot(ctx, s)
+		}(i, s)
+	}
+	wg.Wait()
+	total := workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram(), Elapsed: time.Since(started)}
+	for _, r := range results {
+		if r.Acquire != nil {
+			total.Merge(r)
+		}
+	}
+	total.Procs = int(f.nextProc.Load()) - f.cfg.Workload.ProcBase
+	return total, errors.Join(errs...)
+}
+
+func (f *workers) over() bool { return f.cfg.Mono.Nanos() >= f.endMono.Load() }
+
+func (f *workers) runSlot(ctx context.Context, s *workerSlot) (workload.Stats, error) {
+	st := workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram()}
+	proc := f.cfg.Workload.ProcBase + s.index
+	// The first worker is ready once it says so or ends; replacements
+	// start after Run and do not wait.
+	ready := sync.OnceFunc(f.ready.Done)
+	for first := true; ; first = false {
+		if !first {
+			proc = int(f.nextProc.Add(1) - 1)
+		}
+		end, fatal, crashedAt, err := f.runWorker(ctx, s, proc, first, ready)
+		if first && (err != nil || fatal != "") {
+			f.startFailed.Store(true)
+		}
+		ready()
+		switch {
+		case err != nil:
+			return st, err
+		case fatal != "" && first:
+			return st, fmt.Errorf("client %d: %s", s.index, fatal)
+		case fatal != "":
+			// A replacement could not connect (a server is down, a link
+			// cut): try again shortly, as a restarted client would.
+			st.Errors++
+			if st.FirstError == "" {
+				st.FirstError = fatal
+			}
+			select {
+			case <-ctx.Done():
+				return st, nil
+			case <-time.After(100 * time.Millisecond):
+			}
+		case end == nil:
+			// No last word: the worker died (a client-crash fault).
+			at := crashedAt
+			if at == 0 {
+				at = f.cfg.Mono.Nanos()
+			}
+			f.cfg.Recorder.Record(history.Event{Proc: proc, Type: history.Info, F: history.Crash, T: at})
+			st.Crashed++
+		default:
+			st.Merge(end.stats())
+			if !end.Retired {
+				return st, nil
+			}
+		}
+		if ctx.Err() != nil || f.over() {
+			return st, nil
+		}
+		st.Replaced++
+	}
+}
+
+// runWorker runs one worker process to its end. It returns the worker's
+// last word (nil if it died without one), or the reason it could not
+// start.
+// A first worker waits after connecting: ready is called when it says so,
+// and Run's end time is sent to it once Run was called.
+func (f *workers) runWorker(ctx context.Context, s *workerSlot, proc int, first bool, ready func()) (end *workerEnd, fatal string, killedAt int64, err error) {
+	start := f.start
+	start.Proc, start.Slot = proc, s.index
+	start.Wait, start.EndMono = first, f.endMono.Load()
+	if start.Endpoints, err = f.cfg.endpoints(s.index); err != nil {
+		return nil, "", 0, err
+	}
+	f.cfg.bind(proc, s.index)
+	p, err := startProcess(f.spawn, f.argv, f.log, proc)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("start worker: %w", err)
+	}
+	s.hold(p, func() { start.ClockOffset = s.clock })
+	_ = p.send(toWorker{Start: &start})
+	// On Ctrl-C, closing stdin tells the worker to stop: it releases what
+	// it holds and sends its last word.
+	stopWatch := context.AfterFunc(ctx, p.closeInput)
+	defer stopWatch()
+
+	sc := p.lines()
+	for sc.Scan() {
+		var m fromWorker
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			fmt.Fprintf(f.log, "worker %d: bad line: %v\n", proc, err)
+			continue
+		}
+		switch {
+		case m.Event != nil:
+			if m.Event.F == history.Acquire && m.Event.Type == history.OK && f.cfg.Progress != nil {
+				f.cfg.Progress.Acquired.Add(1)
+			}
+			f.cfg.Recorder.Record(*m.Event)
+		case m.Call != nil:
+			_ = p.send(toWorker{Reply: f.serve(*m.Call)})
+		case m.End != nil:
+			end = m.End
+		case m.Fatal != "":
+			fatal = m.Fatal
+		case m.Ready:
+			ready()
+			go func() {
+				select {
+				case <-f.begun:
+					end := f.endMono.Load()
+					_ = p.send(toWorker{Go: &end})
+				case <-p.exited:
+				}
+			}()
+		}
+	}
+	return end, fatal, s.wait(p), nil
+}
+
+// serve answers one store call from a worker.
+func (f *workers) serve(c storeCall) *storeReply {
+	store := f.cfg.Workload.Store
+	r := &storeReply{ID: c.ID}
+	var err error
+	switch {
+	case store == nil:
+		err = errors.New("this workload has no store")
+	case c.Op == "read":
+		r.N, err = store.Read(c.Proc, c.Key, c.Token)
+	case c.Op == "write":
+		err = store.Write(c.Proc, c.Key, c.V, c.Read, c.Token)
+	case c.Op == "process":
+		var n int
+		n, err = store.Process(c.Proc, c.Key, c.Token)
+		r.N = int64(n)
+	case c.Op == "done":
+		r.Done = store.Done(c.Key)
+	default:
+		err = fmt.Errorf("unknown store call %q", c.Op)
+	}
+	if err != nil {
+		r.Err = err.Error()
+		r.Stale = errors.Is(err, workload.ErrStaleToken)
+	}
+	return r
+}
+
+// SetOffset moves the slot's lease clock, now and for its replacements.
+func (s *workerSlot) SetOffset(d time.Duration) {
+	s.mu.Lock()
+	s.clock = int64(d)
+	p := s.cur
+	s.mu.Unlock()
+	if p != nil {
+		off := int64(d)
+		_ = p.send(toWorker{Clock: &off})
+	}
+}
+
+// Offset is the slot's current clock offset.
+func (s *workerSlot) Offset() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Duration(s.clock)
+}
+
+// workerArgv is how this binary starts a worker.
+func workerArgv() ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find locklab binary for workers: %w", err)
+	}
+	return []string{exe, "worker"}, nil
+}

@@ -21,6 +21,7 @@ import (
 // locker without releasing).
 type ClientCrash struct{}
 
+func (ClientCrash) Needs() Needs    { return Needs{ClientProcess: true} }
 func (ClientCrash) Kind() string    { return "client-crash" }
 func (ClientCrash) Threat() string  { return ThreatHolderCrash }
 func (ClientCrash) Validate() error { return nil }

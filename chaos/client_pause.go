@@ -16,6 +16,7 @@ import (
 // goroutine would leave its library's heartbeats running.
 type ClientPause struct{}
 
+func (ClientPause) Needs() Needs    { return Needs{ClientProcess: true} }
 func (ClientPause) Kind() string    { return "client-pause" }
 func (ClientPause) Threat() string  { return ThreatHolderPause }
 func (ClientPause) Validate() error { return nil }

@@ -19,6 +19,7 @@ import "context"
 // would end in. The conformance suite relies on exactly this behaviour.
 type DropReplies struct{}
 
+func (DropReplies) Needs() Needs    { return Needs{Links: true} }
 func (DropReplies) Kind() string    { return "drop-replies" }
 func (DropReplies) Threat() string  { return ThreatLostReply }
 func (DropReplies) Validate() error { return nil }

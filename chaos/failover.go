@@ -98,9 +98,7 @@ func (f Failover) Available(t Target) error {
 	}
 	n, ok := t.Process.(FailoverNode)
 	if !ok {
-		// A stand-in for a node not started yet (the runner's check before
-		// the run); the engine asks again at injection time.
-		return nil
+		return unavailable(f, t, "not a node of the Sentinel topology")
 	}
 	if err := n.CanFailover(); err != nil {
 		return unavailable(f, t, err.Error())

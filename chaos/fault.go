@@ -40,6 +40,36 @@ type Fault interface {
 	Inject(ctx context.Context, t Target) (Heal, error)
 }
 
+// Needs is what a fault needs of the lab besides a target it can act on,
+// declared by the fault (Needer), so runners and the scenario loader set
+// the lab up for it without matching fault names.
+type Needs struct {
+	// ClientProcess: it stops or kills a whole client, heartbeats,
+	// keep-alives and renewals with it, which only a client in a process
+	// of its own allows.
+	ClientProcess bool
+	// ServerClock: it moves servers' wall clocks, which only servers run
+	// under libfaketime from their start allow.
+	ServerClock bool
+	// Links: it acts on network links, which only clients that connect
+	// through the proxies allow (a bench connects straight to the servers
+	// otherwise: a proxy costs about a round trip's time).
+	Links bool
+}
+
+// Needer is a fault that needs more of the lab than its target (optional).
+type Needer interface {
+	Needs() Needs
+}
+
+// NeedsOf is what f needs of the lab.
+func NeedsOf(f Fault) Needs {
+	if n, ok := f.(Needer); ok {
+		return n.Needs()
+	}
+	return Needs{}
+}
+
 // Heal undoes one injection. It should be called once; the engine and
 // InjectAll see to that.
 type Heal func(context.Context) error

@@ -39,6 +39,7 @@ type Partition struct {
 	Mode string `yaml:"mode"` // hold (default) | reset
 }
 
+func (Partition) Needs() Needs   { return Needs{Links: true} }
 func (Partition) Kind() string   { return "partition" }
 func (Partition) Threat() string { return ThreatHolderCutOff }
 

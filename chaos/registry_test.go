@@ -206,3 +206,29 @@ func TestToxicsRollBack(t *testing.T) {
 		t.Fatalf("%d toxics after the heal", n)
 	}
 }
+
+// What each fault declares it needs of the lab, pinned: a new fault is
+// added here with what it needs, and a network fault that forgot Links
+// would run on clients that bypass the proxies it acts on.
+func TestFaultsDeclareTheirNeeds(t *testing.T) {
+	want := map[string]Needs{
+		"client-pause": {ClientProcess: true}, "client-crash": {ClientProcess: true},
+		"server-clock": {ServerClock: true},
+		"partition":    {Links: true}, "drop-replies": {Links: true}, "slow-replies": {Links: true},
+	}
+	for _, k := range Kinds() {
+		f, err := New(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := NeedsOf(f); got != want[k] {
+			t.Errorf("%s needs %+v, want %+v", k, got, want[k])
+		}
+		// A fault that needs links is unavailable on a target without any.
+		if NeedsOf(f).Links {
+			if err := f.Available(Target{Kind: TargetNode, Name: "n"}); !errors.Is(err, ErrUnavailable) {
+				t.Errorf("%s available on a node without links: %v", k, err)
+			}
+		}
+	}
+}

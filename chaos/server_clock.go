@@ -36,6 +36,7 @@ type ServerClockSetter interface {
 	ClockOffset() (time.Duration, error)
 }
 
+func (ServerClock) Needs() Needs   { return Needs{ServerClock: true} }
 func (ServerClock) Kind() string   { return "server-clock" }
 func (ServerClock) Threat() string { return ThreatServerClockJump }
 
@@ -52,10 +53,7 @@ func (f ServerClock) Available(t Target) error {
 	}
 	s, ok := t.Process.(ServerClockSetter)
 	if !ok {
-		// A stand-in for a node not started yet (the runner's check before
-		// the run): whether its clock can move is known once it runs, and
-		// the engine asks again then.
-		return nil
+		return unavailable(f, t, "its clock cannot be set")
 	}
 	if err := s.CanSetClock(); err != nil {
 		return unavailable(f, t, err.Error())

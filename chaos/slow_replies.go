@@ -21,6 +21,7 @@ type SlowReplies struct {
 	Jitter  Duration `yaml:"jitter"`
 }
 
+func (SlowReplies) Needs() Needs   { return Needs{Links: true} }
 func (SlowReplies) Kind() string   { return "slow-replies" }
 func (SlowReplies) Threat() string { return ThreatSlowReply }
 

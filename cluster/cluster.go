@@ -108,11 +108,14 @@ func (n *Node) Kill() error {
 
 // CanIsolate says whether the node can be cut off its network (a node of a
 // Docker cluster), or why not.
-func (n *Node) CanIsolate() error {
-	if n.ctr == nil {
+func (n *Node) CanIsolate() error { return canIsolate(n.ctr != nil, n.ctr != nil && n.ctr.onHost) }
+
+// canIsolate: only a container on a network of its own can be cut off it.
+func canIsolate(inContainer, onHostNetwork bool) error {
+	if !inContainer {
 		return errors.New("a real partition needs the servers in containers (--cluster docker)")
 	}
-	if n.ctr.onHost {
+	if onHostNetwork {
 		return errors.New("it runs on the host's network (the Sentinel topology), which it cannot be cut from")
 	}
 	return nil

@@ -40,9 +40,11 @@ type Kind struct {
 	// NoFakeTime says why its clock cannot be moved; "": it runs under
 	// libfaketime when a plan has a server clock fault.
 	NoFakeTime string
-	// hostDir: in Docker mode its containers mount a directory of the
-	// host (the Sentinels rewrite their configuration files).
-	hostDir bool
+	// hostNetwork: in Docker mode its containers run on the host's
+	// network (the Sentinels announce 127.0.0.1 addresses, as in the
+	// embedded mode), which they cannot be cut from, and mount a directory
+	// of the host (the Sentinels rewrite their configuration files).
+	hostNetwork bool
 
 	// nodeName names its i-th node (0-based).
 	nodeName func(i int) string
@@ -244,7 +246,7 @@ func sortedKindNames(keep func(Kind) bool) []string {
 func (cfg LocalConfig) needsHostDir() bool {
 	ks, _, _ := cfg.kinds()
 	for _, k := range ks {
-		if k.hostDir {
+		if k.hostNetwork {
 			return true
 		}
 	}

@@ -31,15 +31,15 @@ import (
 // sentinelKind: the Sentinel topology, started whole for any node count.
 func sentinelKind() Kind {
 	return Kind{
-		Server:     impls.RedisSentinel,
-		About:      "a Redis primary, its asynchronous replica and 3 Sentinels",
-		Nodes:      1,
-		OnRequest:  true,
-		hostDir:    true,
-		Binaries:   []Binary{{"redis-server", "redis-server"}},
-		ImageFrom:  impls.Redis,
-		NoFakeTime: "the Sentinel topology is not run under libfaketime",
-		nodeName:   func(i int) string { return fmt.Sprintf("sentinel-%d", i+1) },
+		Server:      impls.RedisSentinel,
+		About:       "a Redis primary, its asynchronous replica and 3 Sentinels",
+		Nodes:       1,
+		OnRequest:   true,
+		hostNetwork: true,
+		Binaries:    []Binary{{"redis-server", "redis-server"}},
+		ImageFrom:   impls.Redis,
+		NoFakeTime:  "the Sentinel topology is not run under libfaketime",
+		nodeName:    func(i int) string { return fmt.Sprintf("sentinel-%d", i+1) },
 		startLocal: func(ctx context.Context, c *Cluster, _ LocalConfig, _ int) ([]*Node, error) {
 			return c.startRedisSentinel(ctx)
 		},

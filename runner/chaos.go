@@ -10,6 +10,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/report"
@@ -110,14 +111,24 @@ func compileFaults(c Case) ([]chaos.Planned, error) {
 // checkAvailable asks every fault whether it can act on the kind of target
 // its step selects, before anything starts: an external server cannot be
 // paused, a goroutine client cannot be stopped, only a container can be cut
-// off its network. mode is where the servers run (clusterMode).
+// off its network, an etcd node's clock cannot be moved. A node target is
+// the node as its kind will start in mode (clusterMode): cluster.Planned
+// answers by the rules of a started node.
 func checkAvailable(c Case, mode string) error {
 	for i, st := range c.Faults {
 		t := chaos.Target{Kind: st.Target.Kind(), Name: st.Target.String()}
 		switch t.Kind {
 		case chaos.TargetNode:
 			if mode != "external" {
-				t.Process = availableProcess{docker: mode == "docker", onHost: c.Approach.Server == impls.RedisSentinel}
+				server := c.Approach.Server
+				if st.Target.Server != "" {
+					server = impls.Server(st.Target.Server)
+				}
+				node, err := cluster.Planned(server, mode == "docker")
+				if err != nil {
+					return fmt.Errorf("%s: fault %d (%s): %w", c.Name, i+1, st.Fault.Kind(), err)
+				}
+				t.Process = node
 			}
 			if !c.Direct {
 				t.Links = placeholderLinks
@@ -128,9 +139,9 @@ func checkAvailable(c Case, mode string) error {
 			}
 		case chaos.TargetClient:
 			if c.Processes {
-				t.Process = availableProcess{}
+				t.Process = plannedClient{}
 			}
-			t.Clock = &availableClock{}
+			t.Clock = &plannedClock{}
 		}
 		if err := st.Fault.Available(t); err != nil {
 			return fmt.Errorf("%s: fault %d (%s): %w", c.Name, i+1, st.Fault.Kind(), err)
@@ -139,34 +150,18 @@ func checkAvailable(c Case, mode string) error {
 	return nil
 }
 
-// Stand-ins for the availability check: only whether a target has a
-// process, links or a clock matters there.
-type availableProcess struct {
-	docker bool
-	onHost bool // the node's container is on the host's network (the Sentinel topology)
-}
+// A client and its clock before they exist, for the availability check:
+// only whether a client has a process and a clock matters there. The
+// links likewise: only that there are some.
+type plannedClient struct{}
 
-func (availableProcess) Pause() error                  { return nil }
-func (availableProcess) Resume() error                 { return nil }
-func (availableProcess) Kill() error                   { return nil }
-func (availableProcess) Restart(context.Context) error { return nil }
-func (availableProcess) Isolate() error                { return nil }
-func (availableProcess) Rejoin(context.Context) error  { return nil }
+func (plannedClient) Pause() error  { return nil }
+func (plannedClient) Resume() error { return nil }
+func (plannedClient) Kill() error   { return nil }
 
-// CanIsolate: only a node in a container can be cut off its network.
-func (p availableProcess) CanIsolate() error {
-	if !p.docker {
-		return fmt.Errorf("a real partition needs the servers in containers: run with --cluster docker")
-	}
-	if p.onHost {
-		return fmt.Errorf("the Sentinel topology's containers run on the host's network, which they cannot be cut from")
-	}
-	return nil
-}
+type plannedClock struct{ d time.Duration }
 
-type availableClock struct{ d time.Duration }
-
-func (c *availableClock) SetOffset(d time.Duration) { c.d = d }
-func (c *availableClock) Offset() time.Duration     { return c.d }
+func (c *plannedClock) SetOffset(d time.Duration) { c.d = d }
+func (c *plannedClock) Offset() time.Duration     { return c.d }
 
 var placeholderLinks = make([]*toxiproxy.Proxy, 1)

@@ -15,6 +15,7 @@ import (
 	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/impls/redis"
 	"github.com/locklab/locklab/impls/zk"
 	"github.com/locklab/locklab/verdict"
@@ -299,5 +300,46 @@ func TestServerIsolateAvailability(t *testing.T) {
 		case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
 			t.Errorf("%s in %s: err = %v, want a refusal naming %q", tc.approach, tc.mode, err, tc.refusal)
 		}
+	}
+}
+
+// Server faults a server kind cannot take are refused before anything
+// starts, by the rules of a started node (cluster.Planned): a clock fault
+// on etcd or PostgreSQL once ran to its end with the fault failing when it
+// fired, exit 0; a failover outside the Sentinel topology likewise.
+func TestServerFaultsAServerCannotTakeAreRefusedBeforeTheRun(t *testing.T) {
+	reg := all.Registry()
+	clockJump := func() chaos.Step {
+		return step(t, "server-clock", chaos.Selector{Node: "all"}, time.Second, time.Second, map[string]any{"offset": "40s"})
+	}
+	failover := func() chaos.Step {
+		return step(t, "failover", chaos.Selector{Node: "leader"}, time.Second, time.Second, nil)
+	}
+	for _, tc := range []struct {
+		approach, mode string
+		st             chaos.Step
+		refusal        string
+	}{
+		{"redis-setnx-px-lua", "local", clockJump(), ""},
+		{"zk-sequential", "docker", clockJump(), ""},
+		{"etcd-lease", "local", clockJump(), "vDSO"},
+		{"pg-advisory", "docker", clockJump(), "PostgreSQL is not run under libfaketime"},
+		{"redis-setnx-px-lua", "external", clockJump(), "external"},
+		{"redis-sentinel-lua", "local", failover(), ""},
+		{"redis-setnx-px-lua", "local", failover(), "not a Redis of the Sentinel topology"},
+	} {
+		t.Run(tc.approach+"/"+tc.st.Fault.Kind()+"/"+tc.mode, func(t *testing.T) {
+			a, err := reg.Get(tc.approach)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkAvailable(Case{Name: tc.approach, Approach: a, Faults: []chaos.Step{tc.st}}, tc.mode)
+			switch {
+			case tc.refusal == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+				t.Errorf("err = %v, want a refusal naming %q", err, tc.refusal)
+			}
+		})
 	}
 }

@@ -71,7 +71,7 @@ type ServerOptions struct {
 func (c Case) servers() ServerOptions {
 	o := c.Servers
 	for _, st := range c.Faults {
-		if st.Fault.Kind() == "server-clock" {
+		if chaos.NeedsOf(st.Fault).ServerClock {
 			o.FakeTime = true
 		}
 	}
@@ -304,15 +304,12 @@ func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration 
 }
 
 // needsProxies reports whether a fault acts on network links (drop,
-// slow, partition), which only the proxies can do. Server and client
-// faults act on processes and clocks and need none.
+// slow, partition, or anything aimed at one client's links), which only
+// the proxies can do. Server and client faults act on processes and
+// clocks and need none.
 func needsProxies(steps []chaos.Step) bool {
 	for _, st := range steps {
-		if st.Target.Kind() == chaos.TargetLink {
-			return true
-		}
-		probe := chaos.Target{Kind: st.Target.Kind(), Process: availableProcess{}, Clock: &availableClock{}}
-		if st.Fault.Available(probe) != nil {
+		if st.Target.Kind() == chaos.TargetLink || chaos.NeedsOf(st.Fault).Links {
 			return true
 		}
 	}

@@ -88,9 +88,6 @@ type clientsFile struct {
 	As string `yaml:"as"` // goroutines (default) | processes
 }
 
-// needsProcess: faults that signal a client process.
-func needsProcess(kind string) bool { return kind == "client-pause" || kind == "client-crash" }
-
 // Load reads and validates a scenario file. reg names the approaches that
 // exist; every error is one line naming the file and line.
 func Load(path string, reg *impls.Registry) (*Scenario, error) {
@@ -188,7 +185,7 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 		// A pause or a crash must stop the whole client, heartbeats and
 		// all, which only a process allows: unless the file says how
 		// clients run, they run as processes.
-		if raw.Clients.As == "" && needsProcess(f.Fault.Kind()) {
+		if raw.Clients.As == "" && chaos.NeedsOf(f.Fault).ClientProcess {
 			s.Processes = true
 		}
 	}

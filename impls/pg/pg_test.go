@@ -6,7 +6,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
-	"github.com/locklab/locklab/impls/conformance"
+	"github.com/locklab/locklab/conformance"
 )
 
 var testCluster *cluster.Cluster

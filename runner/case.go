@@ -283,7 +283,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		FirstError: stats.FirstError, ReleaseNotHeld: stats.ReleaseNotHeld, Renewals: stats.Renewals,
 		Lost: stats.Lost, Replaced: stats.Replaced, Crashed: stats.Crashed, Late: stats.Late,
 		Acquire: report.Summarise(stats.Acquire), Release: report.Summarise(stats.Release),
-		Complete: ctx.Err() == nil, Linearizable: "not checked", ViaProxy: !c.Direct && env.servers != nil,
+		Complete: ctx.Err() == nil, Linearizable: checker.LinNotChecked, ViaProxy: !c.Direct && env.servers != nil,
 		HandOff: report.Summarise(rec.lockMetrics().HandOff()), Fairness: rec.lockMetrics().Fairness(),
 	}
 	co := caseOutcome{run: run, stats: stats, handOff: rec.lockMetrics().HandOff()}
@@ -312,10 +312,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	if ctx.Err() != nil {
 		co.verdict = cutShort(co.verdict)
 	}
-	co.run.Expected = outcomeNames(co.verdict.Expected)
-	for _, f := range c.Expect.Forbidden {
-		co.run.Expected = append(co.run.Expected, "not:"+string(f))
-	}
+	co.run.Expected = c.Expect.Names()
 	co.run.Observed = outcomeNames(co.verdict.Observed)
 	co.run.Missing = outcomeNames(co.verdict.Missing)
 	co.run.FirstViolationAt = -1
@@ -333,7 +330,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		// could read as "none".
 		co.run.FirstViolationAt = max(0, time.Duration(at-from).Seconds())
 	}
-	co.run.Status = string(co.verdict.Status)
+	co.run.Status = co.verdict.Status
 	co.run.Explanation = co.verdict.Text
 	// 8. Artifacts.
 	if rec.check != nil {
@@ -365,11 +362,11 @@ func describeVerdict(run *report.Run, v checker.Verdict, dir string) {
 	run.ViolationCount = len(v.Violations)
 	run.Linearizable = v.Linearizable
 	run.RefusedStaleRequests = v.RefusedWrites
-	run.ViolationKinds = map[string]int{}
+	run.ViolationKinds = map[checker.Class]int{}
 	for i, x := range v.Violations {
 		run.ViolationKinds[x.Kind]++
 		if i < 10 {
-			run.Violations = append(run.Violations, x.Kind+": "+x.Text)
+			run.Violations = append(run.Violations, string(x.Kind)+": "+x.Text)
 		}
 	}
 	if len(v.Violations) > 10 {

@@ -152,7 +152,7 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 			m.Faults = append(m.Faults, c.Fault)
 		}
 		mc := report.MatrixCell{Approach: c.Approach, Fault: c.Fault, Applies: c.Applies, NotChosen: c.NotChosen, Why: c.Why, Source: c.Source,
-			Expected: expectationNames(c.Expect)} // none for an n/a cell
+			Expected: c.Expect.Names()} // none for an n/a cell
 		if !c.Applies {
 			m.Cells = append(m.Cells, mc)
 			continue
@@ -169,7 +169,7 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 			for _, o := range r.Observed {
 				observed[o] = true
 			}
-			switch verdict.Status(r.Status) {
+			switch r.Status {
 			case verdict.Agrees:
 				mc.Agreed++
 				if expectsViolation {
@@ -204,31 +204,20 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 // expecting a violation fails if no run caught it (the lab lost its power
 // to catch it) or, with a minimum catch rate, if fewer runs than that share
 // caught it; it reports its catch rate either way.
-func cellStatus(c report.MatrixCell, minCatchRate float64) string {
+func cellStatus(c report.MatrixCell, minCatchRate float64) verdict.Status {
 	switch {
 	case c.Ran == 0:
-		return "not run"
+		return verdict.NotRun
 	case c.Contradicted > 0:
-		return string(verdict.Contradicts)
+		return verdict.Contradicts
 	case c.ExpectsViolation && c.Caught == 0 && c.Undecided < c.Ran:
-		return string(verdict.Contradicts)
+		return verdict.Contradicts
 	case c.ExpectsViolation && c.CatchRate() < minCatchRate && c.Undecided < c.Ran:
-		return string(verdict.Contradicts)
+		return verdict.Contradicts
 	case c.Undecided > 0 && c.Agreed == 0:
-		return string(verdict.Undecided)
+		return verdict.Undecided
 	}
-	return string(verdict.Agrees)
-}
-
-func expectationNames(e verdict.Expectation) []string {
-	var out []string
-	for _, o := range e.Outcomes {
-		out = append(out, string(o))
-	}
-	for _, o := range e.Forbidden {
-		out = append(out, "not:"+string(o))
-	}
-	return out
+	return verdict.Agrees
 }
 
 // MatrixExit is the matrix's verdict for the CLI: contradicted cells, and
@@ -236,14 +225,14 @@ func expectationNames(e verdict.Expectation) []string {
 func MatrixExit(m *report.Matrix) (contradicted, undecided []string) {
 	for _, c := range m.Cells {
 		switch c.Status {
-		case string(verdict.Contradicts):
+		case verdict.Contradicts:
 			s := fmt.Sprintf("%s under %s (expected %s, observed %s", c.Approach, c.Fault,
 				strings.Join(c.Expected, " + "), strings.Join(c.Observed, ", "))
 			if c.ExpectsViolation && c.Contradicted == 0 {
 				s += fmt.Sprintf("; caught in %d of %d runs", c.Caught, c.Ran)
 			}
 			contradicted = append(contradicted, s+")")
-		case string(verdict.Undecided):
+		case verdict.Undecided:
 			undecided = append(undecided, c.Approach+" under "+c.Fault)
 		}
 	}

@@ -127,12 +127,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "locklab check: %v\n", strings.ReplaceAll(werr.Error(), "\n", "; "))
 	}
 	switch {
-	case len(v.Violations) > 0 || v.Linearizable == "no":
+	case !v.Safe():
 		return exitUnsafe // the verdict matters most to a gate
 	case werr != nil:
 		return exitInfra
-	case v.Linearizable == "unknown":
-		return exitUndecided
 	}
 	return exitOK
 }
@@ -184,22 +182,20 @@ func printVerdict(w io.Writer, path string, v checker.Verdict) {
 			fmt.Fprintf(w, "  ... and %d more violations\n", len(v.Violations)-50)
 			break
 		}
-		fmt.Fprintf(w, "  %s: %s\n", strings.ToUpper(x.Kind), x.Text)
+		fmt.Fprintf(w, "  %s: %s\n", strings.ToUpper(string(x.Kind)), x.Text)
 	}
 	if v.RefusedWrites > 0 {
 		fmt.Fprintf(w, "  the fenced store refused %d stale requests\n", v.RefusedWrites)
 	}
 	switch {
-	case len(v.Violations) > 0 || v.Linearizable == "no":
+	case !v.Safe():
 		var classes []string
 		for k, n := range v.Classes {
 			classes = append(classes, fmt.Sprintf("%d %s", n, k))
 		}
 		sort.Strings(classes)
 		fmt.Fprintf(w, "verdict: VIOLATION: %s (linearizable: %s)\n", strings.Join(classes, ", "), v.Linearizable)
-	case v.Linearizable == "unknown":
-		fmt.Fprintln(w, "verdict: UNDECIDED (no violation found, but a linearizability check hit its time limit)")
-	case v.Linearizable == "skipped":
+	case v.Linearizable == checker.LinSkipped:
 		fmt.Fprintln(w, "verdict: OK (no double grant, no resource anomaly; linearizability not checked)")
 	default:
 		fmt.Fprintln(w, "verdict: OK (linearizable, no double grant, no resource anomaly)")

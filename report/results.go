@@ -80,6 +80,9 @@ type Run struct {
 	Observed             []string              `json:"observed,omitempty"` // the outcomes it showed
 	Missing              []string              `json:"missing,omitempty"`  // expected outcomes that never showed
 	Status               verdict.Status        `json:"status,omitempty"`
+	// Missed: it contradicts only because an expected violation did not
+	// show (verdict.Result.Missed), which repeated runs may tolerate.
+	Missed bool `json:"missed,omitempty"`
 	// FirstViolationAt is when the first double grant came, in seconds
 	// after the case's first fault took effect (after its start without
 	// faults; 0 when it came before the fault); -1: none.

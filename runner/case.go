@@ -330,7 +330,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		// could read as "none".
 		co.run.FirstViolationAt = max(0, time.Duration(at-from).Seconds())
 	}
-	co.run.Status = co.verdict.Status
+	co.run.Status, co.run.Missed = co.verdict.Status, co.verdict.Missed
 	co.run.Explanation = co.verdict.Text
 	// 8. Artifacts.
 	if rec.check != nil {

@@ -157,35 +157,25 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 			m.Cells = append(m.Cells, mc)
 			continue
 		}
-		expectsViolation := c.ExpectsViolation()
+		tally := verdict.Tally{ExpectsViolation: c.ExpectsViolation()}
 		observed := map[string]bool{}
 		for run := 1; run <= runsPerCell; run++ {
 			r, ok := byCase[CellCaseName(c.Fault, c.Approach, run)]
 			if !ok {
 				continue // not run (interrupted)
 			}
-			mc.Ran++
 			mc.Operations += r.Acquired
 			for _, o := range r.Observed {
 				observed[o] = true
 			}
+			tally.AddStatus(r.Status, r.Missed)
 			switch r.Status {
 			case verdict.Agrees:
-				mc.Agreed++
-				if expectsViolation {
-					mc.Caught++
-					if r.FirstViolationAt >= 0 {
-						mc.TimesToViolation = append(mc.TimesToViolation, r.FirstViolationAt)
-					}
+				if tally.ExpectsViolation && r.FirstViolationAt >= 0 {
+					mc.TimesToViolation = append(mc.TimesToViolation, r.FirstViolationAt)
 				}
 			case verdict.Contradicts:
-				if len(r.Missing) == 0 {
-					// Something happened that must not: not a missed catch.
-					mc.Contradicted++
-				}
 				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
-			case verdict.Undecided:
-				mc.Undecided++
 			}
 			mc.RunCases = append(mc.RunCases, r.Case)
 		}
@@ -193,31 +183,22 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 			mc.Observed = append(mc.Observed, o)
 		}
 		slices.Sort(mc.Observed)
-		mc.ExpectsViolation = expectsViolation
-		mc.Status = cellStatus(mc, opt.MinCatchRate)
+		mc.Ran, mc.Agreed, mc.Contradicted, mc.Undecided = tally.Runs, tally.Agreed, tally.Contradicted, tally.Undecided
+		mc.ExpectsViolation = tally.ExpectsViolation
+		if mc.ExpectsViolation {
+			mc.Caught = tally.Agreed
+		}
+		mc.Status = tally.Status(matrixPolicy(opt))
 		m.Cells = append(m.Cells, mc)
 	}
 	return m
 }
 
-// cellStatus: a cell expected safe fails if any run was unsafe; a cell
-// expecting a violation fails if no run caught it (the lab lost its power
-// to catch it) or, with a minimum catch rate, if fewer runs than that share
-// caught it; it reports its catch rate either way.
-func cellStatus(c report.MatrixCell, minCatchRate float64) verdict.Status {
-	switch {
-	case c.Ran == 0:
-		return verdict.NotRun
-	case c.Contradicted > 0:
-		return verdict.Contradicts
-	case c.ExpectsViolation && c.Caught == 0 && c.Undecided < c.Ran:
-		return verdict.Contradicts
-	case c.ExpectsViolation && c.CatchRate() < minCatchRate && c.Undecided < c.Ran:
-		return verdict.Contradicts
-	case c.Undecided > 0 && c.Agreed == 0:
-		return verdict.Undecided
-	}
-	return verdict.Agrees
+// matrixPolicy is the rule for a cell's runs: one run that agreed is
+// enough unless a minimum catch rate asks for more of a cell that expects a
+// violation; a violation not expected fails the cell, as everywhere.
+func matrixPolicy(opt MatrixOptions) verdict.Policy {
+	return verdict.Policy{Need: 1, MinCatchRate: opt.MinCatchRate}
 }
 
 // MatrixExit is the matrix's verdict for the CLI: contradicted cells, and

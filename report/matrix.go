@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"image/color"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -447,6 +448,38 @@ func (r *rowLabels) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
 	}
 	w := vg.Length(float64(longest)) * p.X.Tick.Label.Font.Size * 0.55
 	return []plot.GlyphBox{{X: 0, Y: 0.5, Rectangle: vg.Rectangle{Min: vg.Point{X: -w - vg.Millimeter*2}, Max: vg.Point{}}}}
+}
+
+// WriteMatrix writes matrix.md, matrix-compact.md (the README's table),
+// matrix.json, matrix.png and matrix.html into dir, and the JUnit file when
+// junit is set. A heat map that cannot be drawn goes to warn, not to the
+// error: the tables say the same.
+func WriteMatrix(dir string, m *Matrix, junit string, warn func(error)) error {
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"matrix.md", MatrixMarkdown(m)}, {"matrix-compact.md", MatrixCompact(m)}} {
+		if err := WriteFileAtomic(filepath.Join(dir, f.name), f.data); err != nil {
+			return err
+		}
+	}
+	if err := WriteJSON(filepath.Join(dir, "matrix.json"), m); err != nil {
+		return err
+	}
+	if err := PlotMatrix(filepath.Join(dir, "matrix.png"), m); err != nil {
+		warn(err)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "matrix.html"), MatrixHTML(m)); err != nil {
+		return err
+	}
+	if junit == "" {
+		return nil
+	}
+	b, err := MatrixJUnit(m)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(junit, b)
 }
 
 // MatrixJUnit is JUnit XML with one test case per applicable cell: a

@@ -299,7 +299,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		if err != nil {
 			return co, infraErr(fmt.Errorf("%s: check: %w", c.Name, err))
 		}
-		describeVerdict(&co.run, v, env.dir)
+		co.run.AddVerdict(v, env.dir, report.Limits{Violations: 10})
 	}
 	// 7. Expected versus observed. "Blocked": after the last fault took
 	// effect, clients kept asking and nobody was granted the lock again.
@@ -354,30 +354,6 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		}
 	}
 	return co, nil
-}
-
-// describeVerdict copies what the checker found into the case's results.
-func describeVerdict(run *report.Run, v checker.Verdict, dir string) {
-	run.DoubleGrants = len(v.DoubleGrants)
-	run.ViolationCount = len(v.Violations)
-	run.Linearizable = v.Linearizable
-	run.RefusedStaleRequests = v.RefusedWrites
-	run.ViolationKinds = map[checker.Class]int{}
-	for i, x := range v.Violations {
-		run.ViolationKinds[x.Kind]++
-		if i < 10 {
-			run.Violations = append(run.Violations, string(x.Kind)+": "+x.Text)
-		}
-	}
-	if len(v.Violations) > 10 {
-		run.Violations = append(run.Violations, fmt.Sprintf("... and %d more", len(v.Violations)-10))
-	}
-	for _, r := range v.Linear {
-		if r.HTML != "" {
-			rel, _ := filepath.Rel(dir, r.HTML)
-			run.Artifacts = append(run.Artifacts, rel)
-		}
-	}
 }
 
 func outcomeNames(os []verdict.Outcome) []string {

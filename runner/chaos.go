@@ -56,14 +56,9 @@ func (n *nemesisRecorder) windows(origin, end int64) ([]report.Window, []report.
 	n.mu.Lock()
 	evs := append([]history.Event(nil), n.evs...)
 	n.mu.Unlock()
-	var ws []report.Window
+	hws := history.FaultWindows(evs)
 	var fs []report.Fault
-	for _, w := range history.FaultWindows(evs) {
-		stop := w.End
-		if stop == 0 {
-			stop = end
-		}
-		ws = append(ws, report.Window{Start: w.Start, End: stop, Label: w.Fault})
+	for _, w := range hws {
 		f := report.Fault{Fault: w.Fault, Target: w.Target, At: time.Duration(w.Start - origin).Seconds()}
 		if w.End != 0 {
 			f.For = time.Duration(w.End - w.Start).Seconds()
@@ -81,7 +76,7 @@ func (n *nemesisRecorder) windows(origin, end int64) ([]report.Window, []report.
 			fs = append(fs, report.Fault{Fault: v.Fault, Target: target, At: time.Duration(ev.T - origin).Seconds(), Error: ev.Error})
 		}
 	}
-	return ws, fs
+	return report.Windows(hws, end), fs
 }
 
 // holdingWaiter makes `when: {holding: k}` steps wait for a holder.

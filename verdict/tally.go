@@ -16,6 +16,14 @@ type Policy struct {
 	MinCatchRate float64
 }
 
+// Needed is how many of runs must agree: Need, or all of them.
+func (p Policy) Needed(runs int) int {
+	if p.Need == 0 {
+		return runs
+	}
+	return p.Need
+}
+
 // Tally counts the runs of one case by how each compared with the
 // expectation.
 type Tally struct {
@@ -58,10 +66,7 @@ func (t *Tally) AddStatus(s Status, missed bool) {
 // Need agreed and some missed, or when too few caught the expected
 // violation; Undecided when fewer than Need agreed for want of verdicts.
 func (t Tally) Status(p Policy) Status {
-	need := p.Need
-	if need == 0 {
-		need = t.Runs
-	}
+	need := p.Needed(t.Runs)
 	switch {
 	case t.Runs == 0:
 		return NotRun

@@ -167,11 +167,9 @@ func exitForRepeats(runs []report.Run, vs []verdict.Result, need int, stdout, st
 		t := by[a]
 		fmt.Fprintf(stdout, "%s: as expected in %d of %d runs (missed the expected outcome %d, contradicted %d, undecided %d)\n",
 			a, t.Agreed, t.Runs, t.Missed, t.Contradicted, t.Undecided)
-		n := need
-		if n == 0 {
-			n = t.Runs
-		}
-		st := t.Status(verdict.Policy{Need: need})
+		p := verdict.Policy{Need: need}
+		n := p.Needed(t.Runs)
+		st := t.Status(p)
 		switch {
 		case st == verdict.Contradicts && t.Contradicted > 0:
 			fmt.Fprintf(stderr, "locklab: %s: %d run(s) showed a violation not expected\n", a, t.Contradicted)

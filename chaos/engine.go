@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/history"
 )
 
 // Resolver turns a step's selector into targets at the moment it fires: the
@@ -33,41 +35,11 @@ type Waiter interface {
 	Wait(ctx context.Context, w When) error
 }
 
-// Recorder takes nemesis events. The engine calls it from one goroutine at
-// a time, in the order the events happen.
+// Recorder takes nemesis events, as the history holds them: the event's
+// type and its value. The engine calls it from one goroutine at a time, in
+// the order the events happen.
 type Recorder interface {
-	Nemesis(NemesisEvent)
-}
-
-// Nemesis event ops and types. Every injection is a start invoke followed
-// by a start ok (injected) or fail (nothing was injected: no target, not
-// available, the injection failed and rolled back); an injected fault ends
-// with a stop ok (healed) or info (the heal failed: the fault may still be
-// in place). An instantaneous fault (a crash) has its stop right after its
-// start. Events of one injection share its ID, so windows can overlap.
-const (
-	OpStart = "start"
-	OpStop  = "stop"
-
-	EventInvoke = "invoke"
-	EventOK     = "ok"
-	EventFail   = "fail"
-	EventInfo   = "info"
-)
-
-// NemesisEvent is one step in the life of an injection, for the history:
-// {"id":3,"op":"start","fault":"client-pause","target":"client 4",...}.
-type NemesisEvent struct {
-	ID       int               `json:"id"`
-	Op       string            `json:"op"`   // OpStart, OpStop
-	Type     string            `json:"type"` // EventInvoke, EventOK, EventFail, EventInfo
-	Fault    string            `json:"fault"`
-	Threat   string            `json:"threat,omitempty"`
-	Selector string            `json:"selector,omitempty"` // the step's target as written
-	Target   string            `json:"target,omitempty"`   // what it resolved to; empty if nothing
-	Params   map[string]string `json:"params,omitempty"`
-	For      Duration          `json:"for,omitempty"` // planned length; 0: until the end
-	Error    string            `json:"error,omitempty"`
+	Nemesis(history.Type, history.NemesisValue)
 }
 
 // Engine runs a compiled plan: it resolves, injects, records, and heals
@@ -96,7 +68,7 @@ type Engine struct {
 
 type injection struct {
 	id   int
-	stop NemesisEvent // the stop event, filled in but for Type and Error
+	stop history.NemesisValue // the stop event, filled in but for its Error
 	heal Heal
 	done bool
 }
@@ -193,30 +165,31 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 	e.nextID++
 	id := e.nextID
 	e.mu.Unlock()
-	ev := NemesisEvent{ID: id, Op: OpStart, Type: EventInvoke, Fault: p.Fault.Kind(), Threat: p.Fault.Threat(),
-		Selector: p.Target.String(), Target: targetNames(targets), Params: Params(p.Fault), For: Duration(p.For)}
-	e.record(ev)
+	ev := history.NemesisValue{ID: int64(id), Op: history.NemesisStart, Fault: p.Fault.Kind(), Threat: p.Fault.Threat(),
+		Selector: p.Target.String(), Target: targetNames(targets), Params: Params(p.Fault)}
+	if p.For > 0 {
+		ev.For = p.For.String()
+	}
+	e.record(history.Invoke, ev)
 	var heal Heal
 	if err == nil {
 		heal, err = InjectAll(ctx, p.Fault, targets)
 	}
 	injected()
 	if err != nil {
-		ev.Type, ev.Error = EventFail, err.Error()
-		e.record(ev)
+		ev.Error = err.Error()
+		e.record(history.Fail, ev)
 		if !errors.Is(err, ErrNoTarget) && ctx.Err() == nil {
 			e.fail(fmt.Errorf("%s on %s: %w", p.Fault.Kind(), p.Target, err))
 		}
 		return
 	}
-	ev.Type = EventOK
-	e.record(ev)
+	e.record(history.OK, ev)
 	stop := ev
-	stop.Op = OpStop
+	stop.Op = history.NemesisStop
 	inj := &injection{id: id, stop: stop, heal: heal}
 	if inj.heal == nil { // instantaneous: nothing to undo
-		stop.Type = EventOK
-		e.record(stop)
+		e.record(history.OK, stop)
 		return
 	}
 	e.mu.Lock()
@@ -281,14 +254,13 @@ func (e *Engine) healOne(ctx context.Context, inj *injection) error {
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.HealTimeout)
 	defer cancel()
 	err := inj.heal(hctx)
-	stop := inj.stop
-	stop.Type = EventOK
+	stop, typ := inj.stop, history.OK
 	if err != nil {
-		stop.Type, stop.Error = EventInfo, err.Error()
+		typ, stop.Error = history.Info, err.Error()
 		err = fmt.Errorf("heal %s on %s: %w", stop.Fault, stop.Target, err)
 		e.fail(err)
 	}
-	e.record(stop)
+	e.record(typ, stop)
 	return err
 }
 
@@ -319,10 +291,10 @@ func (e *Engine) Active() []int {
 	return ids
 }
 
-func (e *Engine) record(ev NemesisEvent) {
+func (e *Engine) record(typ history.Type, v history.NemesisValue) {
 	e.recMu.Lock()
 	defer e.recMu.Unlock()
-	e.rec.Nemesis(ev)
+	e.rec.Nemesis(typ, v)
 }
 
 func (e *Engine) fail(err error) {

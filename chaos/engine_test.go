@@ -12,12 +12,20 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/history"
 )
 
 // memRecorder keeps nemesis events; the engine serializes its calls.
-type memRecorder struct{ events []NemesisEvent }
+type memRecorder struct{ events []recorded }
 
-func (m *memRecorder) Nemesis(ev NemesisEvent) { m.events = append(m.events, ev) }
+type recorded struct {
+	Type history.Type
+	history.NemesisValue
+}
+
+func (m *memRecorder) Nemesis(typ history.Type, v history.NemesisValue) {
+	m.events = append(m.events, recorded{typ, v})
+}
 
 // lines renders events as "id op type target" for comparisons.
 func (m *memRecorder) lines() []string {
@@ -119,7 +127,7 @@ func TestEngineRunsPlan(t *testing.T) {
 	if ev.Selector != "{client: 1}" || ev.Params["offset"] != "1h0m0s" || ev.Threat != ThreatClockJump {
 		t.Errorf("first event %+v", ev)
 	}
-	if rec.events[2].For != ms(100) {
+	if rec.events[2].For != "100ms" {
 		t.Errorf("pause event For = %v", rec.events[2].For)
 	}
 }

@@ -48,33 +48,27 @@ type Verdict struct {
 	Phantoms      []Phantom     `json:"-"`
 	Violations    []Violation   `json:"violations"` // double grants described, then revocations, phantom releases, resource and token anomalies
 	RefusedWrites int           `json:"refused_stale_requests"`
-	// Classes counts the violations by class: "double grant: both leases
-	// valid", "double grant: holder outlived its lease", "revoked",
-	// "phantom release", "lost update", ...
-	Classes map[string]int `json:"classes"`
-	Linear  []KeyResult    `json:"linearizability,omitempty"`
-	// Linearizable: "yes", "no" or "skipped". The mutex check is exact on
-	// every history (see Mutex): it never comes back undecided.
-	Linearizable string `json:"linearizable"`
+	// Classes counts the violations by class.
+	Classes map[Class]int `json:"classes"`
+	Linear  []KeyResult   `json:"linearizability,omitempty"`
+	// Linearizable: LinYes, LinNo or LinSkipped. The mutex check is exact
+	// on every history (see Mutex): it never comes back undecided.
+	Linearizable LinStatus `json:"linearizable"`
 }
 
-// Safe reports no violation and no non-linearizable key.
-func (v Verdict) Safe() bool { return len(v.Violations) == 0 && v.Linearizable != "no" }
+// Safe reports no violation and no non-linearizable key: the one rule
+// for "safe", over a verdict or over the counts results keep of it.
+func (v Verdict) Safe() bool { return Safe(len(v.Violations), v.Linearizable) }
+
+// Safe is Verdict.Safe over what a case's results keep of its verdict:
+// how many violations, and the linearizability status.
+func Safe(violations int, lin LinStatus) bool { return violations == 0 && lin != LinNo }
 
 // Options tune Verdict.
 type Options struct {
 	TimeLimit time.Duration // for porcupine's visualization of a failing key; default 10s
 	HTMLDir   string        // where to write visualizations of failing keys
 }
-
-// Revoked is the class of a lock taken away from its holder: another
-// client was granted it while the holder still held it, and the holder was
-// told (its release or extend answered "not held", or a Lost signal).
-const Revoked = "revoked"
-
-// PhantomRelease is the class of a release that succeeded for a process
-// that did not hold the lock.
-const PhantomRelease = "phantom release"
 
 // Verdict runs the checks over what was added.
 //
@@ -92,7 +86,7 @@ func (c *Checker) Verdict(ctx context.Context, opt Options) (Verdict, error) {
 	if opt.TimeLimit == 0 {
 		opt.TimeLimit = 10 * time.Second
 	}
-	v := Verdict{Events: c.events, Origin: c.mutex.Origin(), Linearizable: "skipped", Classes: map[string]int{}}
+	v := Verdict{Events: c.events, Origin: c.mutex.Origin(), Linearizable: LinSkipped, Classes: map[Class]int{}}
 	keys := map[string]bool{}
 	for _, k := range c.mutex.Keys() {
 		keys[k] = true
@@ -103,8 +97,7 @@ func (c *Checker) Verdict(ctx context.Context, opt Options) (Verdict, error) {
 	v.DoubleGrants = c.mutex.DoubleGrants()
 	revoked := map[int64]bool{}
 	for _, d := range v.DoubleGrants {
-		kind := "double grant: " + d.Kind
-		v.Violations = append(v.Violations, Violation{Kind: kind, Key: d.Key,
+		v.Violations = append(v.Violations, Violation{Kind: d.Class(), Key: d.Key,
 			Events: []int64{d.Held.StartIndex, d.Second.StartIndex}, Text: d.Describe(v.Origin)})
 		if d.Held.Learned != 0 && !revoked[d.Held.StartIndex] {
 			revoked[d.Held.StartIndex] = true
@@ -146,9 +139,9 @@ func (c *Checker) Verdict(ctx context.Context, opt Options) (Verdict, error) {
 		for k := range c.linear.ops {
 			keys[k] = true
 		}
-		v.Linearizable = "yes"
+		v.Linearizable = LinYes
 		if len(failing) > 0 {
-			v.Linearizable = "no"
+			v.Linearizable = LinNo
 		}
 		res, err := c.linear.Visualize(ctx, failing, opt.TimeLimit, opt.HTMLDir)
 		if err != nil {

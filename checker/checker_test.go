@@ -33,7 +33,7 @@ func verdict(t testing.TB, evs []history.Event, opt Options) Verdict {
 func kinds(v Verdict) string {
 	var ks []string
 	for _, x := range v.Violations {
-		ks = append(ks, x.Kind)
+		ks = append(ks, string(x.Kind))
 	}
 	return strings.Join(ks, ",")
 }
@@ -53,7 +53,7 @@ func TestVerdictClasses(t *testing.T) {
 		name       string
 		evs        []history.Event
 		wantKinds  string
-		wantLinear string
+		wantLinear LinStatus
 	}{
 		{"clean mutex", []history.Event{
 			ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10), ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 25),
@@ -63,22 +63,22 @@ func TestVerdictClasses(t *testing.T) {
 			ev(1, inv, A, "k", 0), withValidUntil(ev(1, ok, A, "k", 10), 1000),
 			ev(2, inv, A, "k", 5), withValidUntil(ev(2, ok, A, "k", 15), 1000),
 			ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 21), ev(2, inv, R, "k", 30), ev(2, ok, R, "k", 31),
-		}, "double grant: " + BothValid, "no"},
+		}, string(DoubleGrantBothValid), "no"},
 		{"double grant, holder outlived its lease", []history.Event{
 			ev(1, inv, A, "k", 0), withValidUntil(ev(1, ok, A, "k", 10), 50),
 			ev(2, inv, A, "k", 60), ev(2, ok, A, "k", 70),
 			ev(1, inv, R, "k", 100), ev(1, fail, R, "k", 101), ev(2, inv, R, "k", 120), ev(2, ok, R, "k", 121),
-		}, "double grant: " + OutlivedLease + "," + Revoked, "no"}, // its release answered "not held": taken away
+		}, string(DoubleGrantOutlived) + "," + string(Revoked), "no"}, // its release answered "not held": taken away
 		{"double grant, holder outlived its lease and never told", []history.Event{
 			ev(1, inv, A, "k", 0), withValidUntil(ev(1, ok, A, "k", 10), 50),
 			ev(2, inv, A, "k", 60), ev(2, ok, A, "k", 70),
 			ev(1, inv, R, "k", 100), ev(1, ok, R, "k", 101), ev(2, inv, R, "k", 120), ev(2, ok, R, "k", 121),
-		}, "double grant: " + OutlivedLease, "no"},
+		}, string(DoubleGrantOutlived), "no"},
 		{"belief recorded as it let go decides the class", []history.Event{
 			ev(1, inv, A, "k", 0), withValidUntil(ev(1, ok, A, "k", 10), 50),
 			ev(2, inv, A, "k", 60), ev(2, ok, A, "k", 70),
 			withValidUntil(ev(1, inv, R, "k", 100), 150), ev(1, ok, R, "k", 101), ev(2, inv, R, "k", 120), ev(2, ok, R, "k", 121),
-		}, "double grant: " + BothValid, "no"}, // its slow clock made it believe in its lease past 70
+		}, string(DoubleGrantBothValid), "no"}, // its slow clock made it believe in its lease past 70
 		{"indeterminate acquire may take effect later: linearizable", []history.Event{
 			ev(1, inv, A, "k", 0), ev(1, info, A, "k", 10),
 			ev(2, inv, A, "k", 5), ev(2, fail, A, "k", 12),
@@ -90,7 +90,7 @@ func TestVerdictClasses(t *testing.T) {
 		{"release by a non-holder that succeeded: not linearizable", []history.Event{
 			ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10),
 			ev(2, inv, R, "k", 20), ev(2, ok, R, "k", 25),
-		}, PhantomRelease, "no"},
+		}, string(PhantomRelease), "no"},
 		{"indeterminate acquire then its own release: it took effect", []history.Event{
 			ev(1, inv, A, "k", 0), ev(1, info, A, "k", 10),
 			ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 25),
@@ -106,17 +106,17 @@ func TestVerdictClasses(t *testing.T) {
 		{"fencing token went backwards", []history.Event{
 			ev(1, inv, A, "k", 0), withToken(ev(1, ok, A, "k", 10), 7), ev(1, inv, R, "k", 20), ev(1, ok, R, "k", 21),
 			ev(2, inv, A, "k", 30), withToken(ev(2, ok, A, "k", 40), 5), ev(2, inv, R, "k", 50), ev(2, ok, R, "k", 51),
-		}, TokenRegressed, "yes"},
+		}, string(TokenRegressed), "yes"},
 		{"stale write accepted", []history.Event{
 			withToken(withValue(ev(2, ok, W, "acct", 10), `{"balance":90,"read":100}`), 8),
 			withToken(withValue(ev(1, ok, W, "acct", 20), `{"balance":97,"read":90}`), 7),
-		}, StaleWrite, "skipped-ok"},
+		}, string(StaleWrite), "skipped-ok"},
 		{"lost update", []history.Event{
 			withValue(ev(1, ok, Rd, "acct", 0), `{"balance":100}`),
 			withValue(ev(2, ok, Rd, "acct", 1), `{"balance":100}`),
 			withValue(ev(1, ok, W, "acct", 2), `{"balance":97,"read":100}`),
 			withValue(ev(2, ok, W, "acct", 3), `{"balance":97,"read":100}`),
-		}, LostUpdate, "skipped-ok"},
+		}, string(LostUpdate), "skipped-ok"},
 		{"fenced store refused the stale write: no violation", []history.Event{
 			withToken(withValue(ev(2, ok, W, "acct", 10), `{"balance":90,"read":100}`), 8),
 			withToken(withValue(ev(1, fail, W, "acct", 20), `{"balance":97,"read":100}`), 7),
@@ -124,7 +124,7 @@ func TestVerdictClasses(t *testing.T) {
 		{"task processed twice", []history.Event{
 			withValue(ev(1, ok, W, "task-3", 10), `{"processed":1}`),
 			withValue(ev(2, ok, W, "task-3", 20), `{"processed":2}`),
-		}, DuplicateTask, "skipped-ok"},
+		}, string(DuplicateTask), "skipped-ok"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,5 +330,34 @@ func TestIndeterminateAcquireThenRelease(t *testing.T) {
 				t.Fatalf("phantom release found = %v, want %v (linearizable %s, %v)", got, tt.phantom, v.Linearizable, kinds(v))
 			}
 		})
+	}
+}
+
+func TestSafe(t *testing.T) {
+	tests := []struct {
+		v    Verdict
+		want bool
+	}{
+		{Verdict{Linearizable: LinYes}, true},
+		{Verdict{Linearizable: LinSkipped}, true},
+		{Verdict{Linearizable: LinNo}, false},
+		{Verdict{Linearizable: LinYes, Violations: []Violation{{Kind: LostUpdate}}}, false},
+		{Verdict{Linearizable: LinSkipped, Violations: []Violation{{Kind: StaleWrite}}}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.v.Safe(); got != tt.want {
+			t.Errorf("%+v: Safe() = %v, want %v", tt.v, got, tt.want)
+		}
+		if got := Safe(len(tt.v.Violations), tt.v.Linearizable); got != tt.want {
+			t.Errorf("%+v: Safe(counts) = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}
+
+func TestDoubleGrantClass(t *testing.T) {
+	for kind, want := range map[string]Class{BothValid: DoubleGrantBothValid, OutlivedLease: DoubleGrantOutlived} {
+		if got := (DoubleGrant{Kind: kind}).Class(); got != want {
+			t.Errorf("%s: class %q, want %q", kind, got, want)
+		}
 	}
 }

@@ -19,7 +19,7 @@ func TestCrashedHolderEndsItsTenure(t *testing.T) {
 		name   string
 		events []history.Event
 		grants int
-		linear string
+		linear LinStatus
 	}{
 		{"granted after the crash", []history.Event{
 			ev(0, 0, history.Invoke, history.Acquire, 1), ev(1, 0, history.OK, history.Acquire, 2),

@@ -16,20 +16,20 @@ import (
 func TestGoldenHistories(t *testing.T) {
 	tests := []struct {
 		file    string
-		classes map[string]int
-		linear  string
+		classes map[Class]int
+		linear  LinStatus
 	}{
-		{"ok-lost-replies.jsonl", map[string]int{}, "yes"},
-		{"double-grant-both-valid.jsonl", map[string]int{"double grant: " + BothValid: 1}, "no"},
-		{"double-grant-outlived.jsonl", map[string]int{"double grant: " + OutlivedLease: 1}, "no"},
-		{"revoked.jsonl", map[string]int{"double grant: " + OutlivedLease: 1, Revoked: 1}, "no"},
-		{"phantom-release.jsonl", map[string]int{PhantomRelease: 1}, "no"},
-		{"crash-then-grant.jsonl", map[string]int{}, "yes"},
-		{"lost-update.jsonl", map[string]int{LostUpdate: 1}, "yes"},
-		{"double-grant.edn", map[string]int{"double grant: " + BothValid: 1}, "no"},
-		{"ok-indeterminate.edn", map[string]int{}, "yes"},
-		{"ok.json", map[string]int{}, "yes"},
-		{"phantom-release.json", map[string]int{PhantomRelease: 1}, "no"},
+		{"ok-lost-replies.jsonl", map[Class]int{}, "yes"},
+		{"double-grant-both-valid.jsonl", map[Class]int{DoubleGrantBothValid: 1}, "no"},
+		{"double-grant-outlived.jsonl", map[Class]int{DoubleGrantOutlived: 1}, "no"},
+		{"revoked.jsonl", map[Class]int{DoubleGrantOutlived: 1, Revoked: 1}, "no"},
+		{"phantom-release.jsonl", map[Class]int{PhantomRelease: 1}, "no"},
+		{"crash-then-grant.jsonl", map[Class]int{}, "yes"},
+		{"lost-update.jsonl", map[Class]int{LostUpdate: 1}, "yes"},
+		{"double-grant.edn", map[Class]int{DoubleGrantBothValid: 1}, "no"},
+		{"ok-indeterminate.edn", map[Class]int{}, "yes"},
+		{"ok.json", map[Class]int{}, "yes"},
+		{"phantom-release.json", map[Class]int{PhantomRelease: 1}, "no"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -53,6 +53,14 @@ type DoubleGrant struct {
 	Second Interval // the holder granted while Held was still held
 }
 
+// Class is the violation class of the double grant.
+func (d DoubleGrant) Class() Class {
+	if d.Kind == OutlivedLease {
+		return DoubleGrantOutlived
+	}
+	return DoubleGrantBothValid
+}
+
 // Describe says what happened in words, with times relative to origin.
 func (d DoubleGrant) Describe(origin int64) string {
 	rel := func(t int64) string { return fmt.Sprintf("%.6f s", time.Duration(t-origin).Seconds()) }

@@ -8,17 +8,9 @@ import (
 	"github.com/locklab/locklab/history"
 )
 
-// Violation kinds beyond double grants.
-const (
-	LostUpdate     = "lost update"
-	StaleWrite     = "stale write"
-	DuplicateTask  = "task processed twice"
-	TokenRegressed = "fencing token did not increase"
-)
-
 // Violation is one anomaly with the events that prove it.
 type Violation struct {
-	Kind   string  `json:"kind"`
+	Kind   Class   `json:"kind"`
 	Key    string  `json:"key"`
 	Events []int64 `json:"events"`
 	Text   string  `json:"text"`

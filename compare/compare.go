@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/report"
 )
 
@@ -105,7 +106,7 @@ func regressions(b, n report.Run, bound float64) []string {
 	if n.ViolationCount > 0 && b.ViolationCount == 0 {
 		out = append(out, fmt.Sprintf("%d safety violation(s), none in the baseline", n.ViolationCount))
 	}
-	if n.Linearizable == "no" && b.Linearizable != "no" {
+	if n.Linearizable == checker.LinNo && b.Linearizable != checker.LinNo {
 		out = append(out, "not linearizable, the baseline was")
 	}
 	if !b.Complete || !n.Complete {

@@ -6,14 +6,19 @@ import (
 	"strings"
 )
 
-// NemesisValue is the value of a locklab nemesis event: each injection is
-// an invoke/ok pair with op "start", its heal a later ok with op "stop" and
-// the same id, so windows of overlapping faults pair exactly.
+// NemesisValue is the value of a locklab nemesis event, as the chaos
+// engine emits it. Every injection is a start invoke followed by a start ok
+// (injected) or fail (nothing was injected: no target, not available, the
+// injection failed and rolled back); an injected fault ends with a stop ok
+// (healed) or info (the heal failed: the fault may still be in place). An
+// instantaneous fault (a crash) has its stop right after its start. Events
+// of one injection share its id, so windows of overlapping faults pair
+// exactly.
 //
 //	{"proc":-1,"type":"invoke","f":"nemesis","value":{"id":3,"op":"start","fault":"client-pause","target":"client 4"}}
 type NemesisValue struct {
 	ID       int64             `json:"id"`
-	Op       string            `json:"op"` // start, stop
+	Op       string            `json:"op"` // NemesisStart, NemesisStop
 	Fault    string            `json:"fault"`
 	Target   string            `json:"target,omitempty"`   // what it acted on (in the ok)
 	Selector string            `json:"selector,omitempty"` // the step's target as written
@@ -22,6 +27,12 @@ type NemesisValue struct {
 	For      string            `json:"for,omitempty"`    // its planned length ("2s"); empty: until the end
 	Error    string            `json:"error,omitempty"`
 }
+
+// The ops of a nemesis event.
+const (
+	NemesisStart = "start"
+	NemesisStop  = "stop"
+)
 
 // Window is a span of time in which a fault was in force.
 type Window struct {
@@ -49,7 +60,7 @@ func FaultWindows(events []Event) []Window {
 		var v NemesisValue
 		if json.Unmarshal(ev.Value, &v) == nil && v.Op != "" {
 			switch v.Op {
-			case "start":
+			case NemesisStart:
 				i, seen := byID[v.ID]
 				switch {
 				case ev.Type == Fail || v.Error != "":
@@ -62,7 +73,7 @@ func FaultWindows(events []Event) []Window {
 				case v.Target != "":
 					out[i].Target = v.Target // the ok names what the selector resolved to
 				}
-			case "stop":
+			case NemesisStop:
 				if i, ok := byID[v.ID]; ok && ev.Type != Invoke {
 					out[i].End = ev.T
 				}

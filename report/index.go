@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/locklab/locklab/verdict"
 )
 
 // maxInlineImage bounds a plot embedded in index.html; a larger one is
@@ -88,8 +90,8 @@ func WriteIndex(dir, kind string, r *Results) error {
 		row.Cells = []string{run.Approach, fmt.Sprint(run.Clients), fmt.Sprintf("%.0f", run.AcquiresPerSec),
 			FormatMicros(run.Acquire.P50), FormatMicros(run.Acquire.P99), FormatMicros(run.Acquire.Max),
 			FormatMicros(run.HandOff.P50), FormatMicros(run.HandOff.P99), fairness,
-			fmt.Sprint(run.DoubleGrants), fmt.Sprint(run.ViolationCount - run.DoubleGrants), run.Linearizable,
-			fmt.Sprint(run.Errors + run.Indeterminate), run.Status}
+			fmt.Sprint(run.DoubleGrants), fmt.Sprint(run.ViolationCount - run.DoubleGrants), string(run.Linearizable),
+			fmt.Sprint(run.Errors + run.Indeterminate), string(run.Status)}
 		for _, a := range run.Artifacts {
 			own[a] = true
 			if strings.HasSuffix(a, ".png") {
@@ -112,13 +114,13 @@ func WriteIndex(dir, kind string, r *Results) error {
 	return WriteFileAtomic(filepath.Join(dir, "index.html"), b.Bytes())
 }
 
-func statusClass(s string) string {
+func statusClass(s verdict.Status) string {
 	switch s {
-	case "as expected":
+	case verdict.Agrees:
 		return "agrees"
-	case "contradicts expectation":
+	case verdict.Contradicts:
 		return "contradicts"
-	case "undecided":
+	case verdict.Undecided:
 		return "undecided"
 	}
 	return ""

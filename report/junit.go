@@ -4,6 +4,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"strings"
+
+	"github.com/locklab/locklab/verdict"
 )
 
 // JUnit is one JUnit XML test suite, the file CI systems show natively.
@@ -84,7 +86,7 @@ func RunsJUnit(kind string, runs []Run, regressions map[string][]string) ([]byte
 	for _, r := range runs {
 		class := "locklab." + kind + "." + r.Approach
 		var why []string
-		if r.Status == "contradicts expectation" {
+		if r.Status == verdict.Contradicts {
 			why = append(why, r.Explanation)
 			why = append(why, r.Violations...)
 		}
@@ -94,7 +96,7 @@ func RunsJUnit(kind string, runs []Run, regressions map[string][]string) ([]byte
 		switch {
 		case len(why) > 0:
 			j.Fail(class, r.Case, r.Seconds, why[0], strings.Join(why, "\n"))
-		case r.Status == "undecided" || !r.Complete:
+		case r.Status == verdict.Undecided || !r.Complete:
 			j.Error(class, r.Case, r.Seconds, "not verified: "+r.Explanation)
 		default:
 			j.Pass(class, r.Case, r.Seconds)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"image/color"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/locklab/locklab/verdict"
 )
 
 // Matrix is the known-outcome matrix as run: approaches (rows) against
@@ -49,12 +52,12 @@ type MatrixCell struct {
 	Undecided        int      `json:"undecided"`
 	// Caught counts the runs that showed the expected violation (catch
 	// rate = Caught/Ran); TimesToViolation how soon after the fault each did.
-	Caught           int       `json:"caught,omitempty"`
-	TimesToViolation []float64 `json:"times_to_violation_s,omitempty"`
-	Operations       int64     `json:"operations"` // grants checked, over all runs
-	Status           string    `json:"status"`
-	Explanations     []string  `json:"explanations,omitempty"`
-	RunCases         []string  `json:"run_cases,omitempty"` // the cases (timelines: timeline-<case>.png)
+	Caught           int            `json:"caught,omitempty"`
+	TimesToViolation []float64      `json:"times_to_violation_s,omitempty"`
+	Operations       int64          `json:"operations"` // grants checked, over all runs
+	Status           verdict.Status `json:"status"`
+	Explanations     []string       `json:"explanations,omitempty"`
+	RunCases         []string       `json:"run_cases,omitempty"` // the cases (timelines: timeline-<case>.png)
 }
 
 // Cell returns the cell of approach a under fault f.
@@ -103,8 +106,8 @@ func (c MatrixCell) short() string {
 	} else {
 		s += fmt.Sprintf("; %d/%d runs clean, %d grants checked", c.Agreed, c.Ran, c.Operations)
 	}
-	if c.Status != "as expected" {
-		s = "**" + strings.ToUpper(c.Status) + ": " + s + "**"
+	if c.Status != verdict.Agrees {
+		s = "**" + strings.ToUpper(string(c.Status)) + ": " + s + "**"
 	}
 	return s
 }
@@ -276,7 +279,7 @@ func (c MatrixCell) compact() string {
 		agreed = c.Caught
 	}
 	s := fmt.Sprintf("%s %d/%d", abbrevs(c.Expected), agreed, c.Ran)
-	if c.Status != "as expected" {
+	if c.Status != verdict.Agrees {
 		seen := "none"
 		if len(c.Observed) > 0 {
 			seen = abbrevs(c.Observed)
@@ -372,7 +375,7 @@ func cellColor(c MatrixCell) color.Color {
 	switch {
 	case !c.Applies || c.Ran == 0:
 		return naColor
-	case c.Status == "undecided":
+	case c.Status == verdict.Undecided:
 		return undecColor
 	}
 	for _, o := range c.Observed {
@@ -411,7 +414,7 @@ func (mb *matrixBoxes) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		c.FillText(draw.TextStyle{Color: color.Black, Font: p.X.Tick.Label.Font, XAlign: draw.XCenter, YAlign: draw.YCenter,
 			Handler: p.X.Tick.Label.Handler}, vg.Point{X: (x0 + x1) / 2, Y: (y0 + y1) / 2}, label)
-		if b.c.Status == "contradicts expectation" {
+		if b.c.Status == verdict.Contradicts {
 			c.SetLineStyle(draw.LineStyle{Color: mismatchColor, Width: vg.Points(2)})
 			c.Stroke(rect)
 			cross := vg.Path{}
@@ -447,6 +450,38 @@ func (r *rowLabels) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
 	return []plot.GlyphBox{{X: 0, Y: 0.5, Rectangle: vg.Rectangle{Min: vg.Point{X: -w - vg.Millimeter*2}, Max: vg.Point{}}}}
 }
 
+// WriteMatrix writes matrix.md, matrix-compact.md (the README's table),
+// matrix.json, matrix.png and matrix.html into dir, and the JUnit file when
+// junit is set. A heat map that cannot be drawn goes to warn, not to the
+// error: the tables say the same.
+func WriteMatrix(dir string, m *Matrix, junit string, warn func(error)) error {
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"matrix.md", MatrixMarkdown(m)}, {"matrix-compact.md", MatrixCompact(m)}} {
+		if err := WriteFileAtomic(filepath.Join(dir, f.name), f.data); err != nil {
+			return err
+		}
+	}
+	if err := WriteJSON(filepath.Join(dir, "matrix.json"), m); err != nil {
+		return err
+	}
+	if err := PlotMatrix(filepath.Join(dir, "matrix.png"), m); err != nil {
+		warn(err)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "matrix.html"), MatrixHTML(m)); err != nil {
+		return err
+	}
+	if junit == "" {
+		return nil
+	}
+	b, err := MatrixJUnit(m)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(junit, b)
+}
+
 // MatrixJUnit is JUnit XML with one test case per applicable cell: a
 // contradicted cell fails with its explanation, so CI systems show which
 // pair disagreed.
@@ -459,11 +494,11 @@ func MatrixJUnit(m *Matrix) ([]byte, error) {
 			j.Skip(class, name, "not run this time (--cells)")
 		case !c.Applies:
 			j.Skip(class, name, "n/a: the fault does not apply to this approach")
-		case c.Status == "contradicts expectation":
+		case c.Status == verdict.Contradicts:
 			j.Fail(class, name, 0, "expected "+strings.Join(c.Expected, " + ")+", observed "+strings.Join(c.Observed, ", "),
 				strings.Join(c.Explanations, "\n"))
-		case c.Status == "undecided", c.Status == "not run":
-			j.Skip(class, name, c.Status)
+		case c.Status == verdict.Undecided, c.Status == verdict.NotRun:
+			j.Skip(class, name, string(c.Status))
 		default:
 			j.Pass(class, name, 0)
 		}
@@ -494,7 +529,7 @@ func MatrixHTML(m *Matrix) []byte {
 				continue
 			}
 			class := ""
-			if c.Status != "as expected" {
+			if c.Status != verdict.Agrees {
 				class = " class=bad"
 			}
 			fmt.Fprintf(&b, "<td%s title='%s'>%s", class, esc(c.Why+" ("+c.Source+")"), esc(strings.ReplaceAll(c.short(), "**", "")))

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/locklab/locklab/verdict"
 )
 
 func hist(values ...int64) *hdrhistogram.Histogram {
@@ -223,4 +225,23 @@ func repeat(v float64, n int) []float64 {
 		out[i] = v
 	}
 	return out
+}
+
+// WriteMatrix writes every matrix artifact, and the JUnit file when asked.
+func TestWriteMatrix(t *testing.T) {
+	m := &Matrix{Runs: 1, Approaches: []string{"a"}, Faults: []string{"f"},
+		Cells: []MatrixCell{{Approach: "a", Fault: "f", Applies: true, Expected: []string{"safe"}, Ran: 1, Agreed: 1, Status: verdict.Agrees}}}
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "junit.xml")
+	if err := WriteMatrix(dir, m, junit, func(err error) { t.Errorf("warning: %v", err) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"matrix.md", "matrix-compact.md", "matrix.json", "matrix.png", "matrix.html", "junit.xml"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	if err := WriteMatrix(filepath.Join(dir, "missing"), m, "", func(error) {}); err == nil {
+		t.Error("a folder that does not exist must be an error")
+	}
 }

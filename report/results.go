@@ -13,7 +13,9 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/metrics"
+	"github.com/locklab/locklab/verdict"
 )
 
 // Results is results.json: everything needed to compare one run with another.
@@ -60,30 +62,37 @@ type Run struct {
 	DoubleGrants int              `json:"double_grants"`
 	// ViolationCount counts every anomaly: double grants, lost updates,
 	// stale writes, tasks processed twice, fencing tokens out of order.
-	ViolationCount       int            `json:"violation_count"`
-	ViolationKinds       map[string]int `json:"violation_kinds,omitempty"`
-	Violations           []string       `json:"violations,omitempty"` // the first few, described
-	Linearizable         string         `json:"linearizable"`         // yes, no, unknown, not checked
-	RefusedStaleRequests int            `json:"refused_stale_requests,omitempty"`
-	Artifacts            []string       `json:"artifacts,omitempty"` // timeline, visualizations
-	Complete             bool           `json:"complete"`
-	ViaProxy             bool           `json:"via_proxy"` // clients went through the fault-injecting proxies
-	Renewals             int64          `json:"renewals,omitempty"`
-	Lost                 int64          `json:"lost,omitempty"`     // holders told their lock was gone
-	Replaced             int64          `json:"replaced,omitempty"` // clients retired (indeterminate outcome, crash) and replaced
-	Crashed              int64          `json:"crashed,omitempty"`  // client processes killed by a fault
-	Late                 int64          `json:"late,omitempty"`     // open loop: requests that started behind their schedule
-	Faults               []Fault        `json:"faults,omitempty"`   // what chaos injected, in order
-	Expected             []string       `json:"expected,omitempty"` // the outcomes the case had to show
-	Observed             []string       `json:"observed,omitempty"` // the outcomes it showed
-	Missing              []string       `json:"missing,omitempty"`  // expected outcomes that never showed
-	Status               string         `json:"status,omitempty"`   // as expected, contradicts expectation, undecided
+	ViolationCount       int                   `json:"violation_count"`
+	ViolationKinds       map[checker.Class]int `json:"violation_kinds,omitempty"`
+	Violations           []string              `json:"violations,omitempty"` // the first few, described
+	Linearizable         checker.LinStatus     `json:"linearizable"`
+	RefusedStaleRequests int                   `json:"refused_stale_requests,omitempty"`
+	Artifacts            []string              `json:"artifacts,omitempty"` // timeline, visualizations
+	Complete             bool                  `json:"complete"`
+	ViaProxy             bool                  `json:"via_proxy"` // clients went through the fault-injecting proxies
+	Renewals             int64                 `json:"renewals,omitempty"`
+	Lost                 int64                 `json:"lost,omitempty"`     // holders told their lock was gone
+	Replaced             int64                 `json:"replaced,omitempty"` // clients retired (indeterminate outcome, crash) and replaced
+	Crashed              int64                 `json:"crashed,omitempty"`  // client processes killed by a fault
+	Late                 int64                 `json:"late,omitempty"`     // open loop: requests that started behind their schedule
+	Faults               []Fault               `json:"faults,omitempty"`   // what chaos injected, in order
+	Expected             []string              `json:"expected,omitempty"` // the outcomes the case had to show
+	Observed             []string              `json:"observed,omitempty"` // the outcomes it showed
+	Missing              []string              `json:"missing,omitempty"`  // expected outcomes that never showed
+	Status               verdict.Status        `json:"status,omitempty"`
+	// Missed: it contradicts only because an expected violation did not
+	// show (verdict.Result.Missed), which repeated runs may tolerate.
+	Missed bool `json:"missed,omitempty"`
 	// FirstViolationAt is when the first double grant came, in seconds
 	// after the case's first fault took effect (after its start without
 	// faults; 0 when it came before the fault); -1: none.
 	FirstViolationAt float64 `json:"first_violation_at_s"`
 	Explanation      string  `json:"explanation,omitempty"`
 }
+
+// Safe reports that the run's check found no violation and no
+// non-linearizable key (checker.Verdict.Safe, over what the run keeps).
+func (r Run) Safe() bool { return checker.Safe(r.ViolationCount, r.Linearizable) }
 
 // Fault is one injection as results.json lists it.
 type Fault struct {

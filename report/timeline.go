@@ -11,12 +11,27 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/history"
 )
 
 // Window is a span of time with a fault in force.
 type Window struct {
 	Start, End int64 // CLOCK_MONOTONIC ns
 	Label      string
+}
+
+// Windows are a history's fault windows as plots shade them: a fault never
+// healed within the history runs to end (its last event).
+func Windows(ws []history.Window, end int64) []Window {
+	out := make([]Window, 0, len(ws))
+	for _, w := range ws {
+		stop := w.End
+		if stop == 0 {
+			stop = end
+		}
+		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault})
+	}
+	return out
 }
 
 // Timeline is what a timeline plot shows.
@@ -27,7 +42,6 @@ type Timeline struct {
 	Intervals map[string][]checker.Interval // per key
 	Grants    []checker.DoubleGrant         // overlaps, drawn in red
 	Faults    []Window                      // shaded
-	ByKey     bool                          // one lane per key instead of per client
 }
 
 var (
@@ -144,27 +158,37 @@ func (l laneTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// PlotTimeline draws the timeline PNG.
-func PlotTimeline(path string, tl *Timeline) error {
+// clients are the processes that held a lock.
+func (tl *Timeline) clients() map[int]bool {
+	procs := map[int]bool{}
+	for _, ivs := range tl.Intervals {
+		for _, iv := range ivs {
+			procs[iv.Proc] = true
+		}
+	}
+	return procs
+}
+
+// lanes are the timeline's lane names (at most maxLanes; cut: how many
+// more there were) and the lane of an interval (-1: a lane cut). A lane per
+// client, or a lane per key when there are more clients than lanes (a long
+// history of many clients, whose first lanes alone would say little): the
+// one rule for check's timelines and the runner's.
+func (tl *Timeline) lanes() (names []string, laneOf func(checker.Interval) int, cut int) {
 	laneIndex := map[string]int{}
-	var names []string
 	var keys []string
 	for k := range tl.Intervals {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if tl.ByKey {
+	procs := tl.clients()
+	byKey := len(procs) > maxLanes
+	if byKey {
 		for _, k := range keys {
 			laneIndex[k] = len(names)
 			names = append(names, k)
 		}
 	} else {
-		procs := map[int]bool{}
-		for _, ivs := range tl.Intervals {
-			for _, iv := range ivs {
-				procs[iv.Proc] = true
-			}
-		}
 		var ps []int
 		for p := range procs {
 			ps = append(ps, p)
@@ -175,14 +199,13 @@ func PlotTimeline(path string, tl *Timeline) error {
 			names = append(names, fmt.Sprintf("client %d", p))
 		}
 	}
-	cut := 0
 	if len(names) > maxLanes {
 		cut = len(names) - maxLanes
 		names = names[:maxLanes]
 	}
-	laneOf := func(iv checker.Interval) int {
+	laneOf = func(iv checker.Interval) int {
 		id := fmt.Sprint(iv.Proc)
-		if tl.ByKey {
+		if byKey {
 			id = iv.Key
 		}
 		if i, ok := laneIndex[id]; ok && i < maxLanes {
@@ -190,6 +213,12 @@ func PlotTimeline(path string, tl *Timeline) error {
 		}
 		return -1
 	}
+	return names, laneOf, cut
+}
+
+// PlotTimeline draws the timeline PNG, its lanes as Timeline.lanes says.
+func PlotTimeline(path string, tl *Timeline) error {
+	names, laneOf, cut := tl.lanes()
 	if len(names) == 0 {
 		return fmt.Errorf("timeline %s: no holder intervals", path)
 	}

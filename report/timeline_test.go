@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,5 +73,45 @@ func TestPlotTimeline32Clients60s(t *testing.T) {
 	}
 	if err := PlotTimeline(filepath.Join(t.TempDir(), "e.png"), &Timeline{}); err == nil {
 		t.Fatal("an empty timeline must be an error")
+	}
+}
+
+// TestTimelineLanes: a lane per client up to maxLanes clients, then a lane
+// per key, for check and the runner alike.
+func TestTimelineLanes(t *testing.T) {
+	timeline := func(clients, keys int) *Timeline {
+		tl := &Timeline{Intervals: map[string][]checker.Interval{}}
+		for p := 0; p < clients; p++ {
+			k := string(rune('a' + p%keys))
+			tl.Intervals[k] = append(tl.Intervals[k], checker.Interval{Proc: p, Key: k})
+		}
+		return tl
+	}
+	for _, tt := range []struct {
+		clients, keys int
+		first         string
+		lanes, cut    int
+	}{
+		{3, 2, "client 0", 3, 0},
+		{maxLanes, 2, "client 0", maxLanes, 0},
+		{maxLanes + 1, 2, "a", 2, 0},
+		{maxLanes + 1, maxLanes + 6, "a", maxLanes, 1},
+	} {
+		names, laneOf, cut := timeline(tt.clients, tt.keys).lanes()
+		if len(names) != tt.lanes || cut != tt.cut || names[0] != tt.first {
+			t.Errorf("%d clients on %d keys: %d lanes from %q, %d cut; want %d from %q, %d cut",
+				tt.clients, tt.keys, len(names), names[0], cut, tt.lanes, tt.first, tt.cut)
+		}
+		if got := laneOf(checker.Interval{Proc: 1, Key: "b"}); got != 1 {
+			t.Errorf("%d clients on %d keys: client 1 on b in lane %d, want 1", tt.clients, tt.keys, got)
+		}
+	}
+}
+
+func TestWindows(t *testing.T) {
+	got := Windows([]history.Window{{Fault: "client-pause", Start: 10, End: 20}, {Fault: "server-kill", Start: 15}}, 99)
+	want := []Window{{Start: 10, End: 20, Label: "client-pause"}, {Start: 15, End: 99, Label: "server-kill"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("windows %+v, want %+v (an unhealed fault runs to the end)", got, want)
 	}
 }

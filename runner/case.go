@@ -235,7 +235,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		FirstError: stats.FirstError, ReleaseNotHeld: stats.ReleaseNotHeld, Renewals: stats.Renewals,
 		Lost: stats.Lost, Replaced: stats.Replaced, Crashed: stats.Crashed, Late: stats.Late,
 		Acquire: report.Summarise(stats.Acquire), Release: report.Summarise(stats.Release),
-		Complete: ctx.Err() == nil, Linearizable: "not checked", ViaProxy: !c.Direct && env.servers != nil,
+		Complete: ctx.Err() == nil, Linearizable: checker.LinNotChecked, ViaProxy: !c.Direct && env.servers != nil,
 		HandOff: report.Summarise(rec.lockMetrics().HandOff()), Fairness: rec.lockMetrics().Fairness(),
 	}
 	co := caseOutcome{run: run, stats: stats, handOff: rec.lockMetrics().HandOff()}
@@ -251,7 +251,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		if err != nil {
 			return co, infraErr(fmt.Errorf("%s: check: %w", c.Name, err))
 		}
-		describeVerdict(&co.run, v, env.dir)
+		co.run.AddVerdict(v, env.dir, report.Limits{Violations: 10})
 	}
 	// 7. Expected versus observed. "Blocked": after the last fault took
 	// effect, clients kept asking and nobody was granted the lock again.
@@ -264,10 +264,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 	if ctx.Err() != nil {
 		co.verdict = cutShort(co.verdict)
 	}
-	co.run.Expected = outcomeNames(co.verdict.Expected)
-	for _, f := range c.Expect.Forbidden {
-		co.run.Expected = append(co.run.Expected, "not:"+string(f))
-	}
+	co.run.Expected = c.Expect.Names()
 	co.run.Observed = outcomeNames(co.verdict.Observed)
 	co.run.Missing = outcomeNames(co.verdict.Missing)
 	co.run.FirstViolationAt = -1
@@ -285,7 +282,7 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		// could read as "none".
 		co.run.FirstViolationAt = max(0, time.Duration(at-from).Seconds())
 	}
-	co.run.Status = string(co.verdict.Status)
+	co.run.Status, co.run.Missed = co.verdict.Status, co.verdict.Missed
 	co.run.Explanation = co.verdict.Text
 	// 8. Artifacts.
 	if rec.check != nil {
@@ -309,30 +306,6 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		}
 	}
 	return co, nil
-}
-
-// describeVerdict copies what the checker found into the case's results.
-func describeVerdict(run *report.Run, v checker.Verdict, dir string) {
-	run.DoubleGrants = len(v.DoubleGrants)
-	run.ViolationCount = len(v.Violations)
-	run.Linearizable = v.Linearizable
-	run.RefusedStaleRequests = v.RefusedWrites
-	run.ViolationKinds = map[string]int{}
-	for i, x := range v.Violations {
-		run.ViolationKinds[x.Kind]++
-		if i < 10 {
-			run.Violations = append(run.Violations, x.Kind+": "+x.Text)
-		}
-	}
-	if len(v.Violations) > 10 {
-		run.Violations = append(run.Violations, fmt.Sprintf("... and %d more", len(v.Violations)-10))
-	}
-	for _, r := range v.Linear {
-		if r.HTML != "" {
-			rel, _ := filepath.Rel(dir, r.HTML)
-			run.Artifacts = append(run.Artifacts, rel)
-		}
-	}
 }
 
 func outcomeNames(os []verdict.Outcome) []string {

@@ -31,19 +31,15 @@ type nemesisRecorder struct {
 	last   int64 // when the last one did
 }
 
-func (n *nemesisRecorder) Nemesis(e chaos.NemesisEvent) {
-	v := history.NemesisValue{ID: n.idBase + int64(e.ID), Op: e.Op, Fault: e.Fault, Target: e.Target, Selector: e.Selector,
-		Error: e.Error, Params: e.Params, Threat: e.Threat}
-	if e.For > 0 {
-		v.For = e.For.String()
-	}
+func (n *nemesisRecorder) Nemesis(typ history.Type, v history.NemesisValue) {
+	v.ID += n.idBase
 	b, _ := json.Marshal(v)
-	ev := history.Event{Proc: -1, Type: history.Type(e.Type), F: history.Nemesis, Value: b, T: n.clk.Nanos(), Error: e.Error}
+	ev := history.Event{Proc: -1, Type: typ, F: history.Nemesis, Value: b, T: n.clk.Nanos(), Error: v.Error}
 	ev = n.rec.Record(ev)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.evs = append(n.evs, ev)
-	if e.Op == chaos.OpStart && e.Type == chaos.EventOK {
+	if v.Op == history.NemesisStart && typ == history.OK {
 		if n.first == 0 {
 			n.first = ev.T
 		}
@@ -57,14 +53,9 @@ func (n *nemesisRecorder) windows(origin, end int64) ([]report.Window, []report.
 	n.mu.Lock()
 	evs := append([]history.Event(nil), n.evs...)
 	n.mu.Unlock()
-	var ws []report.Window
+	hws := history.FaultWindows(evs)
 	var fs []report.Fault
-	for _, w := range history.FaultWindows(evs) {
-		stop := w.End
-		if stop == 0 {
-			stop = end
-		}
-		ws = append(ws, report.Window{Start: w.Start, End: stop, Label: w.Fault})
+	for _, w := range hws {
 		f := report.Fault{Fault: w.Fault, Target: w.Target, At: time.Duration(w.Start - origin).Seconds()}
 		if w.End != 0 {
 			f.For = time.Duration(w.End - w.Start).Seconds()
@@ -74,7 +65,7 @@ func (n *nemesisRecorder) windows(origin, end int64) ([]report.Window, []report.
 	// Injections that failed are listed too, with their error.
 	for _, ev := range evs {
 		var v history.NemesisValue
-		if ev.Type == history.Fail && json.Unmarshal(ev.Value, &v) == nil && v.Op == chaos.OpStart {
+		if ev.Type == history.Fail && json.Unmarshal(ev.Value, &v) == nil && v.Op == history.NemesisStart {
 			target := v.Target
 			if target == "" {
 				target = v.Selector
@@ -82,7 +73,7 @@ func (n *nemesisRecorder) windows(origin, end int64) ([]report.Window, []report.
 			fs = append(fs, report.Fault{Fault: v.Fault, Target: target, At: time.Duration(ev.T - origin).Seconds(), Error: ev.Error})
 		}
 	}
-	return ws, fs
+	return report.Windows(hws, end), fs
 }
 
 // holdingWaiter makes `when: {holding: k}` steps wait for a holder.

@@ -152,40 +152,30 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 			m.Faults = append(m.Faults, c.Fault)
 		}
 		mc := report.MatrixCell{Approach: c.Approach, Fault: c.Fault, Applies: c.Applies, NotChosen: c.NotChosen, Why: c.Why, Source: c.Source,
-			Expected: expectationNames(c.Expect)} // none for an n/a cell
+			Expected: c.Expect.Names()} // none for an n/a cell
 		if !c.Applies {
 			m.Cells = append(m.Cells, mc)
 			continue
 		}
-		expectsViolation := c.ExpectsViolation()
+		tally := verdict.Tally{ExpectsViolation: c.ExpectsViolation()}
 		observed := map[string]bool{}
 		for run := 1; run <= runsPerCell; run++ {
 			r, ok := byCase[CellCaseName(c.Fault, c.Approach, run)]
 			if !ok {
 				continue // not run (interrupted)
 			}
-			mc.Ran++
 			mc.Operations += r.Acquired
 			for _, o := range r.Observed {
 				observed[o] = true
 			}
-			switch verdict.Status(r.Status) {
+			tally.AddStatus(r.Status, r.Missed)
+			switch r.Status {
 			case verdict.Agrees:
-				mc.Agreed++
-				if expectsViolation {
-					mc.Caught++
-					if r.FirstViolationAt >= 0 {
-						mc.TimesToViolation = append(mc.TimesToViolation, r.FirstViolationAt)
-					}
+				if tally.ExpectsViolation && r.FirstViolationAt >= 0 {
+					mc.TimesToViolation = append(mc.TimesToViolation, r.FirstViolationAt)
 				}
 			case verdict.Contradicts:
-				if len(r.Missing) == 0 {
-					// Something happened that must not: not a missed catch.
-					mc.Contradicted++
-				}
 				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
-			case verdict.Undecided:
-				mc.Undecided++
 			}
 			mc.RunCases = append(mc.RunCases, r.Case)
 		}
@@ -193,42 +183,22 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 			mc.Observed = append(mc.Observed, o)
 		}
 		slices.Sort(mc.Observed)
-		mc.ExpectsViolation = expectsViolation
-		mc.Status = cellStatus(mc, opt.MinCatchRate)
+		mc.Ran, mc.Agreed, mc.Contradicted, mc.Undecided = tally.Runs, tally.Agreed, tally.Contradicted, tally.Undecided
+		mc.ExpectsViolation = tally.ExpectsViolation
+		if mc.ExpectsViolation {
+			mc.Caught = tally.Agreed
+		}
+		mc.Status = tally.Status(matrixPolicy(opt))
 		m.Cells = append(m.Cells, mc)
 	}
 	return m
 }
 
-// cellStatus: a cell expected safe fails if any run was unsafe; a cell
-// expecting a violation fails if no run caught it (the lab lost its power
-// to catch it) or, with a minimum catch rate, if fewer runs than that share
-// caught it; it reports its catch rate either way.
-func cellStatus(c report.MatrixCell, minCatchRate float64) string {
-	switch {
-	case c.Ran == 0:
-		return "not run"
-	case c.Contradicted > 0:
-		return string(verdict.Contradicts)
-	case c.ExpectsViolation && c.Caught == 0 && c.Undecided < c.Ran:
-		return string(verdict.Contradicts)
-	case c.ExpectsViolation && c.CatchRate() < minCatchRate && c.Undecided < c.Ran:
-		return string(verdict.Contradicts)
-	case c.Undecided > 0 && c.Agreed == 0:
-		return string(verdict.Undecided)
-	}
-	return string(verdict.Agrees)
-}
-
-func expectationNames(e verdict.Expectation) []string {
-	var out []string
-	for _, o := range e.Outcomes {
-		out = append(out, string(o))
-	}
-	for _, o := range e.Forbidden {
-		out = append(out, "not:"+string(o))
-	}
-	return out
+// matrixPolicy is the rule for a cell's runs: one run that agreed is
+// enough unless a minimum catch rate asks for more of a cell that expects a
+// violation; a violation not expected fails the cell, as everywhere.
+func matrixPolicy(opt MatrixOptions) verdict.Policy {
+	return verdict.Policy{Need: 1, MinCatchRate: opt.MinCatchRate}
 }
 
 // MatrixExit is the matrix's verdict for the CLI: contradicted cells, and
@@ -236,14 +206,14 @@ func expectationNames(e verdict.Expectation) []string {
 func MatrixExit(m *report.Matrix) (contradicted, undecided []string) {
 	for _, c := range m.Cells {
 		switch c.Status {
-		case string(verdict.Contradicts):
+		case verdict.Contradicts:
 			s := fmt.Sprintf("%s under %s (expected %s, observed %s", c.Approach, c.Fault,
 				strings.Join(c.Expected, " + "), strings.Join(c.Observed, ", "))
 			if c.ExpectsViolation && c.Contradicted == 0 {
 				s += fmt.Sprintf("; caught in %d of %d runs", c.Caught, c.Ran)
 			}
 			contradicted = append(contradicted, s+")")
-		case string(verdict.Undecided):
+		case verdict.Undecided:
 			undecided = append(undecided, c.Approach+" under "+c.Fault)
 		}
 	}

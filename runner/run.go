@@ -17,6 +17,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/history"
@@ -352,10 +353,10 @@ func anyRecorded(p Plan) bool {
 func tally(v *report.Verdict, co caseOutcome) {
 	v.DoubleGrants += co.run.DoubleGrants
 	v.Violations += co.run.ViolationCount
-	if co.run.Linearizable == "no" {
+	if co.run.Linearizable == checker.LinNo {
 		v.NonLinearizable++
 	}
-	v.Safe = v.Violations == 0 && v.NonLinearizable == 0
+	v.Safe = v.Safe && co.run.Safe() // it starts true
 	switch co.verdict.Status {
 	case verdict.Agrees:
 		v.AsExpected++

@@ -61,7 +61,7 @@ func TestRunSafeLockAgreesWithItsExpectation(t *testing.T) {
 		t.Fatalf("results: complete=%v runs=%d", res.Complete, len(res.Runs))
 	}
 	r := res.Runs[0]
-	if r.Acquired == 0 || r.DoubleGrants != 0 || r.Linearizable != "yes" || r.Status != string(verdict.Agrees) {
+	if r.Acquired == 0 || r.DoubleGrants != 0 || r.Linearizable != "yes" || r.Status != verdict.Agrees {
 		t.Fatalf("run = %+v", r)
 	}
 	for _, f := range []string{"history.jsonl", "summary.md", "timeline-memory-c4.png"} {

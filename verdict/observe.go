@@ -1,10 +1,6 @@
 package verdict
 
-import (
-	"strings"
-
-	"github.com/locklab/locklab/checker"
-)
+import "github.com/locklab/locklab/checker"
 
 // Liveness is what the runner measured about progress, beside safety.
 type Liveness struct {
@@ -32,13 +28,8 @@ func Observe(v checker.Verdict, checked bool, l Liveness) Observed {
 	if v.RefusedWrites > 0 {
 		o.Counts[StaleWriteRefused] += v.RefusedWrites
 	}
-	switch v.Linearizable {
-	case "no":
-		if len(o.Unsafe()) == 0 {
-			o.Counts[NonLinearizable]++
-		}
-	case "unknown":
-		o.Undecided = true
+	if v.Linearizable == checker.LinNo && len(o.Unsafe()) == 0 {
+		o.Counts[NonLinearizable]++
 	}
 	if l.Blocked {
 		o.Counts[Blocked]++
@@ -49,29 +40,24 @@ func Observe(v checker.Verdict, checked bool, l Liveness) Observed {
 	return o
 }
 
-// classify maps the checker's violation kinds onto outcomes.
-func classify(kind string) Outcome {
-	switch {
-	case strings.Contains(kind, checker.OutlivedLease):
-		return DoubleGrantOutlived
-	case strings.Contains(kind, checker.BothValid):
-		return DoubleGrantBothValid
-	case strings.HasPrefix(kind, "double grant"):
-		return DoubleGrant
-	case kind == checker.LostUpdate:
-		return LostUpdate
-	case kind == checker.StaleWrite:
-		return StaleWrite
-	case kind == checker.DuplicateTask:
-		return TaskTwice
-	case kind == checker.TokenRegressed:
-		return TokenRegressed
-	case strings.Contains(kind, "revoked"):
-		return Revoked
-	case strings.Contains(kind, "phantom"):
-		return PhantomRelease
-	case strings.Contains(kind, "never granted"):
-		return NeverGranted
+// classes maps each class of violation the checker finds onto its
+// outcome. A class missing here (a checker newer than this table) counts as
+// non-linearizable: unsafe, with no finer name.
+var classes = map[checker.Class]Outcome{
+	checker.DoubleGrantOutlived:  DoubleGrantOutlived,
+	checker.DoubleGrantBothValid: DoubleGrantBothValid,
+	checker.Revoked:              Revoked,
+	checker.PhantomRelease:       PhantomRelease,
+	checker.LostUpdate:           LostUpdate,
+	checker.StaleWrite:           StaleWrite,
+	checker.DuplicateTask:        TaskTwice,
+	checker.TokenRegressed:       TokenRegressed,
+}
+
+// classify maps a checker's violation class onto an outcome.
+func classify(c checker.Class) Outcome {
+	if o, ok := classes[c]; ok {
+		return o
 	}
 	return NonLinearizable
 }

@@ -71,9 +71,6 @@ func (o Outcome) matches(expected Outcome) bool {
 // Observed is what a case showed.
 type Observed struct {
 	Counts map[Outcome]int // how often each outcome showed (Safe never appears here)
-	// Undecided: some part of the history could not be checked; a case
-	// that shows nothing unsafe but was not fully checked is not "safe".
-	Undecided bool
 	// Checked is false when nothing was recorded (--no-history): nothing
 	// can be said about safety.
 	Checked bool
@@ -96,7 +93,7 @@ func (o Observed) Unsafe() []Outcome {
 // Has reports whether the expected outcome showed.
 func (o Observed) Has(expected Outcome) bool {
 	if expected == Safe {
-		return o.Checked && !o.Undecided && len(o.Unsafe()) == 0
+		return o.Checked && len(o.Unsafe()) == 0
 	}
 	for k, n := range o.Counts {
 		if n > 0 && k.matches(expected) {
@@ -122,6 +119,19 @@ func Expect(why string, outcomes ...Outcome) Expectation {
 	return Expectation{Outcomes: outcomes, Why: why}
 }
 
+// Names are the expectation as results files list it: each outcome, then
+// each forbidden one as "not:" and its name (as scenario files write it).
+func (e Expectation) Names() []string {
+	var out []string
+	for _, o := range e.Outcomes {
+		out = append(out, string(o))
+	}
+	for _, o := range e.Forbidden {
+		out = append(out, "not:"+string(o))
+	}
+	return out
+}
+
 func (e Expectation) String() string {
 	var s []string
 	for _, o := range e.Outcomes {
@@ -145,6 +155,8 @@ const (
 	// Undecided: the expectation could not be verified (the history was
 	// not fully checked, or not recorded). A gate never passes it.
 	Undecided Status = "undecided"
+	// NotRun: no run of a repeated case (a matrix cell) finished.
+	NotRun Status = "not run"
 )
 
 // Result is the comparison of one case.
@@ -162,8 +174,8 @@ type Result struct {
 }
 
 // Compare holds what a case showed against what it should have shown.
-//   - Expected safe: any unsafe outcome contradicts; an incomplete check is
-//     undecided.
+//   - Expected safe: any unsafe outcome contradicts; no check (nothing
+//     recorded) is undecided.
 //   - Expected violations: each must have shown (the lab must keep its
 //     power to catch them); others seen besides are reported, not failed.
 //   - Nothing expected: agrees, unless nothing was checked at all.
@@ -193,10 +205,10 @@ func Compare(e Expectation, o Observed) Result {
 	case wantSafe && len(bad) > 0:
 		r.Status = Contradicts
 		r.Text = fmt.Sprintf("expected safe, observed %s", joinOutcomes(bad))
-	case len(r.Missing) > 0 && o.Checked && !o.Undecided:
+	case len(r.Missing) > 0 && o.Checked:
 		r.Status, r.Missed = Contradicts, true
 		r.Text = fmt.Sprintf("expected %s, never observed %s", e, joinOutcomes(r.Missing))
-	case (wantSafe || len(r.Missing) > 0 || len(e.Forbidden) > 0) && (!o.Checked || o.Undecided):
+	case (wantSafe || len(r.Missing) > 0 || len(e.Forbidden) > 0) && !o.Checked:
 		r.Status = Undecided
 		r.Text = fmt.Sprintf("expected %s, but the history was not fully checked", e)
 	case wantSafe && o.NothingGranted:

@@ -1,14 +1,15 @@
 package verdict
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/locklab/locklab/checker"
 )
 
 func TestCompare(t *testing.T) {
-	obs := func(checked, undecided bool, kinds ...Outcome) Observed {
-		o := Observed{Counts: map[Outcome]int{}, Checked: checked, Undecided: undecided}
+	obs := func(checked bool, kinds ...Outcome) Observed {
+		o := Observed{Counts: map[Outcome]int{}, Checked: checked}
 		for _, k := range kinds {
 			o.Counts[k]++
 		}
@@ -21,25 +22,23 @@ func TestCompare(t *testing.T) {
 		want   Status
 		missed bool // contradicts only for want of an expected violation
 	}{
-		{"safe and clean", Expect("", Safe), obs(true, false), Agrees, false},
-		{"safe but double grant", Expect("", Safe), obs(true, false, DoubleGrantBothValid), Contradicts, false},
-		{"safe, refused stale writes are fine", Expect("", Safe), obs(true, false, StaleWriteRefused), Agrees, false},
-		{"safe but undecided", Expect("", Safe), obs(true, true), Undecided, false},
-		{"safe but not recorded", Expect("", Safe), obs(false, false), Undecided, false},
-		{"violation undecided still contradicts", Expect("", Safe), obs(true, true, LostUpdate), Contradicts, false},
-		{"expected double grant of either kind", Expect("", DoubleGrant), obs(true, false, DoubleGrantOutlived), Agrees, false},
-		{"expected outlived, saw both-valid only", Expect("", DoubleGrantOutlived), obs(true, false, DoubleGrantBothValid), Contradicts, true},
-		{"expected violation never seen", Expect("", DoubleGrantOutlived, LostUpdate), obs(true, false, DoubleGrantOutlived), Contradicts, true},
-		{"expected violation, extra ones fine", Expect("", LostUpdate), obs(true, false, LostUpdate, DoubleGrantOutlived), Agrees, false},
-		{"expected blocked", Expect("", Blocked), obs(true, false, Blocked), Agrees, false},
-		{"nothing expected", Expectation{}, obs(true, false, DoubleGrantBothValid), Agrees, false},
-		{"safe and blocked", Expect("", Safe, Blocked), obs(true, false, Blocked), Agrees, false},
-		{"safe, blocked expected but the lock came free", Expect("", Safe, Blocked), obs(true, false), Contradicts, true},
+		{"safe and clean", Expect("", Safe), obs(true), Agrees, false},
+		{"safe but double grant", Expect("", Safe), obs(true, DoubleGrantBothValid), Contradicts, false},
+		{"safe, refused stale writes are fine", Expect("", Safe), obs(true, StaleWriteRefused), Agrees, false},
+		{"safe but not recorded", Expect("", Safe), obs(false), Undecided, false},
+		{"expected double grant of either kind", Expect("", DoubleGrant), obs(true, DoubleGrantOutlived), Agrees, false},
+		{"expected outlived, saw both-valid only", Expect("", DoubleGrantOutlived), obs(true, DoubleGrantBothValid), Contradicts, true},
+		{"expected violation never seen", Expect("", DoubleGrantOutlived, LostUpdate), obs(true, DoubleGrantOutlived), Contradicts, true},
+		{"expected violation, extra ones fine", Expect("", LostUpdate), obs(true, LostUpdate, DoubleGrantOutlived), Agrees, false},
+		{"expected blocked", Expect("", Blocked), obs(true, Blocked), Agrees, false},
+		{"nothing expected", Expectation{}, obs(true, DoubleGrantBothValid), Agrees, false},
+		{"safe and blocked", Expect("", Safe, Blocked), obs(true, Blocked), Agrees, false},
+		{"safe, blocked expected but the lock came free", Expect("", Safe, Blocked), obs(true), Contradicts, true},
 		{"fenced: outlived but no lost update", Expectation{Outcomes: []Outcome{DoubleGrantOutlived, StaleWriteRefused}, Forbidden: []Outcome{LostUpdate}},
-			obs(true, false, DoubleGrantOutlived, StaleWriteRefused), Agrees, false},
+			obs(true, DoubleGrantOutlived, StaleWriteRefused), Agrees, false},
 		{"fenced: a lost update is forbidden", Expectation{Outcomes: []Outcome{DoubleGrantOutlived}, Forbidden: []Outcome{LostUpdate}},
-			obs(true, false, DoubleGrantOutlived, LostUpdate), Contradicts, false},
-		{"expected violation, not checked", Expect("", LostUpdate), obs(true, true), Undecided, false},
+			obs(true, DoubleGrantOutlived, LostUpdate), Contradicts, false},
+		{"expected violation, not recorded", Expect("", LostUpdate), obs(false), Undecided, false},
 		{"safe but nothing granted", Expect("", Safe), Observed{Counts: map[Outcome]int{}, Checked: true, NothingGranted: true}, Undecided, false},
 		{"safe and blocked, nothing granted", Expect("", Safe, Blocked), Observed{Counts: map[Outcome]int{Blocked: 1}, Checked: true, NothingGranted: true}, Undecided, false},
 	}
@@ -59,25 +58,48 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-func TestObserveClassifiesCheckerKinds(t *testing.T) {
-	v := checker.Verdict{Linearizable: "no", RefusedWrites: 2, Violations: []checker.Violation{
-		{Kind: "double grant: " + checker.OutlivedLease}, {Kind: "double grant: " + checker.BothValid},
-		{Kind: checker.LostUpdate}, {Kind: checker.DuplicateTask}, {Kind: checker.TokenRegressed}, {Kind: checker.StaleWrite},
-	}}
-	o := Observe(v, true, Liveness{Blocked: true})
-	for _, want := range []Outcome{DoubleGrantOutlived, DoubleGrantBothValid, LostUpdate, TaskTwice, TokenRegressed, StaleWrite, StaleWriteRefused, Blocked} {
-		if o.Counts[want] == 0 {
-			t.Errorf("%s not observed: %v", want, o.Counts)
-		}
+func TestObserveClassifiesCheckerClasses(t *testing.T) {
+	tests := []struct {
+		class checker.Class
+		want  Outcome
+	}{
+		{checker.DoubleGrantOutlived, DoubleGrantOutlived},
+		{checker.DoubleGrantBothValid, DoubleGrantBothValid},
+		{checker.Revoked, Revoked},
+		{checker.PhantomRelease, PhantomRelease},
+		{checker.LostUpdate, LostUpdate},
+		{checker.StaleWrite, StaleWrite},
+		{checker.DuplicateTask, TaskTwice},
+		{checker.TokenRegressed, TokenRegressed},
+		{"a class this table does not know", NonLinearizable},
 	}
-	if o.Counts[NonLinearizable] != 0 {
-		t.Errorf("non-linearizable counted although finer classes explain it")
+	for _, tt := range tests {
+		t.Run(string(tt.class), func(t *testing.T) {
+			v := checker.Verdict{Linearizable: checker.LinNo, Violations: []checker.Violation{{Kind: tt.class}}}
+			o := Observe(v, true, Liveness{})
+			if o.Counts[tt.want] != 1 || len(o.Counts) != 1 {
+				t.Fatalf("observed %v, want one %s", o.Counts, tt.want)
+			}
+		})
 	}
-	if got := Observe(checker.Verdict{Linearizable: "no"}, true, Liveness{}); got.Counts[NonLinearizable] != 1 {
+}
+
+func TestObserve(t *testing.T) {
+	v := checker.Verdict{Linearizable: checker.LinNo, RefusedWrites: 2, Violations: []checker.Violation{
+		{Kind: checker.DoubleGrantOutlived}, {Kind: checker.LostUpdate}}}
+	o := Observe(v, true, Liveness{Blocked: true, Unavailable: 3})
+	want := map[Outcome]int{DoubleGrantOutlived: 1, LostUpdate: 1, StaleWriteRefused: 2, Blocked: 1, Unavailable: 3}
+	if !maps.Equal(o.Counts, want) {
+		t.Errorf("observed %v, want %v (non-linearizable is not counted when finer classes explain it)", o.Counts, want)
+	}
+	if got := Observe(checker.Verdict{Linearizable: checker.LinNo}, true, Liveness{}); got.Counts[NonLinearizable] != 1 {
 		t.Errorf("an unexplained non-linearizable verdict must count: %v", got.Counts)
 	}
-	if got := Observe(checker.Verdict{Linearizable: "unknown"}, true, Liveness{}); !got.Undecided {
-		t.Error("unknown linearizability must be undecided")
+	if got := Observe(checker.Verdict{Linearizable: checker.LinYes}, true, Liveness{}); !got.Has(Safe) {
+		t.Errorf("a clean, checked verdict must be safe: %+v", got)
+	}
+	if got := Observe(v, false, Liveness{}); got.Has(Safe) || len(got.Counts) != 0 {
+		t.Errorf("nothing recorded: nothing observed, and not safe: %+v", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,62 +138,61 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdou
 		return code
 	}
 	if plan.Repeats > 1 {
-		return g.finish(out.Results, exitForRepeats(out.Results.Runs, out.Verdicts, plan.Repeats, g.need, stdout, stderr), stdout, stderr)
+		return g.finish(out.Results, exitForRepeats(out.Results.Runs, out.Verdicts, g.need, stdout, stderr), stdout, stderr)
 	}
 	return g.finish(out.Results, exitFor(out.Verdicts, stderr), stdout, stderr)
 }
 
 // exitForRepeats is the gate over repeated runs (run --runs N): it prints,
-// per approach, how many runs agreed with the expectation, and passes when
-// at least need of them did (need 0: all). A run that missed an expected
-// violation is the lab failing to show it, which a few runs may; a run
-// that showed a violation it was not expected to fails the gate however
-// many others agreed.
-func exitForRepeats(runs []report.Run, vs []verdict.Result, repeats, need int, stdout, stderr io.Writer) int {
-	if need == 0 {
-		need = repeats
-	}
-	type tally struct{ agreed, missed, contradicted, undecided int }
+// per approach, how many runs agreed with the expectation, and judges them
+// by verdict.Policy: at least need of them must agree (0: all), a miss of
+// an expected violation is tolerated down to need, a violation not
+// expected never.
+func exitForRepeats(runs []report.Run, vs []verdict.Result, need int, stdout, stderr io.Writer) int {
 	var order []string
-	by := map[string]*tally{}
+	by := map[string]*verdict.Tally{}
 	for i, v := range vs {
 		a := runs[i].Approach
 		t := by[a]
 		if t == nil {
-			t = &tally{}
+			t = &verdict.Tally{}
 			by[a] = t
 			order = append(order, a)
 		}
-		switch {
-		case v.Status == verdict.Agrees:
-			t.agreed++
-		case v.Status == verdict.Contradicts && v.Missed:
-			t.missed++
-		case v.Status == verdict.Contradicts:
-			t.contradicted++
-		default:
-			t.undecided++
-		}
+		t.ExpectsViolation = t.ExpectsViolation || verdict.ExpectsViolation(v.Expected)
+		t.Add(v)
 	}
-	code := exitOK
+	var statuses []verdict.Status
 	for _, a := range order {
 		t := by[a]
-		n := t.agreed + t.missed + t.contradicted + t.undecided
 		fmt.Fprintf(stdout, "%s: as expected in %d of %d runs (missed the expected outcome %d, contradicted %d, undecided %d)\n",
-			a, t.agreed, n, t.missed, t.contradicted, t.undecided)
+			a, t.Agreed, t.Runs, t.Missed, t.Contradicted, t.Undecided)
+		p := verdict.Policy{Need: need}
+		n := p.Needed(t.Runs)
+		st := t.Status(p)
 		switch {
-		case t.contradicted > 0:
-			fmt.Fprintf(stderr, "locklab: %s: %d run(s) showed a violation not expected\n", a, t.contradicted)
-			code = exitUnsafe
-		case t.agreed < need && t.missed > 0:
-			fmt.Fprintf(stderr, "locklab: %s: %d of %d runs agreed, %d needed\n", a, t.agreed, n, need)
-			code = exitUnsafe
-		case t.agreed < need && code == exitOK:
-			fmt.Fprintf(stderr, "locklab: %s: %d of %d runs agreed, %d needed (%d undecided)\n", a, t.agreed, n, need, t.undecided)
-			code = exitUndecided
+		case st == verdict.Contradicts && t.Contradicted > 0:
+			fmt.Fprintf(stderr, "locklab: %s: %d run(s) showed a violation not expected\n", a, t.Contradicted)
+		case st == verdict.Contradicts:
+			fmt.Fprintf(stderr, "locklab: %s: %d of %d runs agreed, %d needed\n", a, t.Agreed, t.Runs, n)
+		case st == verdict.Undecided:
+			fmt.Fprintf(stderr, "locklab: %s: %d of %d runs agreed, %d needed (%d undecided)\n", a, t.Agreed, t.Runs, n, t.Undecided)
 		}
+		statuses = append(statuses, st)
 	}
-	return code
+	return exitForStatuses(statuses)
+}
+
+// exitForStatuses maps statuses to the exit code: a contradiction
+// outranks an undecided case, which a gate never passes.
+func exitForStatuses(statuses []verdict.Status) int {
+	switch {
+	case slices.Contains(statuses, verdict.Contradicts):
+		return exitUnsafe
+	case slices.Contains(statuses, verdict.Undecided):
+		return exitUndecided
+	}
+	return exitOK
 }
 
 // exitFor is the CI gate: 0 when every case behaved as expected, 1 when one
@@ -200,7 +200,9 @@ func exitForRepeats(runs []report.Run, vs []verdict.Result, repeats, need int, s
 // never passes what it did not check).
 func exitFor(vs []verdict.Result, stderr io.Writer) int {
 	var bad, undecided []string
-	for _, v := range vs {
+	statuses := make([]verdict.Status, len(vs))
+	for i, v := range vs {
+		statuses[i] = v.Status
 		switch v.Status {
 		case verdict.Contradicts:
 			bad = append(bad, v.Text)
@@ -211,12 +213,10 @@ func exitFor(vs []verdict.Result, stderr io.Writer) int {
 	switch {
 	case len(bad) > 0:
 		fmt.Fprintf(stderr, "locklab: %d case(s) contradict their expectation: %s\n", len(bad), strings.Join(bad, "; "))
-		return exitUnsafe
 	case len(undecided) > 0:
 		fmt.Fprintf(stderr, "locklab: %d case(s) could not be verified: %s\n", len(undecided), strings.Join(undecided, "; "))
-		return exitUndecided
 	}
-	return exitOK
+	return exitForStatuses(statuses)
 }
 
 // isTerminal reports whether w is a terminal, for the progress display.

@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
-
-	"github.com/anishathalye/porcupine"
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/history"
@@ -85,14 +82,6 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "locklab check: no acquire or release operations in %s\n", path)
 		return exitUsage
 	}
-	var faults []report.Window
-	for _, w := range history.FaultWindows(nemesis) {
-		end := w.End
-		if end == 0 {
-			end = last
-		}
-		faults = append(faults, report.Window{Start: w.Start, End: end, Label: w.Fault})
-	}
 	// The verdict is printed whatever happens to the files asked for
 	// beside it; a file that could not be written is an error after it.
 	v, verr := c.Verdict(ctx, checker.Options{TimeLimit: *timeLimit, HTMLDir: *html})
@@ -106,8 +95,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *timeline != "" {
 		tl := &report.Timeline{Title: "holders of " + path, Origin: v.Origin, End: last, Intervals: c.Intervals(),
-			Grants: v.DoubleGrants, Faults: faults}
-		tl.ByKey = lanes(tl) > 64
+			Grants: v.DoubleGrants, Faults: report.Windows(history.FaultWindows(nemesis), last)}
 		if err := report.PlotTimeline(*timeline, tl); err != nil {
 			werr = errors.Join(werr, err)
 		}
@@ -118,7 +106,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		enc.SetIndent("", "  ")
 		enc.Encode(v)
 	} else {
-		printVerdict(out, path, v)
+		report.WriteVerdict(out, path, v, checkLimits)
 	}
 	if out.err != nil {
 		werr = errors.Join(werr, fmt.Errorf("write the verdict: %w", out.err))
@@ -127,84 +115,17 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "locklab check: %v\n", strings.ReplaceAll(werr.Error(), "\n", "; "))
 	}
 	switch {
-	case len(v.Violations) > 0 || v.Linearizable == "no":
+	case !v.Safe():
 		return exitUnsafe // the verdict matters most to a gate
 	case werr != nil:
 		return exitInfra
-	case v.Linearizable == "unknown":
-		return exitUndecided
 	}
 	return exitOK
 }
 
-func lanes(tl *report.Timeline) int {
-	procs := map[int]bool{}
-	for _, ivs := range tl.Intervals {
-		for _, iv := range ivs {
-			procs[iv.Proc] = true
-		}
-	}
-	return len(procs)
-}
-
-func printVerdict(w io.Writer, path string, v checker.Verdict) {
-	fmt.Fprintf(w, "%s: %d events, %d keys\n", path, v.Events, v.Keys)
-	bad := 0
-	for _, r := range v.Linear {
-		if r.Result != porcupine.Ok {
-			bad++
-		}
-	}
-	for i, r := range v.Linear {
-		if len(v.Linear) > 20 && r.Result == porcupine.Ok {
-			continue // many keys: list only the failing ones
-		}
-		if i >= 200 {
-			fmt.Fprintf(w, "  ... %d more keys\n", len(v.Linear)-i)
-			break
-		}
-		switch r.Result {
-		case porcupine.Ok:
-			fmt.Fprintf(w, "  key %s: linearizable (%d operations, %v)\n", r.Key, r.Ops, r.Took.Round(time.Microsecond))
-		case porcupine.Illegal:
-			fmt.Fprintf(w, "  key %s: NOT linearizable (%d operations)", r.Key, r.Ops)
-			if r.HTML != "" {
-				fmt.Fprintf(w, ": see %s", r.HTML)
-			}
-			fmt.Fprintln(w)
-		default:
-			fmt.Fprintf(w, "  key %s: unknown (time limit hit after %v, %d operations)\n", r.Key, r.Took.Round(time.Millisecond), r.Ops)
-		}
-	}
-	if len(v.Linear) > 20 {
-		fmt.Fprintf(w, "  %d of %d keys linearizable\n", len(v.Linear)-bad, len(v.Linear))
-	}
-	for i, x := range v.Violations {
-		if i == 50 {
-			fmt.Fprintf(w, "  ... and %d more violations\n", len(v.Violations)-50)
-			break
-		}
-		fmt.Fprintf(w, "  %s: %s\n", strings.ToUpper(x.Kind), x.Text)
-	}
-	if v.RefusedWrites > 0 {
-		fmt.Fprintf(w, "  the fenced store refused %d stale requests\n", v.RefusedWrites)
-	}
-	switch {
-	case len(v.Violations) > 0 || v.Linearizable == "no":
-		var classes []string
-		for k, n := range v.Classes {
-			classes = append(classes, fmt.Sprintf("%d %s", n, k))
-		}
-		sort.Strings(classes)
-		fmt.Fprintf(w, "verdict: VIOLATION: %s (linearizable: %s)\n", strings.Join(classes, ", "), v.Linearizable)
-	case v.Linearizable == "unknown":
-		fmt.Fprintln(w, "verdict: UNDECIDED (no violation found, but a linearizability check hit its time limit)")
-	case v.Linearizable == "skipped":
-		fmt.Fprintln(w, "verdict: OK (no double grant, no resource anomaly; linearizability not checked)")
-	default:
-		fmt.Fprintln(w, "verdict: OK (linearizable, no double grant, no resource anomaly)")
-	}
-}
+// checkLimits: check lists every key up to 20 keys, at most 200, and
+// describes up to 50 violations (a case's results keep 10).
+var checkLimits = report.Limits{AllKeys: 20, Keys: 200, Violations: 50}
 
 // reorderFlags moves flags after the file name to the front, so that
 // "locklab check FILE --html DIR" works as well as the other order.

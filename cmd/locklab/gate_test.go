@@ -104,7 +104,7 @@ func TestExitForRepeats(t *testing.T) {
 				runs[i].Approach = "a"
 			}
 			var out, errb strings.Builder
-			if got := exitForRepeats(runs, tt.vs, len(tt.vs), tt.need, &out, &errb); got != tt.want {
+			if got := exitForRepeats(runs, tt.vs, tt.need, &out, &errb); got != tt.want {
 				t.Errorf("exit %d, want %d (stdout %q, stderr %q)", got, tt.want, out.String(), errb.String())
 			}
 			if !strings.Contains(out.String(), tt.line) {

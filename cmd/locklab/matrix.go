@@ -89,8 +89,10 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	mat := runner.MatrixResults(cells, out.Results.Runs, opt)
 	mat.Generated = time.Now().UTC()
 	mat.Command = "locklab matrix " + strings.Join(args, " ")
-	if code := writeMatrix(out.Dir, mat, *junit, stderr); code != exitOK {
-		return code
+	warn := func(err error) { fmt.Fprintf(stderr, "locklab matrix: warning: %v\n", err) }
+	if err := report.WriteMatrix(out.Dir, mat, *junit, warn); err != nil {
+		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
+		return exitInfra
 	}
 	fmt.Fprintf(stdout, "%s\nmatrix: %s\n", report.MatrixMarkdown(mat), filepath.Join(out.Dir, "matrix.html"))
 	interrupted := err != nil && ctx.Err() == nil && runCtx.Err() != nil // the budget ran out
@@ -119,41 +121,6 @@ func countApplies(cells []matrix.Cell) int {
 		}
 	}
 	return n
-}
-
-// writeMatrix writes matrix.md, matrix-compact.md (the README's table), matrix.json, matrix.png, matrix.html (and
-// the JUnit file when asked) into dir.
-func writeMatrix(dir string, m *report.Matrix, junit string, stderr io.Writer) int {
-	if err := report.WriteFileAtomic(filepath.Join(dir, "matrix.md"), report.MatrixMarkdown(m)); err != nil {
-		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
-		return exitInfra
-	}
-	if err := report.WriteFileAtomic(filepath.Join(dir, "matrix-compact.md"), report.MatrixCompact(m)); err != nil {
-		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
-		return exitInfra
-	}
-	if err := report.WriteJSON(filepath.Join(dir, "matrix.json"), m); err != nil {
-		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
-		return exitInfra
-	}
-	if err := report.PlotMatrix(filepath.Join(dir, "matrix.png"), m); err != nil {
-		fmt.Fprintf(stderr, "locklab matrix: warning: %v\n", err)
-	}
-	if err := report.WriteFileAtomic(filepath.Join(dir, "matrix.html"), report.MatrixHTML(m)); err != nil {
-		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
-		return exitInfra
-	}
-	if junit != "" {
-		b, err := report.MatrixJUnit(m)
-		if err == nil {
-			err = report.WriteFileAtomic(junit, b)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
-			return exitInfra
-		}
-	}
-	return exitOK
 }
 
 // roughly rounds an estimate to what it can promise: minutes past a

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/conformance"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
-	"github.com/locklab/locklab/conformance"
 )
 
 var testCluster *cluster.Cluster

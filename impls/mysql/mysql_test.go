@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/cluster"
-	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/conformance"
+	"github.com/locklab/locklab/impls"
 )
 
 var testCluster *cluster.Cluster

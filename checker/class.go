@@ -1,0 +1,38 @@
+package checker
+
+// Class is the class of a violation, as Verdict.Classes counts it and
+// results.json's violation_kinds names it. Callers switch on the constants;
+// the strings are what people read and what earlier results files hold.
+type Class string
+
+// The classes of violation the checks find.
+const (
+	// DoubleGrantBothValid: the second grant came while the first holder's
+	// lease was still valid (or it had none).
+	DoubleGrantBothValid Class = "double grant: " + BothValid
+	// DoubleGrantOutlived: the first holder went on past its own lease.
+	DoubleGrantOutlived Class = "double grant: " + OutlivedLease
+	// Revoked is a lock taken away from its holder: another client was
+	// granted it while the holder still held it, and the holder was told
+	// (its release or extend answered "not held", or a Lost signal).
+	Revoked Class = "revoked"
+	// PhantomRelease is a release that succeeded for a process that did
+	// not hold the lock.
+	PhantomRelease Class = "phantom release"
+	LostUpdate     Class = "lost update"
+	StaleWrite     Class = "stale write"
+	DuplicateTask  Class = "task processed twice"
+	TokenRegressed Class = "fencing token did not increase"
+)
+
+// LinStatus is the result of the linearizability check of a history.
+type LinStatus string
+
+const (
+	LinYes     LinStatus = "yes"
+	LinNo      LinStatus = "no"
+	LinSkipped LinStatus = "skipped" // the checker was built without it (New(false))
+	// LinNotChecked: nothing was recorded, so no checker ran. The checker
+	// never returns it; results of runs without a history say it.
+	LinNotChecked LinStatus = "not checked"
+)

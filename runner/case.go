@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/checker"
@@ -108,7 +109,8 @@ type caseOutcome struct {
 // healthy, before it starts and after its faults are healed.
 const defaultHealthTimeout = 30 * time.Second
 
-// runCase runs one case. It proceeds like so:
+// runCase runs one case through its numbered steps (the methods of
+// caseRun below, each named for its step):
 //  1. the servers the case uses are healthy (else an infrastructure error);
 //  2. the fleet starts: one lock client per workload client, goroutines or
 //     worker processes, each through its own proxies when a fault may cut
@@ -125,81 +127,141 @@ const defaultHealthTimeout = 30 * time.Second
 //  7. the verdict: what the case showed against what it was expected to;
 //  8. the case's artifacts: its timeline with the fault windows.
 func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
-	a := c.Approach
-	n := c.Workload.Clients
 	plan, err := compileFaults(c)
 	if err != nil {
 		return caseOutcome{}, usageErr(err)
 	}
-	// 1. Health.
-	if env.cluster != nil {
-		if err := env.healthy(ctx, c.Approach.Server); err != nil {
-			return caseOutcome{}, infraErr(fmt.Errorf("%s: before the case: %w", c.Name, err))
-		}
+	r := &caseRun{env: env, c: c, plan: plan}
+	if err := r.healthyBefore(ctx); err != nil {
+		return caseOutcome{}, err
 	}
-	// 2. The fleet.
-	ownLinks := false
-	for _, st := range c.Faults {
-		ownLinks = ownLinks || st.Target.Kind() == chaos.TargetLink
+	if err := r.startFleet(ctx); err != nil {
+		return caseOutcome{}, err
 	}
-	endpoints := func(slot int) (impls.Endpoints, error) {
-		switch {
-		case env.servers == nil:
-			return impls.Endpoints{}, nil
-		case c.Direct:
-			return env.narrow(env.servers.DirectEndpoints()), nil
-		case ownLinks:
-			ep, err := env.servers.ClientEndpoints(slot)
-			return env.narrow(ep), err
-		}
-		return env.narrow(env.servers.Endpoints()), nil
+	defer r.closeFleet()
+	if err := r.runWorkloadAndFaults(ctx); err != nil {
+		return caseOutcome{}, err
 	}
-	hold := newHolders()
-	rec := &checkingRecorder{w: history.Discard{}, observe: hold.see, locks: metrics.NewLocks()}
-	if c.Record {
-		rec.w = env.history
-		rec.check = checker.New(true)
+	if err := r.healthyAfter(ctx); err != nil {
+		return caseOutcome{}, err
 	}
-	prog := &workload.Progress{}
-	spec := c.Workload
-	spec.KeyPrefix = fmt.Sprintf("%s/%s/", env.nonce, c.Name)
-	spec.ProcBase = env.procBase
-	spec.Store = workload.NewStore(rec, env.mono, spec.Fenced, 1_000_000)
-	if err := spec.Validate(); err != nil {
-		return caseOutcome{}, usageErr(err)
+	r.measure(ctx)
+	if err := r.check(ctx); err != nil {
+		return r.out, err
 	}
-	clients, err := fleet.New(ctx, fleet.Config{Approach: a, Workload: spec, Processes: c.Processes, Endpoints: endpoints,
-		Bind: hold.bind, Recorder: rec, Mono: env.mono, Progress: prog, WorkerArgv: env.workerArgv, Dir: env.dir})
-	if err != nil {
-		return caseOutcome{}, infraErr(err)
-	}
-	defer clients.Close()
+	r.judge(ctx)
+	r.artifacts()
+	return r.out, nil
+}
 
-	// 3. Workload and chaos, recorded.
-	nem := &nemesisRecorder{rec: rec, clk: env.mono, idBase: int64(env.procBase) * 1000}
-	var engine *chaos.Engine
-	var engineErr error
-	engineDone := make(chan struct{})
-	if len(plan) > 0 {
-		res := &resolver{cl: env.servers, nodesOf: env.nodesOf, server: a.Server, keyPrefix: spec.KeyPrefix, slots: clients.Slots(), holders: hold, ownLinks: ownLinks}
-		engine = chaos.NewEngine(res, nem, holdingWaiter{holders: hold, key: res.keyName})
+// caseRun is one case on its way through runCase's steps.
+type caseRun struct {
+	env  *caseEnv
+	c    Case
+	plan []chaos.Planned
+	// Set by startFleet.
+	spec     workload.Spec
+	ownLinks bool // a fault cuts one client's links: clients get proxies of their own
+	hold     *holders
+	rec      *checkingRecorder
+	prog     *workload.Progress
+	clients  fleet.Fleet
+	// Set by runWorkloadAndFaults.
+	nem       *nemesisRecorder
+	stats     workload.Stats
+	engineErr error
+	// Set by measure and check.
+	out         caseOutcome
+	first, last int64 // the history's span
+	windows     []report.Window
+	verdict     checker.Verdict
+}
+
+// healthyBefore is step 1.
+func (r *caseRun) healthyBefore(ctx context.Context) error {
+	if r.env.cluster == nil {
+		return nil
 	}
-	stopProgress := env.reportProgress(c, prog)
+	if err := r.env.healthy(ctx, r.c.Approach.Server); err != nil {
+		return infraErr(fmt.Errorf("%s: before the case: %w", r.c.Name, err))
+	}
+	return nil
+}
+
+// startFleet is step 2.
+func (r *caseRun) startFleet(ctx context.Context) error {
+	env, c := r.env, r.c
+	for _, st := range c.Faults {
+		r.ownLinks = r.ownLinks || st.Target.Kind() == chaos.TargetLink
+	}
+	r.hold = newHolders()
+	r.rec = &checkingRecorder{w: history.Discard{}, observe: r.hold.see, locks: metrics.NewLocks()}
+	if c.Record {
+		r.rec.w = env.history
+		r.rec.check = checker.New(true)
+	}
+	r.prog = &workload.Progress{}
+	r.spec = c.Workload
+	r.spec.KeyPrefix = fmt.Sprintf("%s/%s/", env.nonce, c.Name)
+	r.spec.ProcBase = env.procBase
+	r.spec.Store = workload.NewStore(r.rec, env.mono, r.spec.Fenced, 1_000_000)
+	if err := r.spec.Validate(); err != nil {
+		return usageErr(err)
+	}
+	clients, err := fleet.New(ctx, fleet.Config{Approach: c.Approach, Workload: r.spec, Processes: c.Processes,
+		Endpoints: r.endpoints, Bind: r.hold.bind, Recorder: r.rec, Mono: env.mono, Progress: r.prog,
+		WorkerArgv: env.workerArgv, Dir: env.dir})
+	if err != nil {
+		return infraErr(err)
+	}
+	r.clients = clients
+	return nil
+}
+
+// endpoints are what client slot connects to: straight to the servers
+// (Direct), through its own proxies (ownLinks), or through the shared ones.
+func (r *caseRun) endpoints(slot int) (impls.Endpoints, error) {
+	env := r.env
+	switch {
+	case env.servers == nil:
+		return impls.Endpoints{}, nil
+	case r.c.Direct:
+		return env.narrow(env.servers.DirectEndpoints()), nil
+	case r.ownLinks:
+		ep, err := env.servers.ClientEndpoints(slot)
+		return env.narrow(ep), err
+	}
+	return env.narrow(env.servers.Endpoints()), nil
+}
+
+// runWorkloadAndFaults is step 3, and the heal of step 4: faults act
+// during the duration; at its end (or on Ctrl-C) every one still in place
+// is healed while the clients drain.
+func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
+	env := r.env
+	r.nem = &nemesisRecorder{rec: r.rec, clk: env.mono, idBase: int64(env.procBase) * 1000}
+	var engine *chaos.Engine
+	if len(r.plan) > 0 {
+		res := &resolver{cl: env.servers, nodesOf: env.nodesOf, server: r.c.Approach.Server, keyPrefix: r.spec.KeyPrefix,
+			slots: r.clients.Slots(), holders: r.hold, ownLinks: r.ownLinks}
+		engine = chaos.NewEngine(res, r.nem, holdingWaiter{holders: r.hold, key: res.keyName})
+	}
+	stopProgress := env.reportProgress(r.c, r.prog)
+	defer stopProgress()
 	start := time.Now()
+	engineDone := make(chan struct{})
 	go func() {
 		defer close(engineDone)
 		if engine == nil {
 			return
 		}
-		// Faults act during the duration; at its end (or on Ctrl-C) every
-		// one still in place is healed while the clients drain.
-		ectx, cancel := context.WithDeadline(ctx, start.Add(spec.Duration))
+		ectx, cancel := context.WithDeadline(ctx, start.Add(r.spec.Duration))
 		defer cancel()
-		runErr := engine.Run(ectx, start, plan)
+		runErr := engine.Run(ectx, start, r.plan)
 		// Run returns once every planned injection has fired; faults
 		// without a `for` stay until the end of the duration.
 		<-ectx.Done()
-		engineErr = errors.Join(runErr, engine.HealAll(ctx))
+		r.engineErr = errors.Join(runErr, engine.HealAll(ctx))
 	}()
 	// The clients start once the faults due at the start are in place: a
 	// partition "from 0 s" is there before the first request.
@@ -209,103 +271,138 @@ func runCase(ctx context.Context, env *caseEnv, c Case) (caseOutcome, error) {
 		case <-ctx.Done():
 		}
 	}
-	stats, err := clients.Run(ctx)
+	stats, err := r.clients.Run(ctx)
 	<-engineDone
-	stopProgress()
 	if err != nil {
-		return caseOutcome{}, infraErr(err)
+		return infraErr(err)
 	}
+	r.stats = stats
 	env.procBase += stats.Procs
+	return nil
+}
 
-	// 4. Health again: a case whose servers did not recover says so.
-	if env.cluster != nil && ctx.Err() == nil {
-		if err := env.healthy(ctx, c.Approach.Server); err != nil {
-			return caseOutcome{}, infraErr(fmt.Errorf("%s: servers did not recover after the faults: %w", c.Name, err))
+// healthyAfter is step 4: a case whose servers did not recover says so.
+func (r *caseRun) healthyAfter(ctx context.Context) error {
+	if r.env.cluster != nil && ctx.Err() == nil {
+		if err := r.env.healthy(ctx, r.c.Approach.Server); err != nil {
+			return infraErr(fmt.Errorf("%s: servers did not recover after the faults: %w", r.c.Name, err))
 		}
 	}
-	if engineErr != nil {
-		env.logf("warning: %s: faults: %v", c.Name, engineErr)
+	if r.engineErr != nil {
+		r.env.logf("warning: %s: faults: %v", r.c.Name, r.engineErr)
 	}
-	// 5. The fleet closes (deferred above).
+	return nil
+}
 
-	run := report.Run{
-		Case: c.Name, Approach: a.Name, Clients: n, Seconds: stats.Elapsed.Seconds(), Acquired: stats.Acquired,
-		AcquiresPerSec: float64(stats.Acquired) / stats.Elapsed.Seconds(),
-		NotAcquired:    stats.NotAcquired, Indeterminate: stats.Indeterminate, Errors: stats.Errors,
-		FirstError: stats.FirstError, ReleaseNotHeld: stats.ReleaseNotHeld, Renewals: stats.Renewals,
-		Lost: stats.Lost, Replaced: stats.Replaced, Crashed: stats.Crashed, Late: stats.Late,
-		Acquire: report.Summarise(stats.Acquire), Release: report.Summarise(stats.Release),
-		Complete: ctx.Err() == nil, Linearizable: checker.LinNotChecked, ViaProxy: !c.Direct && env.servers != nil,
-		HandOff: report.Summarise(rec.lockMetrics().HandOff()), Fairness: rec.lockMetrics().Fairness(),
+// closeFleet is step 5, deferred: the clients live until the case's
+// outcome is written.
+func (r *caseRun) closeFleet() { r.clients.Close() }
+
+// measure sums up what the clients did, and when the faults were.
+func (r *caseRun) measure(ctx context.Context) {
+	st, c := r.stats, r.c
+	locks := r.rec.lockMetrics()
+	r.out = caseOutcome{stats: st, handOff: locks.HandOff(), run: report.Run{
+		Case: c.Name, Approach: c.Approach.Name, Clients: c.Workload.Clients, Seconds: st.Elapsed.Seconds(),
+		Acquired: st.Acquired, AcquiresPerSec: float64(st.Acquired) / st.Elapsed.Seconds(),
+		NotAcquired: st.NotAcquired, Indeterminate: st.Indeterminate, Errors: st.Errors,
+		FirstError: st.FirstError, ReleaseNotHeld: st.ReleaseNotHeld, Renewals: st.Renewals,
+		Lost: st.Lost, Replaced: st.Replaced, Crashed: st.Crashed, Late: st.Late,
+		Acquire: report.Summarise(st.Acquire), Release: report.Summarise(st.Release),
+		Complete: ctx.Err() == nil, Linearizable: checker.LinNotChecked, ViaProxy: !c.Direct && r.env.servers != nil,
+		HandOff: report.Summarise(locks.HandOff()), Fairness: locks.Fairness(),
+	}}
+	r.first, r.last = r.rec.span()
+	r.windows, r.out.run.Faults = r.nem.windows(r.first, r.last)
+}
+
+// check is step 6. The verdict is computed even after Ctrl-C: what ran is
+// still judged.
+func (r *caseRun) check(ctx context.Context) error {
+	if r.rec.check == nil {
+		return nil
 	}
-	co := caseOutcome{run: run, stats: stats, handOff: rec.lockMetrics().HandOff()}
-	first, last := rec.span()
-	windows, faults := nem.windows(first, last)
-	co.run.Faults = faults
-	// 6. Check. The verdict is computed even after Ctrl-C: what ran is
-	// still judged.
-	var v checker.Verdict
-	if rec.check != nil {
-		v, err = rec.check.Verdict(context.WithoutCancel(ctx), checker.Options{
-			TimeLimit: 10 * time.Second, HTMLDir: filepath.Join(env.dir, "linearizability")})
-		if err != nil {
-			return co, infraErr(fmt.Errorf("%s: check: %w", c.Name, err))
-		}
-		co.run.AddVerdict(v, env.dir, report.Limits{Violations: 10})
+	v, err := r.rec.check.Verdict(context.WithoutCancel(ctx), checker.Options{
+		TimeLimit: 10 * time.Second, HTMLDir: filepath.Join(r.env.dir, "linearizability")})
+	if err != nil {
+		return infraErr(fmt.Errorf("%s: check: %w", r.c.Name, err))
 	}
-	// 7. Expected versus observed. "Blocked": after the last fault took
-	// effect, clients kept asking and nobody was granted the lock again.
-	live := verdict.Liveness{Unavailable: stats.Unavailable, NothingGranted: stats.Acquired == 0}
-	if nem.last != 0 && !rec.grantedSince(nem.last) && (stats.NotAcquired > 0 || stats.Errors > 0) {
+	r.verdict = v
+	r.out.run.AddVerdict(v, r.env.dir, report.Limits{Violations: 10})
+	return nil
+}
+
+// judge is step 7: expected versus observed. "Blocked": after the last
+// fault took effect, clients kept asking and nobody was granted the lock
+// again.
+func (r *caseRun) judge(ctx context.Context) {
+	st, run := r.stats, &r.out.run
+	live := verdict.Liveness{Unavailable: st.Unavailable, NothingGranted: st.Acquired == 0}
+	if r.nem.last != 0 && !r.rec.grantedSince(r.nem.last) && (st.NotAcquired > 0 || st.Errors > 0) {
 		live.Blocked = true
 	}
-	obs := verdict.Observe(v, rec.check != nil, live)
-	co.verdict = verdict.Compare(c.Expect, obs)
+	obs := verdict.Observe(r.verdict, r.rec.check != nil, live)
+	res := verdict.Compare(r.c.Expect, obs)
 	if ctx.Err() != nil {
-		co.verdict = cutShort(co.verdict)
+		res = cutShort(res)
 	}
-	co.run.Expected = c.Expect.Names()
-	co.run.Observed = outcomeNames(co.verdict.Observed)
-	co.run.Missing = outcomeNames(co.verdict.Missing)
-	co.run.FirstViolationAt = -1
-	if len(v.DoubleGrants) > 0 {
-		from := first
-		if nem.first != 0 {
-			from = nem.first
-		}
-		at := v.DoubleGrants[0].Second.Start
-		for _, d := range v.DoubleGrants {
-			at = min(at, d.Second.Start)
-		}
-		// A violation before the fault (an approach racy without it) was
-		// caught by the time the fault came: 0, not a negative time that
-		// could read as "none".
-		co.run.FirstViolationAt = max(0, time.Duration(at-from).Seconds())
+	r.out.verdict = res
+	run.Expected = r.c.Expect.Names()
+	run.Observed = outcomeNames(res.Observed)
+	run.Missing = outcomeNames(res.Missing)
+	run.FirstViolationAt = r.firstViolationAt()
+	run.Status, run.Missed = res.Status, res.Missed
+	run.Explanation = res.Text
+}
+
+// firstViolationAt is how long after the first fault (or the start) the
+// first double grant began; -1: none. A violation before the fault (an
+// approach racy without it) was caught by the time the fault came: 0, not
+// a negative time that could read as "none".
+func (r *caseRun) firstViolationAt() float64 {
+	grants := r.verdict.DoubleGrants
+	if len(grants) == 0 {
+		return -1
 	}
-	co.run.Status, co.run.Missed = co.verdict.Status, co.verdict.Missed
-	co.run.Explanation = co.verdict.Text
-	// 8. Artifacts.
-	if rec.check != nil {
-		name := fmt.Sprintf("timeline-%s.png", c.Name)
-		tl := &report.Timeline{Title: fmt.Sprintf("%s, %d clients: who held the lock when", a.Name, n),
-			Origin: first, End: last, Intervals: rec.check.Intervals(), Grants: v.DoubleGrants, Faults: windows}
-		if err := report.PlotTimeline(filepath.Join(env.dir, name), tl); err == nil {
-			co.run.Artifacts = append(co.run.Artifacts, name)
-		} else {
-			env.logf("warning: %v", err)
-		}
-		if len(c.Faults) > 0 {
-			name := fmt.Sprintf("latency-over-time-%s.png", c.Name)
-			lt := &report.LatencyOverTime{Title: fmt.Sprintf("%s: acquire latency over time, faults shaded", a.Name),
-				Origin: first, End: last, Points: rec.latencies, Faults: windows}
-			if err := report.PlotLatencyOverTime(filepath.Join(env.dir, name), lt); err == nil {
-				co.run.Artifacts = append(co.run.Artifacts, name)
-			} else {
-				env.logf("warning: %v", err)
-			}
-		}
+	from := r.first
+	if r.nem.first != 0 {
+		from = r.nem.first
 	}
-	return co, nil
+	at := grants[0].Second.Start
+	for _, d := range grants {
+		at = min(at, d.Second.Start)
+	}
+	return max(0, time.Duration(at-from).Seconds())
+}
+
+// artifacts is step 8: the case's timeline and, with faults, its latency
+// over time, both with the fault windows shaded.
+func (r *caseRun) artifacts() {
+	if r.rec.check == nil {
+		return
+	}
+	c := r.c
+	r.plot(fmt.Sprintf("timeline-%s.png", c.Name), func(path string) error {
+		return report.PlotTimeline(path, &report.Timeline{
+			Title:  fmt.Sprintf("%s, %d clients: who held the lock when", c.Approach.Name, c.Workload.Clients),
+			Origin: r.first, End: r.last, Intervals: r.rec.check.Intervals(), Grants: r.verdict.DoubleGrants, Faults: r.windows})
+	})
+	if len(c.Faults) > 0 {
+		r.plot(fmt.Sprintf("latency-over-time-%s.png", c.Name), func(path string) error {
+			return report.PlotLatencyOverTime(path, &report.LatencyOverTime{
+				Title:  fmt.Sprintf("%s: acquire latency over time, faults shaded", c.Approach.Name),
+				Origin: r.first, End: r.last, Points: r.rec.latencies, Faults: r.windows})
+		})
+	}
+}
+
+// plot draws one artifact; a plot that fails is a warning, not a failed case.
+func (r *caseRun) plot(name string, draw func(path string) error) {
+	if err := draw(filepath.Join(r.env.dir, name)); err != nil {
+		r.env.logf("warning: %v", err)
+		return
+	}
+	r.out.run.Artifacts = append(r.out.run.Artifacts, name)
 }
 
 func outcomeNames(os []verdict.Outcome) []string {

@@ -6,21 +6,12 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"sort"
-	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/cluster"
-	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/verdict"
@@ -95,249 +86,46 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		return nil, usageErr(fmt.Errorf("nothing to run"))
 	}
 	// Usage errors first: nothing is created for a run that cannot start.
-	var ext *cluster.ExternalConfig
-	if p.External != "" {
-		cfg, err := cluster.LoadExternalConfig(ctx, p.External)
-		if err != nil {
-			return nil, usageErr(err)
-		}
-		for _, k := range p.servers() {
-			if !cfg.Has(k) {
-				return nil, usageErr(fmt.Errorf("cluster config %s lists no %s servers, which the approaches need", p.External, k))
-			}
-		}
-		ext = &cfg
+	ext, err := loadExternal(ctx, p)
+	if err != nil {
+		return nil, err
 	}
-	runID := time.Now().UTC().Format("20060102-150405") + "-" + randHex(2)
-	dir := filepath.Join(p.ResultsDir, runID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, infraErr(fmt.Errorf("results dir: %w", err))
+	s, err := newSession(r, p, ext)
+	if err != nil {
+		return nil, err
 	}
-	res := &report.Results{
-		RunID: runID, StartedAt: time.Now().UTC(), Config: p.Config,
-		Versions: map[string]string{"locklab": version(), "go": runtime.Version()},
-		Host:     report.Host{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH},
-		Verdict:  report.Verdict{Safe: true}, Runs: []report.Run{},
+	defer s.closeServers()
+	if err := s.save(); err != nil {
+		return s.out, infraErr(err)
 	}
-	out := &Outcome{Dir: dir, Results: res}
-	save := func() error { return report.WriteJSON(filepath.Join(dir, "results.json"), res) }
-	finish := func(runErr error) (*Outcome, error) {
-		res.FinishedAt = time.Now().UTC()
-		switch {
-		case runErr != nil && ctx.Err() == nil:
-			res.Note = runErr.Error()
-		case ctx.Err() != nil:
-			res.Note = "interrupted: " + context.Cause(ctx).Error()
-			runErr = ctx.Err()
-		default:
-			res.Complete = true
-		}
-		if err := writeSummary(filepath.Join(dir, "summary.md"), p.Kind, res); err != nil && runErr == nil {
-			runErr = infraErr(err)
-		}
-		if err := report.WriteIndex(dir, p.Kind, res); err != nil && runErr == nil {
-			runErr = infraErr(err)
-		}
-		if err := save(); err != nil && runErr == nil {
-			runErr = infraErr(err)
-		}
-		return out, runErr
+	if err := s.openHistory(); err != nil {
+		return s.finish(ctx, err)
 	}
-	if err := save(); err != nil {
-		return out, infraErr(err)
-	}
-
-	// The servers: only those the plan's approaches use, started when the
-	// first case needs them and again when a case asks for other server
-	// options (a Redis persistence mode).
-	kinds := p.servers()
-	// In parallel, Redis approaches that use one node get nodes of their
-	// own, started beside the shared ones.
-	sharedRedis, spare := p.redisLanes(r.Parallel)
-	var servers *cluster.Cluster
-	var serversFor ServerOptions
-	defer func() {
-		if servers != nil {
-			servers.Close()
-		}
-	}()
-	ensureServers := func(c Case) error {
-		if len(kinds) == 0 || (servers != nil && serversFor == c.servers()) {
-			return nil
-		}
-		if servers != nil {
-			servers.Close()
-			servers = nil
-		}
-		started := time.Now()
-		cfg := localConfig(kinds, c.servers())
-		if cfg.Nodes[impls.Redis] > 0 {
-			cfg.Nodes[impls.Redis] += spare
-		}
-		cl, err := startCluster(ctx, ext, p.Docker, cfg)
-		if err != nil {
-			return err
-		}
-		servers, serversFor = cl, c.servers()
-		r.logf("cluster ready in %.2fs: %d nodes", time.Since(started).Seconds(), len(cl.Nodes()))
-		for be, v := range cl.Versions {
-			res.Versions[string(be)] = v
-		}
-		return nil
-	}
-
-	var hw history.Recorder = history.Discard{}
-	var hfile *history.Writer
-	if anyRecorded(p) {
-		w, err := history.Create(filepath.Join(dir, "history.jsonl"))
-		if err != nil {
-			return finish(infraErr(err))
-		}
-		hw, hfile = w, w
-	}
-	base := caseEnv{history: hw, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
-		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout}
-	if base.healthTimeout <= 0 {
-		base.healthTimeout = defaultHealthTimeout
-	}
-	hists := map[string][3]*hdrhistogram.Histogram{}
-	var mu sync.Mutex // guards res, out, hists and the step counter between lanes
-	step := 0         // cases begun so far (their servers were up)
 	var runErr error
-	// record keeps one finished case, in the order cases finish.
-	record := func(c Case, co caseOutcome) error {
-		mu.Lock()
-		defer mu.Unlock()
-		res.Runs = append(res.Runs, co.run)
-		out.Verdicts = append(out.Verdicts, co.verdict)
-		tally(&res.Verdict, co)
-		hists[c.Name] = [3]*hdrhistogram.Histogram{co.stats.Acquire, co.stats.Release, co.handOff}
-		if err := save(); err != nil {
-			return infraErr(err)
-		}
-		return nil
-	}
-	// runLane runs cases one after the other in one environment.
-	maxCases := r.MaxCases
-	if maxCases <= 0 {
-		maxCases = DefaultMaxCases()
-	}
-	slots := make(chan struct{}, maxCases)
-	runLane := func(lctx context.Context, env *caseEnv, cases []Case) error {
-		for _, c := range cases {
-			select {
-			case slots <- struct{}{}:
-			case <-lctx.Done():
-				return nil
-			}
-			mu.Lock()
-			step++
-			env.step = step
-			mu.Unlock()
-			co, err := runCase(lctx, env, c)
-			<-slots
-			if err != nil {
-				return err
-			}
-			if lctx.Err() != nil && ctx.Err() == nil {
-				// Cut short because another lane failed: what it saw is
-				// not an observation of the case (a violation it was due
-				// to show would read as missed). The run reports the
-				// other lane's error.
-				return nil
-			}
-			if err := record(c, co); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if !r.Parallel {
-		env := base
-		for _, c := range p.Cases {
-			if ctx.Err() != nil {
-				break
-			}
-			if err := ensureServers(c); err != nil {
-				runErr = err
-				break
-			}
-			env.useServers(servers)
-			if err := runLane(ctx, &env, []Case{c}); err != nil {
-				runErr = err
-				break
-			}
-		}
+	if r.Parallel {
+		runErr = s.runInLanes(ctx)
 	} else {
-		// Cases that ask for the same server options share one cluster;
-		// within it, lanes of different server kinds run side by side: a
-		// fault on one kind's servers cannot touch another kind's case.
-		// Each lane numbers its processes in a range of its own, across
-		// every group, since all of them write one history.
-		lanesSoFar := 0
-		for _, group := range groupsByServers(p.Cases) {
-			if ctx.Err() != nil {
-				break
-			}
-			if runErr = ensureServers(group[0]); runErr != nil {
-				break
-			}
-			lanes := planLanes(group, sharedRedis, spare)
-			lctx, cancel := context.WithCancel(ctx)
-			errs := make([]error, len(lanes))
-			var wg sync.WaitGroup
-			for i, lane := range lanes {
-				env := base
-				env.useServers(servers)
-				env.procBase = (lanesSoFar + i + 1) * laneProcs
-				env.redis = lane.redis
-				wg.Add(1)
-				go func(i int, env caseEnv, cases []Case) {
-					defer wg.Done()
-					if errs[i] = runLane(lctx, &env, cases); errs[i] != nil {
-						cancel()
-					}
-				}(i, env, lane.cases)
-			}
-			wg.Wait()
-			cancel()
-			lanesSoFar += len(lanes)
-			for _, err := range errs {
-				if err != nil && !errors.Is(err, context.Canceled) {
-					runErr = err
-					break
-				}
-			}
-			if runErr != nil {
-				break
-			}
+		runErr = s.runInOrder(ctx)
+	}
+	return s.end(ctx, runErr)
+}
+
+// loadExternal reads the plan's external cluster config (nil without
+// one) and checks it lists every server kind the approaches need.
+func loadExternal(ctx context.Context, p Plan) (*cluster.ExternalConfig, error) {
+	if p.External == "" {
+		return nil, nil
+	}
+	cfg, err := cluster.LoadExternalConfig(ctx, p.External)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	for _, k := range p.servers() {
+		if !cfg.Has(k) {
+			return nil, usageErr(fmt.Errorf("cluster config %s lists no %s servers, which the approaches need", p.External, k))
 		}
 	}
-	res.Runs, out.Verdicts = inPlanOrder(p.Cases, res.Runs, out.Verdicts)
-	if hfile != nil {
-		if err := hfile.Close(); err != nil && runErr == nil {
-			runErr = infraErr(fmt.Errorf("history: %w", err))
-		}
-	}
-	if runErr != nil && step == 0 && ctx.Err() == nil {
-		// The servers never came up (an image missing, a server
-		// unreachable): nothing was observed, and a folder holding only
-		// the error would read as a run. The error says what happened.
-		// (A Ctrl-C keeps its folder, marked incomplete, as it says.)
-		if err := os.RemoveAll(dir); err != nil {
-			return finish(runErr)
-		}
-		return nil, runErr
-	}
-	res.Artifacts = []string{"index.html", "results.json", "summary.md"}
-	if hfile != nil {
-		res.Artifacts = append(res.Artifacts, "history.jsonl")
-	}
-	res.Artifacts = append(res.Artifacts, writeArtifacts(dir, p, res.Runs, hists, r.logf)...)
-	for _, run := range res.Runs {
-		res.Artifacts = append(res.Artifacts, run.Artifacts...)
-	}
-	return finish(runErr)
+	return &cfg, nil
 }
 
 func anyRecorded(p Plan) bool {

@@ -1,0 +1,295 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/report"
+)
+
+// session is one plan being run: its results folder and results, its
+// servers, its history, and the cases finished so far.
+type session struct {
+	r   *Runner
+	p   Plan
+	ext *cluster.ExternalConfig
+	dir string
+	res *report.Results
+	out *Outcome
+	// The servers: only those the plan's approaches use, started when the
+	// first case needs them and again when a case asks for other server
+	// options (a Redis persistence mode).
+	kinds      []impls.Server
+	servers    *cluster.Cluster
+	serversFor ServerOptions
+	// In parallel, Redis approaches that use one node get nodes of their
+	// own, started beside the shared ones.
+	sharedRedis, spareRedis int
+	hfile                   *history.Writer // nil: no case records its history
+	base                    caseEnv         // what every case's environment starts from
+	slots                   chan struct{}   // a parallel run's cases at once
+	mu                      sync.Mutex      // guards res, out, hists and step between lanes
+	hists                   map[string][3]*hdrhistogram.Histogram
+	step                    int // cases begun so far (their servers were up)
+}
+
+func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error) {
+	runID := time.Now().UTC().Format("20060102-150405") + "-" + randHex(2)
+	dir := filepath.Join(p.ResultsDir, runID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, infraErr(fmt.Errorf("results dir: %w", err))
+	}
+	res := &report.Results{
+		RunID: runID, StartedAt: time.Now().UTC(), Config: p.Config,
+		Versions: map[string]string{"locklab": version(), "go": runtime.Version()},
+		Host:     report.Host{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH},
+		Verdict:  report.Verdict{Safe: true}, Runs: []report.Run{},
+	}
+	s := &session{r: r, p: p, ext: ext, dir: dir, res: res, out: &Outcome{Dir: dir, Results: res},
+		kinds: p.servers(), hists: map[string][3]*hdrhistogram.Histogram{}}
+	s.sharedRedis, s.spareRedis = p.redisLanes(r.Parallel)
+	maxCases := r.MaxCases
+	if maxCases <= 0 {
+		maxCases = DefaultMaxCases()
+	}
+	s.slots = make(chan struct{}, maxCases)
+	s.base = caseEnv{history: history.Discard{}, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
+		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout}
+	if s.base.healthTimeout <= 0 {
+		s.base.healthTimeout = defaultHealthTimeout
+	}
+	return s, nil
+}
+
+// save writes results.json as it stands.
+func (s *session) save() error { return report.WriteJSON(filepath.Join(s.dir, "results.json"), s.res) }
+
+// openHistory starts history.jsonl when a case records its history.
+func (s *session) openHistory() error {
+	if !anyRecorded(s.p) {
+		return nil
+	}
+	w, err := history.Create(filepath.Join(s.dir, "history.jsonl"))
+	if err != nil {
+		return infraErr(err)
+	}
+	s.base.history, s.hfile = w, w
+	return nil
+}
+
+// ensureServers has the servers c asks for running, starting them (again)
+// when it asks for other options than those running.
+func (s *session) ensureServers(ctx context.Context, c Case) error {
+	if len(s.kinds) == 0 || (s.servers != nil && s.serversFor == c.servers()) {
+		return nil
+	}
+	s.closeServers()
+	started := time.Now()
+	cfg := localConfig(s.kinds, c.servers())
+	if cfg.Nodes[impls.Redis] > 0 {
+		cfg.Nodes[impls.Redis] += s.spareRedis
+	}
+	cl, err := startCluster(ctx, s.ext, s.p.Docker, cfg)
+	if err != nil {
+		return err
+	}
+	s.servers, s.serversFor = cl, c.servers()
+	s.r.logf("cluster ready in %.2fs: %d nodes", time.Since(started).Seconds(), len(cl.Nodes()))
+	for kind, v := range cl.Versions {
+		s.res.Versions[string(kind)] = v
+	}
+	return nil
+}
+
+func (s *session) closeServers() {
+	if s.servers != nil {
+		s.servers.Close()
+		s.servers = nil
+	}
+}
+
+// record keeps one finished case, in the order cases finish.
+func (s *session) record(c Case, co caseOutcome) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.res.Runs = append(s.res.Runs, co.run)
+	s.out.Verdicts = append(s.out.Verdicts, co.verdict)
+	tally(&s.res.Verdict, co)
+	s.hists[c.Name] = [3]*hdrhistogram.Histogram{co.stats.Acquire, co.stats.Release, co.handOff}
+	if err := s.save(); err != nil {
+		return infraErr(err)
+	}
+	return nil
+}
+
+// errOtherLane ends a lane's context when another lane failed.
+var errOtherLane = errors.New("another lane failed")
+
+// runLane runs cases one after the other in one environment, each once a
+// slot is free.
+func (s *session) runLane(ctx context.Context, env *caseEnv, cases []Case) error {
+	for _, c := range cases {
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		s.mu.Lock()
+		s.step++
+		env.step = s.step
+		s.mu.Unlock()
+		co, err := runCase(ctx, env, c)
+		<-s.slots
+		if err != nil {
+			return err
+		}
+		if errors.Is(context.Cause(ctx), errOtherLane) {
+			// Cut short because another lane failed: what it saw is not
+			// an observation of the case (a violation it was due to show
+			// would read as missed). The run reports the other lane's
+			// error.
+			return nil
+		}
+		if err := s.record(c, co); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runInOrder runs the plan's cases one after the other.
+func (s *session) runInOrder(ctx context.Context) error {
+	env := s.base
+	for _, c := range s.p.Cases {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := s.ensureServers(ctx, c); err != nil {
+			return err
+		}
+		env.useServers(s.servers)
+		if err := s.runLane(ctx, &env, []Case{c}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runInLanes runs cases side by side: cases that ask for the same server
+// options share one cluster; within it, lanes of different server kinds
+// run side by side (lanes.go). Each lane numbers its processes in a range
+// of its own, across every group, since all of them write one history.
+func (s *session) runInLanes(ctx context.Context) error {
+	lanesSoFar := 0
+	for _, group := range groupsByServers(s.p.Cases) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := s.ensureServers(ctx, group[0]); err != nil {
+			return err
+		}
+		lanes := planLanes(group, s.sharedRedis, s.spareRedis)
+		if err := s.runGroup(ctx, lanes, lanesSoFar); err != nil {
+			return err
+		}
+		lanesSoFar += len(lanes)
+	}
+	return nil
+}
+
+// runGroup runs lanes side by side on the servers running now; the first
+// lane to fail stops the others.
+func (s *session) runGroup(ctx context.Context, lanes []lane, lanesSoFar int) error {
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errs := make([]error, len(lanes))
+	var wg sync.WaitGroup
+	for i, l := range lanes {
+		env := s.base
+		env.useServers(s.servers)
+		env.procBase = (lanesSoFar + i + 1) * laneProcs
+		env.redis = l.redis
+		wg.Add(1)
+		go func(i int, env caseEnv, cases []Case) {
+			defer wg.Done()
+			if errs[i] = s.runLane(lctx, &env, cases); errs[i] != nil {
+				cancel(errOtherLane)
+			}
+		}(i, env, l.cases)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return nil
+}
+
+// end closes the history, writes the plan's artifacts and finishes. A run
+// whose servers never came up leaves no folder.
+func (s *session) end(ctx context.Context, runErr error) (*Outcome, error) {
+	s.res.Runs, s.out.Verdicts = inPlanOrder(s.p.Cases, s.res.Runs, s.out.Verdicts)
+	if s.hfile != nil {
+		if err := s.hfile.Close(); err != nil && runErr == nil {
+			runErr = infraErr(fmt.Errorf("history: %w", err))
+		}
+	}
+	if runErr != nil && s.step == 0 && ctx.Err() == nil {
+		// The servers never came up (an image missing, a server
+		// unreachable): nothing was observed, and a folder holding only
+		// the error would read as a run. The error says what happened.
+		// (A Ctrl-C keeps its folder, marked incomplete, as it says.)
+		if err := os.RemoveAll(s.dir); err != nil {
+			return s.finish(ctx, runErr)
+		}
+		return nil, runErr
+	}
+	s.res.Artifacts = []string{"index.html", "results.json", "summary.md"}
+	if s.hfile != nil {
+		s.res.Artifacts = append(s.res.Artifacts, "history.jsonl")
+	}
+	s.res.Artifacts = append(s.res.Artifacts, writeArtifacts(s.dir, s.p, s.res.Runs, s.hists, s.r.logf)...)
+	for _, run := range s.res.Runs {
+		s.res.Artifacts = append(s.res.Artifacts, run.Artifacts...)
+	}
+	return s.finish(ctx, runErr)
+}
+
+// finish notes how the run ended and writes summary.md, index.html and
+// results.json.
+func (s *session) finish(ctx context.Context, runErr error) (*Outcome, error) {
+	res := s.res
+	res.FinishedAt = time.Now().UTC()
+	switch {
+	case runErr != nil && ctx.Err() == nil:
+		res.Note = runErr.Error()
+	case ctx.Err() != nil:
+		res.Note = "interrupted: " + context.Cause(ctx).Error()
+		runErr = ctx.Err()
+	default:
+		res.Complete = true
+	}
+	if err := writeSummary(filepath.Join(s.dir, "summary.md"), s.p.Kind, res); err != nil && runErr == nil {
+		runErr = infraErr(err)
+	}
+	if err := report.WriteIndex(s.dir, s.p.Kind, res); err != nil && runErr == nil {
+		runErr = infraErr(err)
+	}
+	if err := s.save(); err != nil && runErr == nil {
+		runErr = infraErr(err)
+	}
+	return s.out, runErr
+}

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -37,38 +36,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	c := checker.New(*linear)
-	var nemesis []history.Event
-	var last int64
-	lockOps := 0
-	var seq history.Sequence
-	// Opening and reading run beside a watch on ctx: a FIFO with no writer
-	// blocks open(2), and a quiet pipe blocks read(2), where no check of
-	// ctx between events can see a Ctrl-C or SIGTERM.
-	read := make(chan error, 1)
-	go func() {
-		read <- readHistory(ctx, path, *format, func(ev history.Event) error {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if err := seq.Check(ev); err != nil {
-				return err
-			}
-			c.Add(ev)
-			last = max(last, ev.T)
-			switch ev.F {
-			case history.Nemesis:
-				nemesis = append(nemesis, ev)
-			case history.Acquire, history.Release:
-				lockOps++
-			}
-			return nil
-		})
-	}()
-	var err error
-	select {
-	case err = <-read:
-	case <-ctx.Done():
-	}
+	loaded, err := history.Load(ctx, path, *format, func(ev history.Event) error { c.Add(ev); return nil })
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "locklab check: interrupted")
 		return exitInterrupted
@@ -77,7 +45,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "locklab check: %v\n", err)
 		return exitUsage
 	}
-	if lockOps == 0 {
+	if loaded.LockOps == 0 {
 		// A gate fed an empty or broken pipeline must not go green.
 		fmt.Fprintf(stderr, "locklab check: no acquire or release operations in %s\n", path)
 		return exitUsage
@@ -94,8 +62,8 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		werr = fmt.Errorf("visualization: %w", verr)
 	}
 	if *timeline != "" {
-		tl := &report.Timeline{Title: "holders of " + path, Origin: v.Origin, End: last, Intervals: c.Intervals(),
-			Grants: v.DoubleGrants, Faults: report.Windows(history.FaultWindows(nemesis), last)}
+		tl := &report.Timeline{Title: "holders of " + path, Origin: v.Origin, End: loaded.Last, Intervals: c.Intervals(),
+			Grants: v.DoubleGrants, Faults: report.Windows(history.FaultWindows(loaded.Nemesis), loaded.Last)}
 		if err := report.PlotTimeline(*timeline, tl); err != nil {
 			werr = errors.Join(werr, err)
 		}
@@ -156,18 +124,4 @@ func takesValue(fs *flag.FlagSet, a string) bool {
 	}
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return !ok || !b.IsBoolFlag()
-}
-
-// readHistory opens path and passes each event to fn. An error names the
-// file.
-func readHistory(ctx context.Context, path, format string, fn func(history.Event) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := history.ReadFileFormat(f, format, path, fn); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

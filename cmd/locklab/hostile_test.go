@@ -49,7 +49,7 @@ func TestHostileArguments(t *testing.T) {
 		{"zero duration", []string{"bench", "--duration", "0", "--results", results}, exitUsage, "must be positive"},
 		{"port out of range", []string{"bench", "--cluster", "external", "--config", cfg, "--results", results}, exitUsage, "is not a port"},
 		{"config is /dev/zero", []string{"bench", "--cluster", "external", "--config", "/dev/zero", "--results", results}, exitUsage, "larger than"},
-		{"cluster up usage lists every server kind", []string{"help", "cluster", "up"}, exitOK, "redis (5 nodes), mysql, zookeeper (3 nodes), postgres, etcd (3 nodes)"},
+		{"cluster up usage lists every server kind", []string{"help", "cluster", "up"}, exitOK, "redis (independent redis-server masters, 5); mysql (one MariaDB server, 1); zookeeper (a ZooKeeper ensemble, 3); postgres (one PostgreSQL server, 1); etcd (an etcd cluster, 3); redis-sentinel"},
 		{"edn history is /dev/zero", []string{"check", "--format", "edn", "/dev/zero"}, exitUsage, "longer than 1048576 bytes"},
 		{"jepsen-json history is /dev/zero", []string{"check", "--format", "jepsen-json", "/dev/zero"}, exitUsage, "operation 1"},
 		{"jsonl history is /dev/zero", []string{"check", "/dev/zero"}, exitUsage, "line 1: bufio.Scanner: token too long"},

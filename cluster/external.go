@@ -232,25 +232,20 @@ func (c *Cluster) addExternal(ctx context.Context, k Kind, name, a string) error
 // compose.yaml's MariaDB: a bench right after it "answered" failed with
 // "invalid connection").
 func answers(ctx context.Context, a string, req []byte) error {
-	conn, err := dialWithin(ctx, a)
+	conn, err := dialAndSend(ctx, a, req)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if len(req) > 0 {
-		if _, err := conn.Write(req); err != nil {
-			return err
-		}
-	}
 	if _, err := conn.Read(make([]byte, 1)); err != nil {
 		return fmt.Errorf("no answer: %w", err)
 	}
 	return nil
 }
 
-// dialWithin connects to a; the connection's reads and writes end at ctx's
-// deadline, as the dial does.
-func dialWithin(ctx context.Context, a string) (net.Conn, error) {
+// dialAndSend connects to a and sends req (if any); the connection's reads
+// and writes end at ctx's deadline, as the dial does.
+func dialAndSend(ctx context.Context, a string, req []byte) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", a)
 	if err != nil {
@@ -258,6 +253,12 @@ func dialWithin(ctx context.Context, a string) (net.Conn, error) {
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
+	}
+	if len(req) > 0 {
+		if _, err := conn.Write(req); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	return conn, nil
 }

@@ -136,14 +136,11 @@ func (c *Cluster) redisHealth(a string) func(context.Context) error {
 // redisCommand sends one inline command and returns the raw reply; enough for
 // a health check without a client library.
 func redisCommand(ctx context.Context, a, cmd string) (string, error) {
-	conn, err := dialWithin(ctx, a)
+	conn, err := dialAndSend(ctx, a, []byte(cmd + "\r\n"))
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
-	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
-		return "", err
-	}
 	r := bufio.NewReader(conn)
 	head, err := r.ReadString('\n')
 	if err != nil {

@@ -160,14 +160,11 @@ func (c *Cluster) zooKeeperHealth(a string) func(context.Context) error {
 // ZKFourLetter sends a ZooKeeper four-letter command ("srvr", "ruok") and
 // returns the answer.
 func ZKFourLetter(ctx context.Context, a, cmd string) (string, error) {
-	conn, err := dialWithin(ctx, a)
+	conn, err := dialAndSend(ctx, a, []byte(cmd))
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
-	if _, err := conn.Write([]byte(cmd)); err != nil {
-		return "", err
-	}
 	var sb strings.Builder
 	buf := make([]byte, 4096)
 	for {

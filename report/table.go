@@ -40,3 +40,20 @@ func FormatMicros(us float64) string {
 		return fmt.Sprintf("%.3gs", us/1e6)
 	}
 }
+
+// PrintRuns prints what a plan's runs showed: the table, each run's
+// violations, and each run's verdict in words.
+func PrintRuns(w io.Writer, runs []Run) {
+	if len(runs) == 0 {
+		return
+	}
+	PrintTable(w, runs)
+	for _, run := range runs {
+		for _, v := range run.Violations {
+			fmt.Fprintf(w, "%s: %s\n", run.Case, v)
+		}
+	}
+	for _, run := range runs {
+		fmt.Fprintf(w, "%s: %s: %s\n", run.Case, run.Status, run.Explanation)
+	}
+}

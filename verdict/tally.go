@@ -90,3 +90,29 @@ func (t Tally) CatchRate() float64 {
 	}
 	return float64(t.Agreed) / float64(t.Runs)
 }
+
+// Named is the tally of one group of runs (an approach's, a matrix
+// cell's).
+type Named struct {
+	Name string
+	Tally
+}
+
+// TallyBy counts results into one tally per name (names[i] is results[i]'s
+// group), in order of first appearance.
+func TallyBy(names []string, results []Result) []Named {
+	var out []Named
+	at := map[string]int{}
+	for i, r := range results {
+		j, ok := at[names[i]]
+		if !ok {
+			j = len(out)
+			at[names[i]] = j
+			out = append(out, Named{Name: names[i]})
+		}
+		t := &out[j].Tally
+		t.ExpectsViolation = t.ExpectsViolation || ExpectsViolation(r.Expected)
+		t.Add(r)
+	}
+	return out
+}

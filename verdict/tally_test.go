@@ -79,3 +79,24 @@ func TestExpectsViolation(t *testing.T) {
 		}
 	}
 }
+
+// TallyBy groups runs by name in order of first appearance, each group's
+// expectation of a violation taken from its own runs.
+func TestTallyBy(t *testing.T) {
+	agree := Result{Status: Agrees, Expected: []Outcome{Safe}}
+	caught := Result{Status: Agrees, Expected: []Outcome{DoubleGrantOutlived}}
+	missed := Result{Status: Contradicts, Missed: true, Expected: []Outcome{DoubleGrantOutlived}}
+	got := TallyBy([]string{"b", "a", "b", "a"}, []Result{caught, agree, missed, agree})
+	want := []Named{
+		{Name: "b", Tally: Tally{ExpectsViolation: true, Runs: 2, Agreed: 1, Missed: 1}},
+		{Name: "a", Tally: Tally{Runs: 2, Agreed: 2}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("group %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

@@ -105,16 +105,8 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdou
 	if r.Progress != nil {
 		fmt.Fprint(stdout, "\r\033[K")
 	}
-	if out != nil && len(out.Results.Runs) > 0 {
-		report.PrintTable(stdout, out.Results.Runs)
-		for _, run := range out.Results.Runs {
-			for _, v := range run.Violations {
-				fmt.Fprintf(stdout, "%s: %s\n", run.Case, v)
-			}
-		}
-		for _, run := range out.Results.Runs {
-			fmt.Fprintf(stdout, "%s: %s: %s\n", run.Case, run.Status, run.Explanation)
-		}
+	if out != nil {
+		report.PrintRuns(stdout, out.Results.Runs)
 	}
 	if out != nil {
 		fmt.Fprintf(stdout, "results: %s\n", out.Dir)
@@ -149,22 +141,13 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdou
 // an expected violation is tolerated down to need, a violation not
 // expected never.
 func exitForRepeats(runs []report.Run, vs []verdict.Result, need int, stdout, stderr io.Writer) int {
-	var order []string
-	by := map[string]*verdict.Tally{}
-	for i, v := range vs {
-		a := runs[i].Approach
-		t := by[a]
-		if t == nil {
-			t = &verdict.Tally{}
-			by[a] = t
-			order = append(order, a)
-		}
-		t.ExpectsViolation = t.ExpectsViolation || verdict.ExpectsViolation(v.Expected)
-		t.Add(v)
+	approaches := make([]string, len(runs))
+	for i, r := range runs {
+		approaches[i] = r.Approach
 	}
 	var statuses []verdict.Status
-	for _, a := range order {
-		t := by[a]
+	for _, named := range verdict.TallyBy(approaches, vs) {
+		a, t := named.Name, named.Tally
 		fmt.Fprintf(stdout, "%s: as expected in %d of %d runs (missed the expected outcome %d, contradicted %d, undecided %d)\n",
 			a, t.Agreed, t.Runs, t.Missed, t.Contradicted, t.Undecided)
 		p := verdict.Policy{Need: need}

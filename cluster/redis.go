@@ -136,7 +136,7 @@ func (c *Cluster) redisHealth(a string) func(context.Context) error {
 // redisCommand sends one inline command and returns the raw reply; enough for
 // a health check without a client library.
 func redisCommand(ctx context.Context, a, cmd string) (string, error) {
-	conn, err := dialAndSend(ctx, a, []byte(cmd + "\r\n"))
+	conn, err := dialAndSend(ctx, a, []byte(cmd+"\r\n"))
 	if err != nil {
 		return "", err
 	}

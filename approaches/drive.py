@@ -90,8 +90,9 @@ class Client:
 
     def send(self, op, **f):
         rid, self.next_id = self.next_id, self.next_id + 1
+        f = dict(f, op=op, id=rid)
         f.setdefault("timeout_ms", 5000)
-        self.write(dict(f, op=op, id=rid))
+        self.write(f)
         return rid, f, time.monotonic()
 
     def wait(self, sent):
@@ -185,8 +186,10 @@ def main():
         granted(expect("A try-acquire", a.wait(s), "ok"))
         a.p.send_signal(signal.SIGSTOP)
         print("  A stopped for %.1f s" % pause, flush=True)
+        t = time.monotonic()
         m = b.call("acquire", key=key, ttl_ms=ttl, wait=True, timeout_ms=int(pause * 1000))
-        granted(expect("B wait-acquire while A is stopped", m, "ok"))
+        granted(expect("B wait-acquire while A is stopped (%.2f s)" % (time.monotonic() - t), m, "ok"))
+        time.sleep(max(0, pause - (time.monotonic() - t)))
         a.p.send_signal(signal.SIGCONT)
         t = time.monotonic()
         while not a.lost and time.monotonic() - t < 10:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what locklab needs on Debian 12: the servers it starts (Redis,
 # MariaDB, ZooKeeper), make, what builds the images of --cluster docker
-# (debootstrap) and proves compose.yaml (docker-compose), and a Go toolchain
-# as new as go.mod asks for.
+# (debootstrap) and proves compose.yaml (docker-compose), the lock libraries
+# the adapters under approaches/ wrap (redis-py, kazoo, python-etcd3 for
+# /usr/bin/python3; Curator and a JDK to compile its adapter), and a Go
+# toolchain as new as go.mod asks for.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,9 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PACKAGES=(make git ca-certificates curl unzip
   redis-server redis-tools mariadb-server zookeeper default-jre-headless
   postgresql etcd-server faketime libtcmalloc-minimal4 redis-sentinel
-  debootstrap docker-compose)
+  debootstrap docker-compose
+  python3-redis python3-kazoo python3-etcd3
+  libcurator-recipes-java libcurator-framework-java default-jdk-headless)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

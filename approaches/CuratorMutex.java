@@ -1,0 +1,99 @@
+// locklab adapter (docs/protocol.md, v1) for Apache Curator's InterProcessMutex (Debian libcurator-recipes-java 5.4):
+// an ephemeral sequential node under the key, the lowest holds, waiters watch their predecessor (LockInternals
+// .internalLockLoop); reentrant per thread (InterProcessMutex.threadData). On session loss the mutex does nothing
+// by itself: Curator's docs ask for a ConnectionStateListener (SUSPENDED: maybe lost; LOST: certainly lost).
+import java.io.*;
+import java.nio.charset.StandardCharsets;
+import java.util.*;
+import java.util.concurrent.*;
+import java.util.regex.*;  // no JSON library: Debian's Curator does not bring one
+import org.apache.curator.framework.*;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class CuratorMutex {
+    static final PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+    static final Map<String, InterProcessMutex> mutexes = new HashMap<>();          // key -> its mutex (reentrancy)
+    static final Map<Long, InterProcessMutex> leases = new ConcurrentHashMap<>();   // acquire id -> mutex
+    static final Map<Long, ConnectionState> lost = new ConcurrentHashMap<>();       // lease -> state it was lost in
+    static synchronized void send(String json) { out.print(json + "\n"); out.flush(); }
+    static String q(String s) {  // a JSON string
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : String.valueOf(s).toCharArray())
+            b.append(c == '"' || c == '\\' ? "\\" + c : c < 0x20 ? String.format("\\u%04x", (int) c) : String.valueOf(c));
+        return b.append('"').toString();
+    }
+    // The protocol's requests are flat objects: a field is a string, a number or a boolean.
+    static String field(String line, String name) {
+        Matcher m = Pattern.compile("\"" + name + "\"\\s*:\\s*(\"((?:[^\"\\\\]|\\\\.)*)\"|[^,}\\s]+)").matcher(line);
+        if (!m.find()) return null;
+        return m.group(2) != null ? m.group(2).replaceAll("\\\\(.)", "$1") : m.group(1);
+    }
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String hello = in.readLine();
+        Matcher zk = Pattern.compile("\"zookeeper\"\\s*:\\s*\\[([^\\]]*)\\]").matcher(hello);
+        String hosts = zk.find() ? zk.group(1).replaceAll("[\"\\s]", "") : "";
+        String st = field(hello, "session_timeout_ms"), root = Objects.requireNonNullElse(field(hello, "root"), "/locklab/curator");
+        int session = st == null ? 2000 : Integer.parseInt(st);  // ZooKeeper bounds it by its tickTime
+        CuratorFramework client = CuratorFrameworkFactory.builder().connectString(hosts).sessionTimeoutMs(session)
+            .connectionTimeoutMs(Math.min(session, 2000)).retryPolicy(new ExponentialBackoffRetry(100, 3)).build();
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (state != ConnectionState.SUSPENDED && state != ConnectionState.LOST) return;
+            for (Long lease : leases.keySet()) {  // SUSPENDED: the session may expire any moment; LOST: it did
+                if (!lost.containsKey(lease))
+                    send("{\"type\":\"lost\",\"lease\":" + lease + ",\"reason\":" + q("curator connection " + state) + "}");
+                if (lost.get(lease) != ConnectionState.LOST) lost.put(lease, state);
+            }
+        });
+        client.start();
+        client.blockUntilConnected(10, TimeUnit.SECONDS);  // ready either way: calls wait for the connection
+        send("{\"type\":\"ready\",\"protocol\":1}");
+        // One thread runs every call: the mutex's reentrancy and ownership are per thread.
+        ExecutorService worker = Executors.newSingleThreadExecutor();
+        for (String line; (line = in.readLine()) != null; ) {
+            String op = field(line, "op"), id = field(line, "id"), lease = field(line, "lease"), key = field(line, "key");
+            if ("close".equals(op)) Runtime.getRuntime().halt(0);  // no client.close(): that would delete our nodes
+            long timeout = Long.parseLong(Objects.requireNonNullElse(field(line, "timeout_ms"), "5000"));
+            boolean wait = "true".equals(field(line, "wait"));
+            Callable<String> call = () -> {
+                if ("acquire".equals(op)) {
+                    InterProcessMutex m = mutexes.computeIfAbsent(key, k -> new InterProcessMutex(client, root + "/" + k));
+                    // 0 ms: one look at the children; either way a node not granted is deleted before false
+                    // comes back (a failed delete throws: info). No token: the key's parent is a container
+                    // node (creatingParentContainersIfNeeded), deleted by the server once empty, so sequence
+                    // numbers restart and a paused holder's old number can exceed a newer holder's.
+                    if (!m.acquire(wait ? Math.max(timeout - 300, 0) : 0, TimeUnit.MILLISECONDS))
+                        return "\"fail\",\"error\":\"not-acquired\",\"reason\":\"another node is lower\"";
+                    leases.put(Long.parseLong(id), m);
+                    return "\"ok\"";
+                }
+                if ("release".equals(op)) {
+                    InterProcessMutex m = lease == null ? null : leases.remove(Long.parseLong(lease));
+                    if (m == null) return "\"fail\",\"error\":\"not-held\",\"reason\":\"no such lease here\"";
+                    ConnectionState state = lost.remove(Long.parseLong(lease));
+                    m.release();  // deletes the node (a missing node is ignored) when the last hold is given up
+                    if (state == ConnectionState.LOST)  // the owning session expired: the node was gone already
+                        return "\"fail\",\"error\":\"not-held\",\"reason\":\"session lost while held\"";
+                    return "\"ok\"";
+                }
+                return "\"fail\",\"error\":\"unsupported\",\"reason\":" + q("no " + op + " in InterProcessMutex");
+            };
+            String ans;
+            try {
+                ans = worker.submit(call).get(timeout, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {  // the call goes on in the background
+                ans = "\"info\",\"reason\":\"no answer from zookeeper in time\"";
+            } catch (ExecutionException e) {  // connection loss, session expired: the node may exist or not
+                Throwable c = e.getCause();
+                ans = c instanceof IllegalMonitorStateException ? "\"fail\",\"error\":\"not-held\",\"reason\":" + q(c.getMessage())
+                    : c instanceof IllegalArgumentException ? "\"fail\",\"error\":\"invalid-key\",\"reason\":" + q(c.getMessage())
+                    : "\"info\",\"reason\":" + q(c.toString());
+            }
+            send("{\"type\":" + ans + ",\"id\":" + id + "}");
+        }
+        Runtime.getRuntime().halt(0);
+    }
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+# locklab adapter (docs/protocol.md, v1) for kazoo's Lock (Debian python3-kazoo 2.8.0): an ephemeral sequential
+# node under the key, the lowest holds, each waiter watches its predecessor (kazoo/recipe/lock.py, _inner_acquire).
+# On session loss the Lock does nothing (is_acquired stays True; release() swallows NoNodeError): only a
+# connection listener tells the holder, which is what kazoo's module doc asks users to add (lock.py lines 9-14).
+import concurrent.futures, json, os, sys, threading
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import KazooException, LockTimeout
+
+out = threading.Lock()
+
+
+def send(msg):
+    with out:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+
+hello = json.loads(sys.stdin.readline())
+opts = hello.get("options") or {}
+leases, lost, changes = {}, {}, [0]  # acquire id -> Lock; lease -> state it was lost in; state changes seen
+
+
+def listen(state):  # kazoo's event thread: must not block
+    changes[0] += 1
+    if state in (KazooState.SUSPENDED, KazooState.LOST):
+        # SUSPENDED: the connection is gone and the session may expire any moment (kazoo's docs: assume the
+        # lock lost); LOST: the session expired, so the server deleted our ephemeral node: certainly gone.
+        for lease in list(leases):
+            if lease not in lost:
+                send({"type": "lost", "lease": lease, "reason": "zookeeper connection " + state.lower()})
+            if lost.get(lease) != KazooState.LOST:
+                lost[lease] = state
+
+
+zk = KazooClient(hosts=",".join(hello["servers"]["zookeeper"]), timeout=opts.get("session_timeout_ms", 2000) / 1000,
+                 connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1},
+                 command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 0.5})
+zk.add_listener(listen)
+zk.start_async().wait(10)  # answer ready even if not yet connected: requests wait for the connection
+send({"type": "ready", "protocol": 1})
+root = opts.get("root", "/locklab/kazoo")
+# kazoo calls may wait for a reconnection without bound: run them on one worker and answer info when the
+# caller's time is up (the call goes on in the background, as in an application whose caller gave up).
+worker = concurrent.futures.ThreadPoolExecutor(1)
+
+
+def acquire(req):
+    lock = zk.Lock(root + "/" + req["key"], identifier="client-%d" % hello["client"])
+    before, budget = changes[0], max(req["timeout_ms"] - 300, 0) / 1000
+    try:
+        # the timeout also bounds kazoo's own retries (retry.deadline) when wait is False
+        got = lock.acquire(blocking=req["wait"], timeout=budget)
+    except LockTimeout:
+        got = False  # the waiting node was deleted again (best-effort cleanup)
+    if not got:
+        # False also comes after retries ran out on a lost connection, when the cleanup may have failed
+        # and our node may still be queued: certain only if the connection never changed meanwhile.
+        if changes[0] == before:
+            return {"type": "fail", "error": "not-acquired", "reason": "another node is lower"}
+        return {"type": "info", "reason": "connection changed during the attempt"}
+    leases[req["id"]] = lock
+    # The node's sequence number is a fencing token: the parent (made by ensure_path) is persistent, so
+    # its counter only grows, and every grant goes to the lowest node present, created after any earlier
+    # grant's node or queued behind it. (Curator's parents are containers the server deletes when empty,
+    # which restarts the counter: see CuratorMutex.java.)
+    return {"type": "ok", "token": int(lock.node[-10:])}
+
+
+def release(req):
+    lock = leases.pop(req["lease"], None)
+    if lock is None:
+        return {"type": "fail", "error": "not-held", "reason": "no such lease here"}
+    state = lost.pop(req["lease"], None)
+    lock.release()  # deletes the node; returns True even when the node is already gone
+    if state == KazooState.LOST:  # the session that owned the node expired: it was gone before this
+        return {"type": "fail", "error": "not-held", "reason": "session expired while held"}
+    return {"type": "ok"}
+
+
+ops = {"acquire": acquire, "release": release,
+       "extend": lambda req: {"type": "fail", "error": "unsupported", "reason": "kazoo Lock has no lease to extend"}}
+for line in sys.stdin:
+    req = json.loads(line)
+    if req.get("op") == "close":
+        os._exit(0)  # no zk.stop(): closing the session would delete our nodes, a release; a crash does not
+    fn = ops.get(req.get("op"))
+    try:
+        ans = worker.submit(fn, req).result(req.get("timeout_ms", 5000) / 1000) if fn else \
+            {"type": "fail", "error": "unsupported", "reason": "unknown op"}
+    except concurrent.futures.TimeoutError:
+        ans = {"type": "info", "reason": "no answer from zookeeper in time"}
+    except ValueError as e:  # kazoo's path validation
+        ans = {"type": "fail", "error": "invalid-key", "reason": str(e)}
+    except KazooException as e:  # connection loss, session expired, operation timeout: may have happened
+        ans = {"type": "info", "reason": "%s: %s" % (type(e).__name__, e)}
+    send(dict(ans, id=req["id"]))
+os._exit(0)

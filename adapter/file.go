@@ -38,6 +38,8 @@ type Spec struct {
 	Summary         string
 	Survives        string
 	Fails           string
+	// grace replaces Grace where set (tests of adapters that never answer).
+	grace time.Duration
 }
 
 // DefaultStartTimeout is how long an adapter may take to say ready when

@@ -394,7 +394,7 @@ func (l *Locker) await(c *call) {
 				continue // a pause moved the limit
 			}
 			c.err = l.fail(fmt.Sprintf("gave no answer to request %d (%s) within its timeout_ms (%d) plus %v",
-				c.req.ID, c.req.Op, c.req.TimeoutMs, Grace))
+				c.req.ID, c.req.Op, c.req.TimeoutMs, l.grace()))
 			return
 		}
 	}
@@ -405,9 +405,16 @@ func (l *Locker) allowed(c *call) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.paused {
-		return time.Now().Add(Grace)
+		return time.Now().Add(l.grace())
 	}
-	return c.deadline.Add(Grace + l.pausedLocked() - c.pausedAt)
+	return c.deadline.Add(l.grace() + l.pausedLocked() - c.pausedAt)
+}
+
+func (l *Locker) grace() time.Duration {
+	if l.spec.grace > 0 {
+		return l.spec.grace
+	}
+	return Grace
 }
 
 // pausedLocked is the time the process spent stopped so far; l.mu held.

@@ -168,7 +168,7 @@ func Parse(line []byte) (Message, error) {
 func (m *Message) parseOK(w wireMessage) error {
 	if present(w.Token) {
 		var n json.Number
-		if err := json.Unmarshal(w.Token, &n); err != nil {
+		if err := json.Unmarshal(w.Token, &n); err != nil || !isNumber(w.Token) {
 			return fmt.Errorf("token %s is not a non-negative integer", w.Token)
 		}
 		t, err := strconv.ParseUint(n.String(), 10, 64)
@@ -187,6 +187,10 @@ func (m *Message) parseOK(w wireMessage) error {
 	return nil
 }
 
+// isNumber says whether a present field is a JSON number (json.Number
+// also takes a string holding one).
+func isNumber(raw json.RawMessage) bool { return raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9' }
+
 // present says whether a field was there and not null.
 func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
@@ -196,7 +200,7 @@ func integer(raw json.RawMessage, name string) (int64, error) {
 		return 0, fmt.Errorf("no %s", name)
 	}
 	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
+	if err := json.Unmarshal(raw, &n); err != nil || !isNumber(raw) {
 		return 0, fmt.Errorf("%s %s is not an integer", name, raw)
 	}
 	v, err := strconv.ParseInt(n.String(), 10, 64)

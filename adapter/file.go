@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/yamlline"
 )
 
 // Spec is an approach from a file: what the file says, its command
@@ -67,8 +68,7 @@ type fileFormat struct {
 const maxFileSize = 1 << 20
 
 var (
-	validName    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	unknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	validName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 )
 
 // Load reads an approach file. Its errors are one line, name the file and,
@@ -91,7 +91,7 @@ func load(path string) (*Spec, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, yamlErr(err)
+		return nil, yamlline.Err(err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, errors.New("not a mapping of name:, command:, server:, ...")
@@ -101,9 +101,9 @@ func load(path string) (*Spec, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return nil, yamlErr(err)
+		return nil, yamlline.Err(err)
 	}
-	at := func(key string) string { return fmt.Sprintf("line %d", keyLine(root, key)) }
+	at := func(key string) string { return fmt.Sprintf("line %d", yamlline.KeyLine(root, key)) }
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -198,23 +198,4 @@ func knownServer(s impls.Server) bool {
 		}
 	}
 	return false
-}
-
-// keyLine is the line of key in mapping m (m's own line if absent).
-func keyLine(m *yaml.Node, key string) int {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i].Line
-		}
-	}
-	return m.Line
-}
-
-// yamlErr makes a yaml error one line, in the words of the file's keys.
-func yamlErr(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = unknownField.ReplaceAllString(msg, `unknown key "$1"`)
-	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
-	msg = strings.ReplaceAll(msg, "\n  ", "; ")
-	return errors.New(msg)
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/locklab/locklab/adapter"
 	"github.com/locklab/locklab/impls"
@@ -27,11 +25,5 @@ func cmdAdapt(ctx context.Context, reg *impls.Registry, args []string, stderr io
 		fmt.Fprintf(stderr, "locklab adapt: %v\n", err)
 		return exitUsage
 	}
-	// A Ctrl-C is for locklab, which stops its adapters itself.
-	signal.Ignore(os.Interrupt, syscall.SIGHUP)
-	if err := adapter.Serve(ctx, a, os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintf(stderr, "locklab adapt: %v\n", err)
-		return exitInfra
-	}
-	return exitOK
+	return serveParent("adapt", stderr, func() error { return adapter.Serve(ctx, a, os.Stdin, os.Stdout) })
 }

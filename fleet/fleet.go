@@ -6,12 +6,13 @@
 // kind, every event is stamped on locklab's one clock and recorded into
 // the case's history; the runner cannot tell the kinds apart.
 //
-// A third kind is to come: an adapter process, a user's program speaking a
-// JSON-lines lock protocol on stdin and stdout. Its slots are process slots
-// like a worker's (processSlot: started, paused, killed and replaced the
-// same way), while the client loop runs here, as for goroutines, with a
-// Locker that speaks the protocol. New chooses it from the approach; the
-// runner does not change.
+// A third kind is an adapter process, a user's program speaking the lock
+// client protocol on stdin and stdout (package adapter). Its client loop
+// runs here, as for goroutines, with a Locker that speaks the protocol and
+// is itself the client's process (impls.Approach.OwnProcess): the slot's
+// Process pauses and kills that Locker's process, the kill is recorded as
+// a crash and the client replaced under a new process id, as for workers.
+// New chooses it from the approach; the runner does not change.
 package fleet
 
 import (
@@ -73,7 +74,8 @@ type Config struct {
 	// replacements count on from ProcBase+Clients.
 	Workload workload.Spec
 	// Processes runs each client as a worker process (WorkerArgv) instead
-	// of a goroutine.
+	// of a goroutine, unless each client of the approach is a process of
+	// its own already (an adapter).
 	Processes bool
 	// Endpoints gives slot i its servers' addresses (its own proxies when
 	// a fault may cut one client's links); nil: none.
@@ -97,7 +99,7 @@ type Config struct {
 // New connects cfg's clients, of the kind cfg asks for, and returns once
 // each has connected (or one could not: then nothing is left running).
 func New(ctx context.Context, cfg Config) (Fleet, error) {
-	if cfg.Processes {
+	if cfg.Processes && !cfg.Approach.OwnProcess {
 		return newWorkers(ctx, cfg)
 	}
 	return newGoroutines(ctx, cfg)

@@ -22,6 +22,9 @@ type goroutines struct {
 	cfg     Config
 	clocks  []*clock.Skewable // the slots' lease clocks, which chaos may skew and which outlive replacements
 	clients []workload.Client // the slots' clients now (workload.Run puts replacements here)
+	// own are the slots as processes, when each client is a process of
+	// its own (impls.Approach.OwnProcess); nil otherwise.
+	own []*ownSlot
 }
 
 func newGoroutines(ctx context.Context, cfg Config) (*goroutines, error) {
@@ -29,7 +32,19 @@ func newGoroutines(ctx context.Context, cfg Config) (*goroutines, error) {
 	for i := range g.clocks {
 		g.clocks[i] = &clock.Skewable{}
 	}
-	clients, err := connectAll(ctx, len(g.clocks), cfg.Workload.ProcBase, g.connect)
+	if cfg.Approach.OwnProcess {
+		rec := g.cfg.Recorder
+		filter := newCrashFilter(rec)
+		g.cfg.Recorder = filter
+		if g.cfg.Workload.Store != nil {
+			g.cfg.Workload.Store = crashStore{Resource: g.cfg.Workload.Store, filter: filter}
+		}
+		for i := range g.clocks {
+			g.own = append(g.own, &ownSlot{index: i, now: cfg.Mono.Nanos, rec: rec, filter: filter})
+		}
+	}
+	timeout := max(connectTimeout, cfg.Approach.StartTimeout+5*time.Second)
+	clients, err := connectAll(ctx, timeout, len(g.clocks), cfg.Workload.ProcBase, g.connect)
 	if err != nil {
 		return nil, err
 	}
@@ -46,9 +61,12 @@ func (g *goroutines) connect(ctx context.Context, slot, proc int) (workload.Clie
 	}
 	g.cfg.bind(proc, slot)
 	clk := g.clocks[slot]
-	l, err := g.cfg.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: proc})
+	l, err := g.cfg.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: proc, LogDir: g.cfg.Dir})
 	if err != nil {
 		return workload.Client{}, err
+	}
+	if g.own != nil {
+		g.own[slot].hold(proc, l)
 	}
 	return workload.Client{Locker: l, Clock: clk}, nil
 }
@@ -57,6 +75,9 @@ func (g *goroutines) Slots() []Slot {
 	out := make([]Slot, len(g.clocks))
 	for i, c := range g.clocks {
 		out[i] = Slot{Index: i, Clock: c}
+		if g.own != nil {
+			out[i].Process = g.own[i]
+		}
 	}
 	return out
 }
@@ -74,9 +95,9 @@ func (g *goroutines) Close() {
 }
 
 // connectAll connects n clients through connect, in parallel (at most 16
-// at a time): slot i records as process procBase+i.
-func connectAll(ctx context.Context, n, procBase int, connect workload.Connect) ([]workload.Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+// at a time), within timeout: slot i records as process procBase+i.
+func connectAll(ctx context.Context, timeout time.Duration, n, procBase int, connect workload.Connect) ([]workload.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	clients := make([]workload.Client, n)
 	errs := make([]error, n)

@@ -58,6 +58,14 @@ var (
 	ErrInvalidKey = errors.New("invalid key")
 	// ErrUnsupported: the approach does not offer this operation.
 	ErrUnsupported = errors.New("not supported by this approach")
+	// ErrCrashed: the client's process was killed (a client-crash fault)
+	// while or before the call: its outcome is unknown, and the client
+	// must do nothing more (it is replaced, as a restarted process).
+	ErrCrashed = errors.New("client process killed")
+	// ErrBrokenClient: the lock client itself failed, not the lock (an
+	// adapter broke its protocol). Nothing can be said of the call's
+	// outcome and the run cannot go on: an infrastructure failure.
+	ErrBrokenClient = errors.New("lock client broken")
 )
 
 // Capabilities are the promises an approach makes. Tests prove declared ones.

@@ -47,6 +47,9 @@ type Env struct {
 	Endpoints Endpoints
 	Clock     clock.Clock // for lease arithmetic; never time.Now directly
 	ClientID  int
+	// LogDir is a directory where the client may write logs of its own
+	// (the run's results); "": nowhere.
+	LogDir string
 }
 
 // Weaknesses are the known flaws an approach has on purpose; the
@@ -85,7 +88,14 @@ type Approach struct {
 	Survives string // the faults it is expected to survive
 	Summary  string // one line: how it works
 	Fails    string // one line: how it breaks
-	New      func(ctx context.Context, env Env) (Locker, error)
+	// OwnProcess: each client New makes is an OS process of its own (an
+	// adapter), which a fault can pause or kill without a worker process
+	// around it; its Locker then also has Pause, Resume and Kill.
+	OwnProcess bool
+	// StartTimeout is how long New may take for one client (an adapter's
+	// start-timeout); 0: the fleet's default.
+	StartTimeout time.Duration
+	New          func(ctx context.Context, env Env) (Locker, error)
 }
 
 // Registry maps approach names to their descriptions.

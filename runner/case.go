@@ -249,13 +249,17 @@ func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
 	stopProgress := env.reportProgress(r.c, r.prog)
 	defer stopProgress()
 	start := time.Now()
+	// A fleet that fails (a broken adapter) ends the faults early: the
+	// case is over, and what was injected is healed.
+	faultsCtx, stopFaults := context.WithCancel(ctx)
+	defer stopFaults()
 	engineDone := make(chan struct{})
 	go func() {
 		defer close(engineDone)
 		if engine == nil {
 			return
 		}
-		ectx, cancel := context.WithDeadline(ctx, start.Add(r.spec.Duration))
+		ectx, cancel := context.WithDeadline(faultsCtx, start.Add(r.spec.Duration))
 		defer cancel()
 		runErr := engine.Run(ectx, start, r.plan)
 		// Run returns once every planned injection has fired; faults
@@ -272,6 +276,9 @@ func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
 		}
 	}
 	stats, err := r.clients.Run(ctx)
+	if err != nil {
+		stopFaults()
+	}
 	<-engineDone
 	if err != nil {
 		return infraErr(err)

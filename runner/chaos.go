@@ -129,7 +129,7 @@ func checkAvailable(c Case, mode string) error {
 				t.Links = placeholderLinks
 			}
 		case chaos.TargetClient:
-			if c.Processes {
+			if c.Processes || c.Approach.OwnProcess {
 				t.Process = plannedClient{}
 			}
 			t.Clock = &plannedClock{}

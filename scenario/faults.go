@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/yamlline"
 
 	"gopkg.in/yaml.v3"
 
@@ -47,7 +48,7 @@ func parseFault(n *yaml.Node, s *Scenario) (Fault, error) {
 	}
 	var st chaos.Step
 	if err := step.Decode(&st); err != nil {
-		return Fault{}, fmt.Errorf("line %d: %s: %w", n.Line, kind, yamlErr(err))
+		return Fault{}, fmt.Errorf("line %d: %s: %w", n.Line, kind, yamlline.Err(err))
 	}
 	st.Fault = f
 	if err := st.Validate(); err != nil {

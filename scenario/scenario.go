@@ -7,9 +7,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/yamlline"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -22,8 +22,6 @@ import (
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
-
-var unknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
 
 // maxFileSize bounds what Load reads: a scenario is a page, not a stream.
 const maxFileSize = 1 << 20
@@ -115,7 +113,7 @@ func Load(path string, reg *impls.Registry) (*Scenario, error) {
 func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, yamlErr(err)
+		return nil, yamlline.Err(err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, errors.New("empty file")
@@ -128,7 +126,7 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&raw); err != nil {
-		return nil, yamlErr(err)
+		return nil, yamlline.Err(err)
 	}
 	var err error
 	s := &Scenario{Name: raw.Name, Description: leadingComment(root, &doc), Duration: raw.Duration.D(), Expect: map[string]verdict.Expectation{}}
@@ -140,16 +138,16 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	}
 	s.Approaches, err = expandApproaches(raw.Approaches, reg)
 	if err != nil {
-		return nil, fmt.Errorf("line %d: %w", keyLine(root, "approaches"), err)
+		return nil, fmt.Errorf("line %d: %w", yamlline.KeyLine(root, "approaches"), err)
 	}
 	if s.Duration <= 0 {
-		return nil, fmt.Errorf("line %d: duration must be positive, like 20s", keyLine(root, "duration"))
+		return nil, fmt.Errorf("line %d: duration must be positive, like 20s", yamlline.KeyLine(root, "duration"))
 	}
 	s.Seed = 1
 	if raw.Seed != nil {
 		s.Seed = *raw.Seed
 	}
-	w, err := parseWorkload(&raw.Workload, keyLine(root, "workload"))
+	w, err := parseWorkload(&raw.Workload, yamlline.KeyLine(root, "workload"))
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +157,7 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	case "processes":
 		s.Processes = true
 	default:
-		return nil, fmt.Errorf("line %d: clients.as %q: want goroutines or processes", keyLine(root, "clients"), raw.Clients.As)
+		return nil, fmt.Errorf("line %d: clients.as %q: want goroutines or processes", yamlline.KeyLine(root, "clients"), raw.Clients.As)
 	}
 	switch p := raw.Servers.Redis.Persistence; p {
 	case "", "none", "aof-everysec", "aof-always", "rdb":
@@ -168,13 +166,13 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 		}
 		s.Servers.RedisPersistence = p
 	default:
-		return nil, fmt.Errorf("line %d: servers.redis.persistence %q: want none, aof-everysec, aof-always or rdb", keyLine(root, "servers"), p)
+		return nil, fmt.Errorf("line %d: servers.redis.persistence %q: want none, aof-everysec, aof-always or rdb", yamlline.KeyLine(root, "servers"), p)
 	}
 	switch raw.Servers.In {
 	case "", "docker":
 		s.Servers.In = raw.Servers.In
 	default:
-		return nil, fmt.Errorf("line %d: servers.in %q: want docker, or leave it out", keyLine(root, "servers"), raw.Servers.In)
+		return nil, fmt.Errorf("line %d: servers.in %q: want docker, or leave it out", yamlline.KeyLine(root, "servers"), raw.Servers.In)
 	}
 	for i := range raw.Faults {
 		f, err := parseFault(&raw.Faults[i], s)
@@ -294,16 +292,6 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// keyLine is the line of key in a mapping node, or the mapping's own line.
-func keyLine(m *yaml.Node, key string) int {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i].Line
-		}
-	}
-	return m.Line
-}
-
 // leadingComment is the comment block that opens the file.
 func leadingComment(root, doc *yaml.Node) string {
 	c := doc.HeadComment
@@ -318,16 +306,6 @@ func leadingComment(root, doc *yaml.Node) string {
 		lines = append(lines, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#")))
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
-}
-
-// yamlErr keeps yaml's "line N: ..." and drops its "yaml: " prefix and Go
-// type names.
-func yamlErr(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = unknownField.ReplaceAllString(msg, `unknown key "$1"`)
-	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
-	msg = strings.ReplaceAll(msg, "\n  ", "; ")
-	return errors.New(msg)
 }
 
 // serverPrefix names every approach of one server kind in a scenario's

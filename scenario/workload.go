@@ -3,6 +3,7 @@ package scenario
 import (
 	"encoding"
 	"fmt"
+	"github.com/locklab/locklab/yamlline"
 	"reflect"
 	"strings"
 	"time"
@@ -109,7 +110,7 @@ func decodeField(val *yaml.Node, p any) error {
 	}
 	if err := val.Decode(p); err != nil {
 		// yaml's own message names the line already, and Go's types.
-		_, msg, _ := strings.Cut(yamlErr(err).Error(), ": ")
+		_, msg, _ := strings.Cut(yamlline.Err(err).Error(), ": ")
 		return fmt.Errorf("%s", msg)
 	}
 	return nil

@@ -44,7 +44,11 @@ type Connect func(ctx context.Context, slot, proc int) (Client, error)
 // is closed like a crashed one (its lock, if the operation took effect, is
 // left to the server) and a fresh client takes its slot under a new
 // process id, so the population does not drain under faults. Without
-// connect the slot stays empty.
+// connect the slot stays empty. A client whose process was killed
+// (impls.ErrCrashed) is replaced the same way.
+//
+// A lock client that reports itself broken (impls.ErrBrokenClient) ends
+// the run: Run returns that error with what was measured.
 func Run(ctx context.Context, spec Spec, clients []Client, connect Connect, rec history.Recorder, clk Stamper, prog *Progress) (Stats, error) {
 	if err := spec.Validate(); err != nil {
 		return Stats{}, err
@@ -73,6 +77,17 @@ func Run(ctx context.Context, spec Spec, clients []Client, connect Connect, rec 
 	defer cancel()
 	opCtx, cancelOps := context.WithTimeout(ctx, spec.Duration+spec.Drain)
 	defer cancelOps()
+	// A broken lock client (an adapter that broke its protocol) ends the
+	// run for everyone: nothing it said can be judged.
+	var brokenOnce sync.Once
+	var broken error
+	fatal := func(err error) {
+		brokenOnce.Do(func() {
+			broken = err
+			cancel()
+			cancelOps()
+		})
+	}
 	start := time.Now()
 	var nextProc atomic.Int64
 	nextProc.Store(int64(spec.ProcBase + spec.Clients))
@@ -96,7 +111,7 @@ func Run(ctx context.Context, spec Spec, clients []Client, connect Connect, rec 
 				if own == nil {
 					own = &clock.Skewable{}
 				}
-				c := client{spec: spec, proc: proc, locker: cl.Locker, own: own, rec: rec, clk: clk, keys: keys, prog: prog, due: due,
+				c := client{spec: spec, proc: proc, locker: cl.Locker, own: own, rec: rec, clk: clk, keys: keys, prog: prog, due: due, fatal: fatal,
 					rng: rand.New(rand.NewPCG(spec.Seed, uint64(i)<<32|seq))}
 				if retired := c.run(runCtx, opCtx, &st); !retired || connect == nil || runCtx.Err() != nil {
 					return
@@ -108,6 +123,11 @@ func Run(ctx context.Context, spec Spec, clients []Client, connect Connect, rec 
 				proc = int(nextProc.Add(1) - 1)
 				next, err := connect(runCtx, i, proc)
 				for err != nil {
+					if errors.Is(err, impls.ErrBrokenClient) {
+						fatal(fmt.Errorf("replace client %d: %w", i, err))
+						clients[i] = Client{}
+						return
+					}
 					// The server may be down (the fault that retired the
 					// client): try again, as a restarted client would,
 					// until the run ends.
@@ -137,5 +157,5 @@ func Run(ctx context.Context, spec Spec, clients []Client, connect Connect, rec 
 		}
 	}
 	total.Procs = int(nextProc.Load()) - spec.ProcBase
-	return total, nil
+	return total, broken
 }

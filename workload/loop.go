@@ -24,6 +24,8 @@ type client struct {
 	rng    *rand.Rand
 	prog   *Progress
 	due    *schedule // open loop: when this client's next request is due; nil in a closed loop
+	// fatal ends the run for a broken lock client; nil: nobody to tell.
+	fatal func(error)
 }
 
 // schedule is one client's share of an open loop's arrivals: a request
@@ -71,7 +73,8 @@ func outcome(err error) history.Type {
 	switch {
 	case err == nil:
 		return history.OK
-	case errors.Is(err, impls.ErrIndeterminate):
+	case errors.Is(err, impls.ErrIndeterminate), errors.Is(err, impls.ErrCrashed), errors.Is(err, impls.ErrBrokenClient):
+		// Nothing is known of the call's effect.
 		return history.Info
 	default:
 		return history.Fail
@@ -116,6 +119,8 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 			st.Acquired++
 			c.prog.Acquired.Add(1)
 			_ = st.Acquire.RecordValue(clampNs(took))
+		case c.ended(err, st):
+			return true
 		case errors.Is(err, impls.ErrIndeterminate):
 			// Counted like every info event in the history, so the two
 			// agree; those cut off by the end of the run are told apart.
@@ -159,12 +164,31 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 			_ = st.Release.RecordValue(clampNs(took))
 		case errors.Is(err, impls.ErrNotHeld):
 			st.ReleaseNotHeld++
+		case c.ended(err, st):
+			return true
 		case errors.Is(err, impls.ErrIndeterminate):
 			st.Indeterminate++
 			return true
 		default:
 			fail(err)
 		}
+	}
+	return false
+}
+
+// ended reports whether err ends the client: its process was killed (it
+// is replaced, as after an indeterminate outcome) or its lock client is
+// broken (the run ends).
+func (c *client) ended(err error, st *Stats) bool {
+	switch {
+	case errors.Is(err, impls.ErrCrashed):
+		st.Crashed++
+		return true
+	case errors.Is(err, impls.ErrBrokenClient):
+		if c.fatal != nil {
+			c.fatal(err)
+		}
+		return true
 	}
 	return false
 }
@@ -213,6 +237,9 @@ func (c *client) watch(key string, lease impls.Lease, st *Stats) (stop func()) {
 				switch {
 				case err == nil:
 					st.Renewals++
+				case errors.Is(err, impls.ErrBrokenClient), errors.Is(err, impls.ErrCrashed):
+					// The release that follows tells the loop.
+					return
 				case errors.Is(err, impls.ErrNotHeld):
 					st.Lost++
 					return

@@ -41,8 +41,15 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	noHistory := fs.Bool("no-history", false, "record and check nothing (to measure what recording costs)")
 	rate := fs.Float64("rate", 0, "open loop: lock requests per second over all clients, latency counted from when each was due (0: each client asks again as soon as it released)")
 	g := gateFlags(fs, "bench", true)
+	files := addApproachFiles(fs)
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
 		return code
+	}
+	if code := files.register("bench", reg, stderr); code >= 0 {
+		return code
+	}
+	if !flagSet(fs, "approaches") && !flagSet(fs, "backends") {
+		approaches = listFlag(reg.Names()) // with the files' approaches
 	}
 	if code := g.load(stderr); code >= 0 {
 		return code

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/locklab/locklab/adapter"
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/runner"
 )
 
@@ -182,4 +184,37 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	}
 	e.err = err
 	return n, err
+}
+
+// approachFiles is --approach-file (repeatable): approaches from files
+// (docs/protocol.md), registered beside the built-in ones.
+type approachFiles []string
+
+func (l *approachFiles) String() string { return strings.Join(*l, ",") }
+func (l *approachFiles) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+func addApproachFiles(fs *flag.FlagSet) *approachFiles {
+	f := &approachFiles{}
+	fs.Var(f, "approach-file", "an approach from a file: a lock client program speaking docs/protocol.md; repeatable")
+	return f
+}
+
+// register adds the files' approaches to reg. It returns the exit code to
+// use, or -1 to go on.
+func (l *approachFiles) register(cmd string, reg *impls.Registry, stderr io.Writer) int {
+	if err := adapter.Register(reg, *l); err != nil {
+		fmt.Fprintf(stderr, "locklab %s: %v\n", cmd, err)
+		return exitUsage
+	}
+	return -1
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -16,7 +16,11 @@ func cmdList(reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("list", stdout)
 	asJSON := fs.Bool("json", false, "print as JSON")
 	faults := fs.Bool("faults", false, "list the faults scenarios can inject instead, with their options")
+	files := addApproachFiles(fs)
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
+		return code
+	}
+	if code := files.register("list", reg, stderr); code >= 0 {
 		return code
 	}
 	if fs.NArg() > 0 {

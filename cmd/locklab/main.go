@@ -86,6 +86,8 @@ func dispatch(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 		return cmdMatrix(ctx, reg, rest, stdout, stderr)
 	case "worker":
 		return cmdWorker(ctx, reg, rest, stderr)
+	case "adapt":
+		return cmdAdapt(ctx, reg, rest, stderr)
 	case "help", "-h", "--help":
 		return cmdHelp(ctx, reg, rest, stdout, stderr)
 	default:

@@ -34,7 +34,11 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	parallel := fs.Int("parallel", 0, fmt.Sprintf("at most this many cases at once when cells run side by side; 0: two per CPU (%d here)", runner.DefaultMaxCases()))
 	where := addClusterFlags(fs, "matrix", false)
 	dir := fs.String("matrix", "", "a directory with expectations.yaml and faults/*.yaml to use instead of the built-in matrix")
+	files := addApproachFiles(fs)
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
+		return code
+	}
+	if code := files.register("matrix", reg, stderr); code >= 0 {
 		return code
 	}
 	if fs.NArg() > 0 {

@@ -27,7 +27,11 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	parallel := fs.Int("parallel", 0, "with --runs: run up to this many cases at once, those of different server kinds side by side (as matrix does); 0: one at a time")
 	need := fs.Int("need", 0, "with --runs: exit 0 when at least this many runs of each approach agree, and none shows a violation it was not expected to (default: all)")
 	g := gateFlags(fs, "run", false)
+	files := addApproachFiles(fs)
 	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
+		return code
+	}
+	if code := files.register("run", reg, stderr); code >= 0 {
 		return code
 	}
 	if code := g.load(stderr); code >= 0 {

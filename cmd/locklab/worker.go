@@ -20,11 +20,17 @@ func cmdWorker(ctx context.Context, reg *impls.Registry, args []string, stderr i
 		fmt.Fprintln(stderr, "locklab worker: takes no arguments (locklab starts it itself)")
 		return exitUsage
 	}
-	// A Ctrl-C is for the parent: it stops the workers itself, by closing
-	// their stdin, so that held locks are released first.
+	return serveParent("worker", stderr, func() error { return fleet.ServeWorker(ctx, reg, os.Stdin, os.Stdout) })
+}
+
+// serveParent runs serve in a process locklab started (a worker, an
+// adapter) and maps its error to an exit code. A Ctrl-C is for the
+// parent: it stops its children itself, by closing their stdin, so that
+// held locks are released first.
+func serveParent(name string, stderr io.Writer, serve func() error) int {
 	signal.Ignore(os.Interrupt, syscall.SIGHUP)
-	if err := fleet.ServeWorker(ctx, reg, os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintf(stderr, "locklab worker: %v\n", err)
+	if err := serve(); err != nil {
+		fmt.Fprintf(stderr, "locklab %s: %v\n", name, err)
 		return exitInfra
 	}
 	return exitOK

@@ -1,0 +1,143 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+)
+
+// badSpec is an approach whose adapter is testdata/bad_adapter.py in mode.
+func badSpec(t *testing.T, mode string) *Spec {
+	t.Helper()
+	dir, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Spec{Name: "bad-" + mode, Argv: []string{"/usr/bin/python3", "bad_adapter.py", mode}, Dir: dir,
+		Server: impls.Redis, StartTimeout: time.Second, grace: 300 * time.Millisecond}
+}
+
+// TestBadAdapters runs an adapter that breaks the protocol in each way
+// docs/protocol.md lists: each must end in an *Error of one line naming
+// the adapter, the client, what it did and its last stderr line, with
+// nothing left running.
+func TestBadAdapters(t *testing.T) {
+	for _, tc := range []struct {
+		mode    string
+		atStart bool   // the mistake shows in the handshake
+		did     string // what the error must say it did
+	}{
+		{mode: "exit-at-start", atStart: true, did: "exited before ready (exit status 1)"},
+		{mode: "error", atStart: true, did: `sent error instead of ready: "cannot reach the servers"`},
+		{mode: "hang-in-handshake", atStart: true, did: "sent no ready within its start-timeout (1s)"},
+		{mode: "protocol-2", atStart: true, did: "protocol 2 (locklab speaks 1)"},
+		{mode: "not-json", did: `printed a line that is not a JSON object: "Traceback? no: just words"`},
+		{mode: "not-object", did: "printed a line that is not a JSON object"},
+		{mode: "unknown-type", did: `type locklab does not know ("granted")`},
+		{mode: "ready-twice", did: `sent "ready" again after the handshake`},
+		{mode: "unknown-id", did: "answered id 101, which it was never sent"},
+		{mode: "answer-twice", did: "answered request 1 a second time"},
+		{mode: "never-answer", did: "gave no answer to request 1 (acquire) within its timeout_ms"},
+		{mode: "bad-token", did: "token -3 is not a non-negative integer"},
+		{mode: "bad-error-code", did: `error "busy", not one of`},
+		{mode: "exit-mid-request", did: "exited (exit status 3) while request 1 (acquire) was outstanding"},
+		{mode: "long-line", did: "printed a line longer than"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "pid")
+			t.Setenv("BAD_ADAPTER_PIDFILE", pidfile)
+			spec := badSpec(t, tc.mode)
+			logs := t.TempDir()
+			env := impls.Env{ClientID: 7, LogDir: logs}
+			l, err := Start(context.Background(), spec, env)
+			if !tc.atStart {
+				if err != nil {
+					t.Fatalf("start: %v", err)
+				}
+				defer l.Close()
+				// The answer to the second acquire, on a broken adapter,
+				// is the same error: no request goes out.
+				if answerTwice := tc.mode == "answer-twice"; answerTwice {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					_, err = l.Acquire(ctx, "k", impls.AcquireOptions{Try: true})
+					cancel()
+					if err != nil {
+						t.Fatalf("first acquire: %v", err)
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				_, err = l.Acquire(ctx, "k", impls.AcquireOptions{Try: true})
+				cancel()
+				if tc.mode == "answer-twice" && err == nil {
+					// The second answer may come in after the first call
+					// returned: the next call finds the adapter broken.
+					_, err = l.Acquire(context.Background(), "k", impls.AcquireOptions{Try: true})
+				}
+			}
+			checkBroken(t, err, spec.Name, tc.did, "bad adapter starting in mode "+tc.mode)
+			if l != nil {
+				if _, again := l.Acquire(context.Background(), "k", impls.AcquireOptions{}); !errors.Is(again, ErrBroken) {
+					t.Errorf("a call after the mistake: %v, want the adapter still broken", again)
+				}
+				l.Close()
+			}
+			checkGone(t, pidfile)
+			if b, err := os.ReadFile(filepath.Join(logs, "adapters", spec.Name+"-7.log")); err != nil || !strings.Contains(string(b), "mode "+tc.mode) {
+				t.Errorf("stderr log: %q, %v: want the adapter's stderr", b, err)
+			}
+		})
+	}
+}
+
+func TestMissingCommand(t *testing.T) {
+	spec := badSpec(t, "ok")
+	spec.Argv = []string{"./no-such-adapter"}
+	_, err := Start(context.Background(), spec, impls.Env{ClientID: 2})
+	checkBroken(t, err, spec.Name, "could not be started", "")
+	if !strings.Contains(err.Error(), "no-such-adapter") {
+		t.Errorf("error %q does not name the command", err)
+	}
+}
+
+// checkBroken checks err is the one-line adapter error saying did.
+func checkBroken(t *testing.T, err error, name, did, stderr string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; want the adapter named broken: %s", did)
+	}
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrBroken) || !errors.Is(err, impls.ErrBrokenClient) {
+		t.Fatalf("error %v (%T): want an *adapter.Error wrapping ErrBroken", err, err)
+	}
+	msg := err.Error()
+	t.Log(msg)
+	for _, want := range []string{"adapter " + name, "client ", did, stderr} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q: want it to say %q", msg, want)
+		}
+	}
+	if strings.ContainsAny(msg, "\n\r") {
+		t.Errorf("error of more than one line: %q", msg)
+	}
+}
+
+// checkGone checks the adapter whose pid is in pidfile is not running.
+func checkGone(t *testing.T, pidfile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		return // it never ran
+	}
+	pid, _ := strconv.Atoi(string(b))
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("adapter process %d still there (kill 0: %v)", pid, err)
+	}
+}

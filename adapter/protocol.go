@@ -1,0 +1,230 @@
+// Package adapter runs lock clients that are programs of their own: an
+// adapter speaks the lock client protocol (docs/protocol.md) on its
+// standard input and output, and this package makes each one an
+// impls.Locker. It holds the protocol's codec, the Locker that runs one
+// adapter process per client, the loader of approach files, and Serve, the
+// protocol's reference adapter around a built-in approach.
+package adapter
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Version is the protocol version this package speaks.
+const Version = 1
+
+// MaxLine is the longest line either side may write, its newline included.
+const MaxLine = 1 << 20
+
+// Operations a request asks for.
+const (
+	OpAcquire = "acquire"
+	OpRelease = "release"
+	OpExtend  = "extend"
+	OpClose   = "close"
+)
+
+// Hello is locklab's first line to an adapter.
+type Hello struct {
+	Type     string              `json:"type"` // "hello"
+	Protocol int                 `json:"protocol"`
+	Approach string              `json:"approach"`
+	Client   int                 `json:"client"`
+	Servers  map[string][]string `json:"servers"`
+	DSN      map[string]string   `json:"dsn"`
+	// Sentinel names the primary the Sentinels watch, for redis-sentinel.
+	Sentinel *Sentinel      `json:"sentinel,omitempty"`
+	Options  map[string]any `json:"options"`
+}
+
+// Sentinel is what an adapter of a redis-sentinel approach needs besides
+// the Sentinels' addresses.
+type Sentinel struct {
+	Master string `json:"master"`
+	// Routes maps an address the Sentinels hand out to the one to dial
+	// instead (its proxy); an address not in it is dialled as it is.
+	Routes map[string]string `json:"routes,omitempty"`
+}
+
+// Request is one of locklab's requests to an adapter.
+type Request struct {
+	Type      string `json:"type"` // "request"
+	ID        int64  `json:"id"`
+	Op        string `json:"op"`
+	Key       string `json:"key,omitempty"`
+	TTLMs     int64  `json:"ttl_ms"`
+	Wait      bool   `json:"wait"`
+	TimeoutMs int64  `json:"timeout_ms"`
+	Lease     int64  `json:"lease,omitempty"`
+}
+
+// Kinds of messages an adapter sends.
+const (
+	TypeReady = "ready"
+	TypeError = "error"
+	TypeOK    = "ok"
+	TypeFail  = "fail"
+	TypeInfo  = "info"
+	TypeLost  = "lost"
+)
+
+// Error codes of a fail answer.
+const (
+	FailNotAcquired = "not-acquired"
+	FailNotHeld     = "not-held"
+	FailUnavailable = "unavailable"
+	FailUnsupported = "unsupported"
+	FailInvalidKey  = "invalid-key"
+)
+
+// Message is one line from an adapter, checked by Parse.
+type Message struct {
+	Type     string
+	Protocol int    // ready
+	ID       int64  // ok, fail, info
+	Lease    int64  // lost
+	Error    string // fail: one of the Fail codes
+	Reason   string // error, fail, info, lost
+	// Token is an ok's fencing token; HasToken says whether it had one.
+	Token    uint64
+	HasToken bool
+	// ValidMs is an ok's remaining lease time in milliseconds; -1: none.
+	ValidMs float64
+}
+
+// wireMessage is a line as it is written: fields are checked one by one.
+type wireMessage struct {
+	Type     *string         `json:"type"`
+	Protocol json.RawMessage `json:"protocol"`
+	ID       json.RawMessage `json:"id"`
+	Lease    json.RawMessage `json:"lease"`
+	Error    *string         `json:"error"`
+	Reason   *string         `json:"reason"`
+	Token    json.RawMessage `json:"token"`
+	ValidMs  json.RawMessage `json:"valid_ms"`
+}
+
+// Parse checks one line from an adapter (without its newline). Its error
+// says what the adapter did, as "printed ...", for a one-line report.
+func Parse(line []byte) (Message, error) {
+	m := Message{ValidMs: -1}
+	var w wireMessage
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return m, fmt.Errorf("printed a line that is not a JSON object: %s", quote(line))
+	}
+	if err := json.Unmarshal(trimmed, &w); err != nil {
+		return m, fmt.Errorf("printed a line that is not a JSON object (%v): %s", err, quote(line))
+	}
+	if w.Type == nil {
+		return m, fmt.Errorf("printed a message without a type: %s", quote(line))
+	}
+	m.Type = *w.Type
+	if w.Reason != nil {
+		m.Reason = *w.Reason
+	}
+	var err error
+	switch m.Type {
+	case TypeReady:
+		var p int64
+		if p, err = integer(w.Protocol, "protocol"); err == nil && p != Version {
+			err = fmt.Errorf("protocol %d (locklab speaks %d)", p, Version)
+		}
+		m.Protocol = int(p)
+	case TypeError:
+	case TypeOK, TypeFail, TypeInfo:
+		if m.ID, err = integer(w.ID, "id"); err != nil {
+			break
+		}
+		switch m.Type {
+		case TypeOK:
+			err = m.parseOK(w)
+		case TypeFail:
+			if w.Error == nil {
+				err = fmt.Errorf("no error code")
+				break
+			}
+			m.Error = *w.Error
+			switch m.Error {
+			case FailNotAcquired, FailNotHeld, FailUnavailable, FailUnsupported, FailInvalidKey:
+			default:
+				err = fmt.Errorf("error %q, not one of not-acquired, not-held, unavailable, unsupported, invalid-key", m.Error)
+			}
+		}
+	case TypeLost:
+		m.Lease, err = integer(w.Lease, "lease")
+	default:
+		return m, fmt.Errorf("printed a message of a type locklab does not know (%q): %s", m.Type, quote(line))
+	}
+	if err != nil {
+		return m, fmt.Errorf("printed a bad %q message (%v): %s", m.Type, err, quote(line))
+	}
+	return m, nil
+}
+
+func (m *Message) parseOK(w wireMessage) error {
+	if present(w.Token) {
+		var n json.Number
+		if err := json.Unmarshal(w.Token, &n); err != nil || !isNumber(w.Token) {
+			return fmt.Errorf("token %s is not a non-negative integer", w.Token)
+		}
+		t, err := strconv.ParseUint(n.String(), 10, 64)
+		if err != nil {
+			return fmt.Errorf("token %s is not a non-negative integer", w.Token)
+		}
+		m.Token, m.HasToken = t, true
+	}
+	if present(w.ValidMs) {
+		var v float64
+		if err := json.Unmarshal(w.ValidMs, &v); err != nil || v < 0 {
+			return fmt.Errorf("valid_ms %s is not a non-negative number", w.ValidMs)
+		}
+		m.ValidMs = v
+	}
+	return nil
+}
+
+// isNumber says whether a present field is a JSON number (json.Number
+// also takes a string holding one).
+func isNumber(raw json.RawMessage) bool { return raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9' }
+
+// present says whether a field was there and not null.
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// integer reads a field that must be a JSON integer.
+func integer(raw json.RawMessage, name string) (int64, error) {
+	if !present(raw) {
+		return 0, fmt.Errorf("no %s", name)
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil || !isNumber(raw) {
+		return 0, fmt.Errorf("%s %s is not an integer", name, raw)
+	}
+	v, err := strconv.ParseInt(n.String(), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s is not an integer", name, raw)
+	}
+	return v, nil
+}
+
+// quote shows a line in an error message: quoted (one line, whatever it
+// holds) and cut to a readable length.
+func quote(b []byte) string {
+	const max = 120
+	if len(b) > max {
+		return strconv.Quote(string(b[:max])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
+// encodeLine is v as one JSON line.
+func encodeLine(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

@@ -1,0 +1,127 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
+)
+
+// startRedis starts one local Redis for the test, and makes this test
+// binary the locklab that testdata/reference.yaml starts.
+func startRedis(tb testing.TB) impls.Endpoints {
+	tb.Helper()
+	tb.Setenv("LOCKLAB", os.Args[0])
+	c, err := cluster.StartLocal(context.Background(), cluster.ForServers(impls.Redis))
+	if err != nil {
+		tb.Fatalf("start redis: %v", err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c.DirectEndpoints()
+}
+
+func reference(tb testing.TB) *Spec {
+	tb.Helper()
+	s, err := Load("testdata/reference.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// TestReferenceAdapter runs the Go reference adapter against a real Redis:
+// grants, refusals, extend, release, and a kill that is a crash.
+func TestReferenceAdapter(t *testing.T) {
+	ep := startRedis(t)
+	a := reference(t).Approach()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clk := &clock.Skewable{}
+	l1, err := a.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: 1, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l1.Close()
+	l2, err := a.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	key := fmt.Sprintf("ref-%d", time.Now().UnixNano())
+	before := clk.Now()
+	lease, err := l1.Acquire(ctx, key, impls.AcquireOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if vu := lease.ValidUntil(); vu.Before(before.Add(4*time.Second)) || vu.After(clk.Now().Add(5*time.Second)) {
+		t.Errorf("ValidUntil %v: want about 5s from the acquire", vu)
+	}
+	if _, err := l2.Acquire(ctx, key, impls.AcquireOptions{TTL: 5 * time.Second, Try: true}); !errors.Is(err, impls.ErrNotAcquired) {
+		t.Errorf("second acquire: %v, want not acquired", err)
+	}
+	if err := lease.Extend(ctx, 8*time.Second); err != nil {
+		t.Errorf("extend: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Errorf("release: %v", err)
+	}
+	if err := lease.Release(ctx); !errors.Is(err, impls.ErrNotHeld) {
+		t.Errorf("second release: %v, want not held", err)
+	}
+	held, err := l2.Acquire(ctx, key, impls.AcquireOptions{TTL: 5 * time.Second, Try: true})
+	if err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+	p := l2.(*Locker)
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Release(ctx); !errors.Is(err, impls.ErrCrashed) {
+		t.Errorf("release after a kill: %v, want ErrCrashed", err)
+	}
+}
+
+// BenchmarkCycle is one client's uncontended acquire+release cycle on
+// Redis, in-process and through the protocol (locklab adapt): the
+// protocol's cost.
+func BenchmarkCycle(b *testing.B) {
+	ep := startRedis(b)
+	inProcess, err := all.Registry().Get("redis-setnx-px-lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range []impls.Approach{inProcess, reference(b).Approach()} {
+		b.Run(a.Name, func(b *testing.B) {
+			l, err := a.New(context.Background(), impls.Env{Endpoints: ep, Clock: &clock.Skewable{}, ClientID: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			ctx := context.Background()
+			key := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+			b.ResetTimer()
+			for range b.N {
+				lease, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 10 * time.Second})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := lease.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

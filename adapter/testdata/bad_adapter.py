@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+# An adapter that breaks the lock client protocol (docs/protocol.md) in
+# one way, named by its argument: the tests check locklab names each
+# mistake in one line. Standard library only. Before ready it writes its
+# pid to the file named by $BAD_ADAPTER_PIDFILE, if set, so a test can
+# check nothing is left running.
+import json
+import os
+import sys
+import time
+
+mode = sys.argv[1]
+sys.stderr.write("bad adapter starting in mode %s\n" % mode)
+sys.stderr.flush()
+pidfile = os.environ.get("BAD_ADAPTER_PIDFILE")
+if pidfile:
+    with open(pidfile, "w") as f:
+        f.write(str(os.getpid()))
+
+
+def send(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def msg(**m):
+    send(json.dumps(m))
+
+
+if mode == "exit-at-start":
+    sys.stderr.write("ImportError: cannot import kazoo\n")
+    sys.exit(1)
+hello = json.loads(sys.stdin.readline())
+if mode == "hang-in-handshake":
+    time.sleep(3600)
+if mode == "error":
+    msg(type="error", reason="cannot reach the servers")
+    sys.exit(1)
+if mode == "protocol-2":
+    msg(type="ready", protocol=2)
+    time.sleep(3600)
+msg(type="ready", protocol=1)
+if mode == "ready-twice":
+    msg(type="ready", protocol=1)
+    time.sleep(3600)
+
+for line in sys.stdin:
+    req = json.loads(line)
+    rid = req["id"]
+    if req["op"] == "close":
+        break
+    if mode == "not-json":
+        send("Traceback? no: just words")
+    elif mode == "not-object":
+        send("[1, 2, 3]")
+    elif mode == "unknown-type":
+        msg(type="granted", id=rid)
+    elif mode == "unknown-id":
+        msg(type="ok", id=rid + 100)
+    elif mode == "answer-twice":
+        msg(type="ok", id=rid)
+        msg(type="ok", id=rid)
+    elif mode == "never-answer":
+        sys.stderr.write("not answering request %d\n" % rid)
+        sys.stderr.flush()
+    elif mode == "bad-token":
+        msg(type="ok", id=rid, token=-3)
+    elif mode == "bad-error-code":
+        msg(type="fail", id=rid, error="busy", reason="someone has it")
+    elif mode == "exit-mid-request":
+        sys.stderr.write("segfault, say\n")
+        sys.exit(3)
+    elif mode == "long-line":
+        send('{"type":"info","id":%d,"reason":"%s"}' % (rid, "x" * (2 << 20)))
+    else:
+        msg(type="ok", id=rid)

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/locklab/locklab/adapter"
+	"github.com/locklab/locklab/impls"
+)
+
+// cmdAdapt is `locklab adapt APPROACH`: a built-in approach served over
+// the lock client protocol (docs/protocol.md) on stdin and stdout, one
+// client. It is the protocol's reference adapter: what the protocol costs
+// is measured with it, and tests use it as an adapter that behaves. Not
+// listed in the usage: people write their own adapters.
+func cmdAdapt(ctx context.Context, reg *impls.Registry, args []string, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "locklab adapt: want one approach (locklab adapt APPROACH)")
+		return exitUsage
+	}
+	a, err := reg.Get(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab adapt: %v\n", err)
+		return exitUsage
+	}
+	return serveParent("adapt", stderr, func() error { return adapter.Serve(ctx, a, os.Stdin, os.Stdout) })
+}

@@ -183,6 +183,30 @@ func Register(reg *impls.Registry, paths []string) error {
 	return nil
 }
 
+// RegisterShipped adds the approach files in dirs (*.yaml) to reg, except
+// those whose name is taken (an approach given on the command line wins
+// over a shipped one of the same name). A dir that does not exist is
+// skipped: locklab run outside its repository has no shipped adapters.
+func RegisterShipped(reg *impls.Registry, dirs []string) error {
+	for _, dir := range dirs {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			s, err := Load(p)
+			if err != nil {
+				return err
+			}
+			if _, err := reg.Get(s.Name); err == nil {
+				continue
+			}
+			reg.Register(s.Approach())
+		}
+	}
+	return nil
+}
+
 func servers() []string {
 	var out []string
 	for _, k := range cluster.Kinds() {

@@ -72,6 +72,9 @@ type Locker struct {
 	killed  atomic.Bool      // by Kill: its exit is a crash, not a mistake
 	closing atomic.Bool      // by Close: its exit is expected
 	started atomic.Bool      // said ready
+	// heard is when the adapter last said anything (the client's clock,
+	// Unix ns): for a session lock, the last sign of a live session.
+	heard atomic.Int64
 }
 
 // call is one request on its way.
@@ -235,6 +238,7 @@ func (l *Locker) read() {
 		}
 		m, err := Parse(sc.Bytes())
 		if err == nil {
+			l.heard.Store(l.clk.Now().UnixNano())
 			switch m.Type {
 			case TypeReady, TypeError:
 				if handshaken {
@@ -602,10 +606,23 @@ func (ls *lease) Key() string           { return ls.key }
 func (ls *lease) Token() (uint64, bool) { return ls.token, ls.hasToken }
 func (ls *lease) Lost() <-chan struct{} { return ls.lost }
 
+// ValidUntil is the holder's belief about its expiry: valid_ms or the TTL
+// from the acquire; for a session lock (no TTL, a crashed holder's lock
+// freed after crash-freed-after: a ZooKeeper session), the last time the
+// adapter was heard from plus that timeout, as the built-in session locks
+// count from the last heartbeat acknowledged. A holder that was stopped
+// (a pause) believes in a session that may have expired meanwhile.
 func (ls *lease) ValidUntil() time.Time {
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	return ls.until
+	until := ls.until
+	ls.mu.Unlock()
+	spec := ls.l.spec
+	if until.IsZero() && !spec.Caps.TTL && spec.CrashFreedAfter > 0 {
+		if heard := ls.l.heard.Load(); heard != 0 {
+			return time.Unix(0, heard).Add(spec.CrashFreedAfter)
+		}
+	}
+	return until
 }
 
 // setValid sets the expiry from when the request was sent: valid_ms if

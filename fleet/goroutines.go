@@ -67,6 +67,7 @@ func (g *goroutines) connect(ctx context.Context, slot, proc int) (workload.Clie
 	}
 	if g.own != nil {
 		g.own[slot].hold(proc, l)
+		return workload.Client{Locker: l, Clock: clk, Halt: &g.own[slot].halt}, nil
 	}
 	return workload.Client{Locker: l, Clock: clk}, nil
 }

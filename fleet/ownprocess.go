@@ -26,7 +26,10 @@ type processLocker interface {
 // so a signal to it (to its process group, see adapter.Locker) is the
 // fault itself, and the client loop stays here, as for goroutines.
 type ownSlot struct {
-	index  int
+	index int
+	// halt stops the client loop's own steps (its critical section runs
+	// here) while the process is paused: the two are one client.
+	halt   workload.Halt
 	now    func() int64
 	rec    history.Recorder // the fleet's recorder, past the filter
 	filter *crashFilter
@@ -57,7 +60,11 @@ func (s *ownSlot) Pause() error {
 	if err != nil {
 		return err
 	}
-	return p.Pause()
+	if err := p.Pause(); err != nil {
+		return err
+	}
+	s.halt.On()
+	return nil
 }
 
 func (s *ownSlot) Resume() error {
@@ -65,6 +72,7 @@ func (s *ownSlot) Resume() error {
 	if err != nil {
 		return err
 	}
+	s.halt.Off()
 	return p.Resume()
 }
 
@@ -80,6 +88,7 @@ func (s *ownSlot) Kill() error {
 	at := s.now()
 	s.filter.kill(proc)
 	err = p.Kill()
+	s.halt.Off() // a killed client's loop learns of it at its next step
 	s.rec.Record(history.Event{Proc: proc, Type: history.Info, F: history.Crash, T: at})
 	return err
 }

@@ -29,6 +29,9 @@ type Progress struct {
 type Client struct {
 	Locker impls.Locker
 	Clock  clock.Clock
+	// Halt, when set, stops the client's own steps while a fault pauses
+	// its lock library's process (see Halt).
+	Halt *Halt
 }
 
 // Connect makes a fresh client for slot i, recording as process proc: the
@@ -111,7 +114,7 @@ func Run(ctx context.Context, spec Spec, clients []Client, connect Connect, rec 
 				if own == nil {
 					own = &clock.Skewable{}
 				}
-				c := client{spec: spec, proc: proc, locker: cl.Locker, own: own, rec: rec, clk: clk, keys: keys, prog: prog, due: due, fatal: fatal,
+				c := client{spec: spec, proc: proc, locker: cl.Locker, own: own, halt: cl.Halt, rec: rec, clk: clk, keys: keys, prog: prog, due: due, fatal: fatal,
 					rng: rand.New(rand.NewPCG(spec.Seed, uint64(i)<<32|seq))}
 				if retired := c.run(runCtx, opCtx, &st); !retired || connect == nil || runCtx.Err() != nil {
 					return

@@ -18,6 +18,7 @@ type client struct {
 	proc   int
 	locker impls.Locker
 	own    clock.Clock // the client's clock, for its idea of lease expiry
+	halt   *Halt       // nil: nothing stops the client's own steps but the OS
 	rec    history.Recorder
 	clk    Stamper
 	keys   []string
@@ -152,6 +153,7 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 		// Release with its own deadline: at the end of a run (or on
 		// Ctrl-C) held locks are still given back. The invoke carries the
 		// holder's belief about its lease at the moment it lets go.
+		c.halt.wait()
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		c.record(history.Invoke, history.Release, key, lease, nil)
 		t0 = time.Now()
@@ -287,12 +289,17 @@ const workStep = 10 * time.Millisecond
 // lease stops early, before its lease runs out by its own clock: what it
 // believes, right or wrong, not what the server decided.
 func (c *client) work(lease impls.Lease, hold time.Duration) {
+	// A halted holder's work ends when it is let go: the step after it
+	// (its write, its release) comes after the pause, as in a process
+	// that was stopped whole.
+	defer c.halt.wait()
 	if !c.spec.HonourLease {
 		sleep(hold)
 		return
 	}
 	end := time.Now().Add(hold)
 	for {
+		c.halt.wait()
 		left := time.Until(end)
 		if left <= 0 || !c.mayAct(lease) {
 			return

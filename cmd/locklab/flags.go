@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -202,14 +204,32 @@ func addApproachFiles(fs *flag.FlagSet) *approachFiles {
 	return f
 }
 
-// register adds the files' approaches to reg. It returns the exit code to
-// use, or -1 to go on.
+// register adds the files' approaches to reg, then the shipped ones
+// (shippedApproachDirs). It returns the exit code to use, or -1 to go on.
 func (l *approachFiles) register(cmd string, reg *impls.Registry, stderr io.Writer) int {
 	if err := adapter.Register(reg, *l); err != nil {
 		fmt.Fprintf(stderr, "locklab %s: %v\n", cmd, err)
 		return exitUsage
 	}
+	if err := adapter.RegisterShipped(reg, shippedApproachDirs()); err != nil {
+		fmt.Fprintf(stderr, "locklab %s: shipped approach: %v\n", cmd, err)
+		return exitUsage
+	}
 	return -1
+}
+
+// shippedApproachDirs are where the approach files shipped with locklab
+// (the adapters of Curator, kazoo, redis-py, python-etcd3) are: approaches/
+// of the repository locklab runs in, or the one its binary was built in
+// (bin/locklab).
+func shippedApproachDirs() []string {
+	dirs := []string{"approaches"}
+	if exe, err := os.Executable(); err == nil {
+		if d := filepath.Join(filepath.Dir(filepath.Dir(exe)), "approaches"); d != "approaches" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 // flagSet reports whether the command line set flag name.

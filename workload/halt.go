@@ -1,0 +1,55 @@
+package workload
+
+import "sync"
+
+// Halt stops a client's own code while it is on. A client whose lock
+// library runs in a process of its own (an adapter) has its critical
+// section here, in locklab: a pause of that process alone would stop the
+// library (its heartbeats, its renewals) while the holder worked on and
+// let go in time. A stop-the-world pause (Kleppmann's GC pause) stops
+// both: the fault turns the halt on with the SIGSTOP, and the holder's
+// next step (its write, its release) waits until the SIGCONT.
+type Halt struct {
+	mu  sync.Mutex
+	off chan struct{} // closed while the client may go on; nil: never halted
+}
+
+// On halts the client at its next step.
+func (h *Halt) On() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.off == nil || isClosed(h.off) {
+		h.off = make(chan struct{})
+	}
+}
+
+// Off lets the client go on.
+func (h *Halt) Off() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.off != nil && !isClosed(h.off) {
+		close(h.off)
+	}
+}
+
+// wait returns once the client may go on (at once without a halt).
+func (h *Halt) wait() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	off := h.off
+	h.mu.Unlock()
+	if off != nil {
+		<-off
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

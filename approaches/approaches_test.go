@@ -1,0 +1,72 @@
+// Package approaches_test runs the shipped adapters of other ecosystems'
+// lock libraries (approach files speaking docs/protocol.md) on real servers
+// locklab starts, as the matrix does.
+package approaches_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/locklab/locklab/adapter"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/scenario"
+	"github.com/locklab/locklab/verdict"
+)
+
+// registry holds the shipped approach files' approaches.
+func registry(t *testing.T) *impls.Registry {
+	t.Helper()
+	paths, err := filepath.Glob("*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("approach files: %v %v", paths, err)
+	}
+	reg := impls.NewRegistry()
+	if err := adapter.Register(reg, paths); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// The matrix's client-pause column: the holder of the key stopped whole for
+// 3 s, past every TTL (1 s) and session (2 s). Each library's holder wakes
+// believing in a lock another was granted meanwhile and writes with a stale
+// read: the outlived double grant and the lost update must show (the test
+// fails when they do not).
+const pausePastLease = `
+name: client-pause
+approaches: [py-redis-lock, py-etcd3-lock, kazoo-lock, curator-mutex]
+workload: {kind: counter, clients: 3, keys: 1, hold: uniform:20ms-60ms, ttl: 1s, acquire-timeout: 5s}
+duration: 6s
+faults:
+  - {fault: client-pause, target: {client: holder, key: "0"}, at: 1s, every: 4s, for: 3s}
+expect:
+  "*": [double-grant:outlived, lost-update]
+`
+
+func TestClientPauseShowsTheOutlivedDoubleGrant(t *testing.T) {
+	reg := registry(t)
+	s, err := scenario.Parse([]byte(pausePastLease), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := runner.ScenarioPlan(reg, s, runner.ScenarioOptions{ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := (&runner.Runner{Log: t.Logf}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Verdicts) != len(s.Approaches) {
+		t.Fatalf("%d verdicts for %d approaches", len(out.Verdicts), len(s.Approaches))
+	}
+	for i, v := range out.Verdicts {
+		run := out.Results.Runs[i]
+		if v.Status != verdict.Agrees || !slices.Contains(v.Observed, verdict.DoubleGrantOutlived) {
+			t.Errorf("%s: %s: %s (%d grants, first error %q)", run.Approach, v.Status, v.Text, run.Acquired, run.FirstError)
+		}
+	}
+}

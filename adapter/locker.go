@@ -219,10 +219,13 @@ func (l *Locker) handshake(ctx context.Context, hello Hello) error {
 	case <-t.C:
 		return l.fail(fmt.Sprintf("sent no ready within its start-timeout (%v)", l.spec.StartTimeout))
 	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return l.fail("sent no ready before the clients' connect deadline")
-		}
-		return ctx.Err()
+		// The caller gave up first (the run ended, its connect deadline
+		// passed while the server was down): not the adapter's mistake,
+		// which only its own start-timeout says. The client is not
+		// there, as an in-process client that could not connect.
+		err := l.end(fmt.Errorf("adapter %s client %d: not ready when its caller gave up: %w: %w", l.spec.Name, l.client, impls.ErrUnavailable, ctx.Err()))
+		l.kill()
+		return err
 	}
 }
 

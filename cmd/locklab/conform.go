@@ -123,22 +123,27 @@ func cmdConform(ctx context.Context, reg *impls.Registry, args []string, stdout,
 }
 
 // suiteTests are the results that stand for a test of the suite: those
-// without subtests, and a parent that failed by itself (the approach's
-// clients could not be made, say), so no failure goes unreported.
+// under an approach without subtests, and a test that failed by itself
+// (the approach's harness, say), so no failure goes unreported. An
+// approach whose tests --run filtered out is none.
 func suiteTests(rs []conformance.Result) []conformance.Result {
 	var out []conformance.Result
 	for _, r := range rs {
-		if r.Subtests == 0 || r.OwnFailure {
+		if isSuiteTest(r) {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
+func isSuiteTest(r conformance.Result) bool {
+	return r.OwnFailure || r.Subtests == 0 && strings.Contains(r.Name, "/")
+}
+
 // printResult is one line per suite test, with what it logged below it:
 // a skip with its reason on the same line.
 func printResult(w io.Writer, r conformance.Result) {
-	if r.Subtests > 0 && !r.OwnFailure {
+	if !isSuiteTest(r) {
 		return
 	}
 	if r.Status == conformance.Skipped {

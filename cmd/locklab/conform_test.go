@@ -80,40 +80,6 @@ func TestConformEndToEnd(t *testing.T) {
 	noTempDirsLeft(t, tmp)
 }
 
-// Bad usage: one line on stderr, exit 2, no server started (but for a
-// --run that matches nothing, which is known only once the suite ran).
-func TestConformUsage(t *testing.T) {
-	tmp := t.TempDir()
-	tests := []struct {
-		name string
-		args []string
-		msg  string
-	}{
-		{"unknown approach", []string{"conform", "nope"}, `unknown approach "nope" (known: `},
-		{"one unknown of two", []string{"conform", "redis-setnx-px-lua,nope"}, `unknown approach "nope"`},
-		{"no approach", []string{"conform"}, "want one argument: locklab conform APPROACH"},
-		{"bad regexp", []string{"conform", "redis-setnx-px-lua", "--run", "("}, "--run: error parsing regexp"},
-		{"external without config", []string{"conform", "redis-setnx-px-lua", "--cluster", "external"}, "needs --config"},
-		{"a --run that matches nothing", []string{"conform", "redis-setnx-px-lua", "--run", "NoSuchTest"}, `--run "NoSuchTest" matches no test`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stderr bytes.Buffer
-			cmd := locklab(tmp, tt.args...)
-			cmd.Stderr = &stderr
-			cmd.Run()
-			if code := cmd.ProcessState.ExitCode(); code != exitUsage {
-				t.Errorf("exit code %d, want %d (stderr %q)", code, exitUsage, stderr.String())
-			}
-			msg := strings.TrimSpace(stderr.String())
-			if !strings.Contains(msg, tt.msg) || strings.Contains(msg, "\n") {
-				t.Errorf("stderr %q, want one line with %q", msg, tt.msg)
-			}
-		})
-	}
-	waitNoServers(t, tmp)
-}
-
 // Ctrl-C in the middle of the suite: exit 130 at once, and the servers
 // stop.
 func TestConformSIGINTStopsEverything(t *testing.T) {

@@ -32,26 +32,39 @@ func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Regist
 	register(r)
 	for _, a := range r.All() {
 		t.Run(a.Name, func(t *testing.T) {
-			nodes := c.NodesOf(a.Server)
-			if len(nodes) == 0 {
-				t.Fatalf("no %s nodes in the cluster", a.Server)
+			h, err := HarnessFor(c, a)
+			if err != nil {
+				t.Fatal(err)
 			}
-			targets := chaos.NodeTargets(nodes)
-			var crashable []Node
-			for _, n := range nodes {
-				crashable = append(crashable, n)
-			}
-			Run(t, Harness{
-				Approach:        a,
-				Endpoints:       c.Endpoints(),
-				DirectEndpoints: c.DirectEndpoints(),
-				DropReplies:     &fault{f: chaos.DropReplies{}, targets: targets},
-				SlowReplies:     &fault{f: chaos.SlowReplies{Latency: chaos.Duration(400 * time.Millisecond)}, targets: targets},
-				Partition:       &fault{f: chaos.Partition{}, targets: targets},
-				Nodes:           crashable,
-			})
+			Run(t, h)
 		})
 	}
+}
+
+// HarnessFor connects the suite to approach a on c: clients through the
+// proxies, faults on every node of a's server kind, and those nodes to
+// kill where locklab runs them (not the user's own servers).
+func HarnessFor(c *cluster.Cluster, a impls.Approach) (Harness, error) {
+	nodes := c.NodesOf(a.Server)
+	if len(nodes) == 0 {
+		return Harness{}, fmt.Errorf("no %s servers in the cluster, which %s needs", a.Server, a.Name)
+	}
+	targets := chaos.NodeTargets(nodes)
+	var killable []Node
+	for _, n := range nodes {
+		if n.Controllable() {
+			killable = append(killable, n)
+		}
+	}
+	return Harness{
+		Approach:        a,
+		Endpoints:       c.Endpoints(),
+		DirectEndpoints: c.DirectEndpoints(),
+		DropReplies:     &fault{f: chaos.DropReplies{}, targets: targets},
+		SlowReplies:     &fault{f: chaos.SlowReplies{Latency: chaos.Duration(400 * time.Millisecond)}, targets: targets},
+		Partition:       &fault{f: chaos.Partition{}, targets: targets},
+		Nodes:           killable,
+	}, nil
 }
 
 // fault adapts a chaos fault on fixed targets to the suite's Inject/Heal.

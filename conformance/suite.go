@@ -4,6 +4,8 @@
 package conformance
 
 import (
+	"testing"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,7 +14,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/locklab/locklab/checker"
@@ -53,9 +54,12 @@ type Node interface {
 	Restart(ctx context.Context) error
 }
 
-// Run runs every test that applies to h.Approach: its declared
-// capabilities must hold, and each declared weakness must show.
-func Run(t *testing.T, h Harness) {
+// Run runs every test that applies to h.Approach as subtests of t: its
+// declared capabilities must hold, and each declared weakness must show.
+func Run(t *testing.T, h Harness) { RunT(testingT{t}, h) }
+
+// RunT is Run on any T: locklab's own runner (Standalone) is one.
+func RunT(t T, h Harness) {
 	if h.Contenders == 0 {
 		h.Contenders = 16
 	}
@@ -64,12 +68,12 @@ func Run(t *testing.T, h Harness) {
 	// Every promise shows in `go test -v`: the tests that do not apply to
 	// this approach are listed as skipped, with the declaration that rules
 	// them out (impls/all pins the declarations).
-	only := func(cond bool, name, why string, f func(*testing.T)) {
+	only := func(cond bool, name, why string, f func(T)) {
 		if cond {
 			t.Run(name, f)
 			return
 		}
-		t.Run(name, func(t *testing.T) { t.Skip(why) })
+		t.Run(name, func(t T) { t.Skip(why) })
 	}
 	only(w.RacyAcquire, "RacyAcquireShowsDoubleGrant", "not declared racy", s.racyAcquireShowsDoubleGrant)
 	only(a.Safe && !w.RacyAcquire, "MutualExclusion", "not declared safe", s.mutualExclusion)
@@ -114,26 +118,26 @@ func randomHex(n int) string {
 
 // key returns a key unique to this test run, so reruns against a server
 // with leftovers (a MySQL table, say) do not collide.
-func (s *suite) key(t *testing.T) string { return s.prefix + path.Base(t.Name()) }
+func (s *suite) key(t T) string { return s.prefix + path.Base(t.Name()) }
 
-func (s *suite) locker(t *testing.T, id int) impls.Locker {
+func (s *suite) locker(t T, id int) impls.Locker {
 	t.Helper()
 	return s.lockerAt(t, id, s.h.Endpoints)
 }
 
 // directLocker is a client that bypasses the proxies.
-func (s *suite) directLocker(t *testing.T, id int) impls.Locker {
+func (s *suite) directLocker(t T, id int) impls.Locker {
 	t.Helper()
 	return s.lockerAt(t, id, s.h.DirectEndpoints)
 }
 
-func (s *suite) lockerAt(t *testing.T, id int, ep impls.Endpoints) impls.Locker {
+func (s *suite) lockerAt(t T, id int, ep impls.Endpoints) impls.Locker {
 	t.Helper()
 	return s.lockerWithClock(t, id, ep, &clock.Skewable{})
 }
 
 // lockerWithClock is a client whose lease clock is clk.
-func (s *suite) lockerWithClock(t *testing.T, id int, ep impls.Endpoints, clk clock.Clock) impls.Locker {
+func (s *suite) lockerWithClock(t T, id int, ep impls.Endpoints, clk clock.Clock) impls.Locker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -145,7 +149,7 @@ func (s *suite) lockerWithClock(t *testing.T, id int, ep impls.Endpoints, clk cl
 	return l
 }
 
-func acquire(t *testing.T, l impls.Locker, key string, opt impls.AcquireOptions) impls.Lease {
+func acquire(t T, l impls.Locker, key string, opt impls.AcquireOptions) impls.Lease {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -156,7 +160,7 @@ func acquire(t *testing.T, l impls.Locker, key string, opt impls.AcquireOptions)
 	return lease
 }
 
-func release(t *testing.T, lease impls.Lease) {
+func release(t T, lease impls.Lease) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -197,7 +201,7 @@ func tryAcquire(l impls.Locker, key string) (impls.Lease, error) {
 
 // roundTrip times one try on a key another client holds: the server's
 // answer time as the machine is loaded right now.
-func roundTrip(t *testing.T, l impls.Locker, key string) time.Duration {
+func roundTrip(t T, l impls.Locker, key string) time.Duration {
 	t.Helper()
 	start := time.Now()
 	if _, err := tryAcquire(l, key); !errors.Is(err, impls.ErrNotAcquired) {
@@ -209,7 +213,7 @@ func roundTrip(t *testing.T, l impls.Locker, key string) time.Duration {
 // contend has the contenders hammer one key for up to cycles each (or
 // until stop returns true) and returns the most clients seen inside the
 // critical section at once and the checker's double grants.
-func (s *suite) contend(t *testing.T, cycles int, stop func(maxInside int32) bool) (int32, []checker.DoubleGrant, *checker.Mutex) {
+func (s *suite) contend(t T, cycles int, stop func(maxInside int32) bool) (int32, []checker.DoubleGrant, *checker.Mutex) {
 	key := s.key(t)
 	mono := clock.NewMonotonic()
 	var (
@@ -286,7 +290,7 @@ func (s *suite) contend(t *testing.T, cycles int, stop func(maxInside int32) boo
 // checker over the recorded history. Where the approach hands out fencing
 // tokens, they must increase in grant order under this contention too (a
 // sequential test cannot see a token taken before a wait).
-func (s *suite) mutualExclusion(t *testing.T) {
+func (s *suite) mutualExclusion(t T) {
 	maxInside, grants, check := s.contend(t, 15, func(int32) bool { return false })
 	if maxInside > 1 {
 		t.Errorf("%d clients were inside the critical section at once", maxInside)
@@ -304,7 +308,7 @@ func (s *suite) mutualExclusion(t *testing.T) {
 // racyAcquireShowsDoubleGrant: a negative control. Check-then-set must let
 // two clients in under plain contention, and the checker must see it,
 // within a bounded number of attempts.
-func (s *suite) racyAcquireShowsDoubleGrant(t *testing.T) {
+func (s *suite) racyAcquireShowsDoubleGrant(t T) {
 	deadline := time.Now().Add(20 * time.Second)
 	_, grants, check := s.contend(t, 500, func(maxInside int32) bool { return maxInside > 1 || time.Now().After(deadline) })
 	if len(grants) == 0 {
@@ -315,7 +319,7 @@ func (s *suite) racyAcquireShowsDoubleGrant(t *testing.T) {
 
 // nonOwnerReleaseRefused: a client whose tenure has ended cannot release
 // the next holder's lock.
-func (s *suite) nonOwnerReleaseRefused(t *testing.T) {
+func (s *suite) nonOwnerReleaseRefused(t T) {
 	key := s.key(t)
 	a, b, c := s.locker(t, 1), s.locker(t, 2), s.locker(t, 3)
 	stale := acquire(t, a, key, impls.AcquireOptions{})
@@ -335,7 +339,7 @@ func (s *suite) nonOwnerReleaseRefused(t *testing.T) {
 	}
 }
 
-func (s *suite) tryDoesNotWait(t *testing.T) {
+func (s *suite) tryDoesNotWait(t T) {
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	held := acquire(t, a, key, impls.AcquireOptions{})
@@ -352,7 +356,7 @@ func (s *suite) tryDoesNotWait(t *testing.T) {
 }
 
 // cancelReturnsPromptly: a waiter whose context ends gives up at once.
-func (s *suite) cancelReturnsPromptly(t *testing.T) {
+func (s *suite) cancelReturnsPromptly(t T) {
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	held := acquire(t, a, key, impls.AcquireOptions{})
@@ -394,7 +398,7 @@ func (s *suite) cancelReturnsPromptly(t *testing.T) {
 // "indeterminate" (and for a single-write acquire the lock is then indeed
 // held), or "not acquired" when its transaction provably rolled back, in
 // which case the lock must be free once the network heals.
-func (s *suite) timeoutIsIndeterminate(t *testing.T) {
+func (s *suite) timeoutIsIndeterminate(t T) {
 	if s.h.DropReplies == nil {
 		t.Fatal("harness has no DropReplies fault")
 	}
@@ -471,7 +475,7 @@ func (s *suite) timeoutIsIndeterminate(t *testing.T) {
 
 // crashedHolderFreedAfterTTL: a holder that vanishes without releasing
 // blocks others for about one TTL, no less, not much more.
-func (s *suite) crashedHolderFreedAfterTTL(t *testing.T) {
+func (s *suite) crashedHolderFreedAfterTTL(t T) {
 	const ttl = time.Second
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
@@ -498,7 +502,7 @@ func (s *suite) crashedHolderFreedAfterTTL(t *testing.T) {
 // own lease clock, the clock the lab skews, even where a library keeps its
 // own on the machine's clock; else a clock fault would move what the
 // history says the holder believed without the holder believing it.
-func (s *suite) validUntilOnTheClientsClock(t *testing.T) {
+func (s *suite) validUntilOnTheClientsClock(t T) {
 	const ttl = 5 * time.Second
 	clk := &clock.Skewable{}
 	clk.SetOffset(-time.Hour)
@@ -513,7 +517,7 @@ func (s *suite) validUntilOnTheClientsClock(t *testing.T) {
 
 // staleReleaseDeletesOthersLock: a negative control. Release without an
 // owner check deletes the next holder's lock.
-func (s *suite) staleReleaseDeletesOthersLock(t *testing.T) {
+func (s *suite) staleReleaseDeletesOthersLock(t T) {
 	key := s.key(t)
 	a, b, c := s.locker(t, 1), s.locker(t, 2), s.locker(t, 3)
 	stale := acquire(t, a, key, impls.AcquireOptions{})
@@ -533,7 +537,7 @@ func (s *suite) staleReleaseDeletesOthersLock(t *testing.T) {
 
 // expiredHolderReleaseRefused: a holder that outlived its TTL cannot free
 // the lock of the client that took over.
-func (s *suite) expiredHolderReleaseRefused(t *testing.T) {
+func (s *suite) expiredHolderReleaseRefused(t T) {
 	const ttl = 300 * time.Millisecond
 	key := s.key(t)
 	a, b, c := s.locker(t, 1), s.locker(t, 2), s.locker(t, 3)
@@ -553,7 +557,7 @@ func (s *suite) expiredHolderReleaseRefused(t *testing.T) {
 
 // crashedHolderBlocksForever: a negative control. Without expiry a holder
 // that vanishes keeps the lock.
-func (s *suite) crashedHolderBlocksForever(t *testing.T) {
+func (s *suite) crashedHolderBlocksForever(t T) {
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	acquire(t, a, key, impls.AcquireOptions{TTL: 300 * time.Millisecond})
@@ -567,7 +571,7 @@ func (s *suite) crashedHolderBlocksForever(t *testing.T) {
 // slowReleaseDeletesNextHoldersLock: a negative control. The holder's
 // release reads the lock (its own), the reply is slow, the lease expires,
 // another client takes the lock, and the holder's delete then removes it.
-func (s *suite) slowReleaseDeletesNextHoldersLock(t *testing.T) {
+func (s *suite) slowReleaseDeletesNextHoldersLock(t T) {
 	const ttl = 500 * time.Millisecond
 	key := s.key(t)
 	a := s.locker(t, 1)                                // through the proxies
@@ -600,7 +604,7 @@ func (s *suite) slowReleaseDeletesNextHoldersLock(t *testing.T) {
 
 // crashedHolderFreedAfterSession: a holder that vanishes is detected by
 // its session timing out; its lock comes free then, not before.
-func (s *suite) crashedHolderFreedAfterSession(t *testing.T) {
+func (s *suite) crashedHolderFreedAfterSession(t T) {
 	after := s.h.Approach.CrashFreedAfter
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
@@ -622,7 +626,7 @@ func (s *suite) crashedHolderFreedAfterSession(t *testing.T) {
 
 // crashedHolderFreedOnDisconnect: the server frees a lock as soon as the
 // holder's connection goes.
-func (s *suite) crashedHolderFreedOnDisconnect(t *testing.T) {
+func (s *suite) crashedHolderFreedOnDisconnect(t T) {
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	acquire(t, a, key, impls.AcquireOptions{})
@@ -636,7 +640,7 @@ func (s *suite) crashedHolderFreedOnDisconnect(t *testing.T) {
 
 // liveHolderReaped: a negative control. The monitor frees a lock older than
 // its TTL even though its holder is alive and still working.
-func (s *suite) liveHolderReaped(t *testing.T) {
+func (s *suite) liveHolderReaped(t T) {
 	const ttl = 300 * time.Millisecond
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
@@ -656,7 +660,7 @@ func (s *suite) liveHolderReaped(t *testing.T) {
 
 // reentrantAcquire: the holder may acquire again; the lock is free only
 // after as many releases.
-func (s *suite) reentrantAcquire(t *testing.T) {
+func (s *suite) reentrantAcquire(t T) {
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	first := acquire(t, a, key, impls.AcquireOptions{})
@@ -671,7 +675,7 @@ func (s *suite) reentrantAcquire(t *testing.T) {
 
 // reentryRefused: without reentrancy the holder's second acquire is
 // refused like anyone else's.
-func (s *suite) reentryRefused(t *testing.T) {
+func (s *suite) reentryRefused(t T) {
 	key := s.key(t)
 	a := s.locker(t, 1)
 	held := acquire(t, a, key, impls.AcquireOptions{})
@@ -683,7 +687,7 @@ func (s *suite) reentryRefused(t *testing.T) {
 
 // lossSignalled: when the client is cut off past the session (or lease)
 // timeout, the server frees the lock, and the holder is told.
-func (s *suite) lossSignalled(t *testing.T) {
+func (s *suite) lossSignalled(t T) {
 	const ttl = time.Second
 	lease := acquire(t, s.locker(t, 1), s.key(t), impls.AcquireOptions{TTL: ttl})
 	lost := lease.Lost()
@@ -717,7 +721,7 @@ func (s *suite) lossSignalled(t *testing.T) {
 // (150 ms, 400 ms, 1 s). A lock that does not queue its waiters grants 7 of
 // them in arrival order by chance about once in 5,040 at any spacing, so
 // three tries pass it less than once in 1,600.
-func (s *suite) fairGrantOrder(t *testing.T) {
+func (s *suite) fairGrantOrder(t T) {
 	const waiters = 7
 	arrival := make([]int, waiters)
 	for i := range arrival {
@@ -739,7 +743,7 @@ func (s *suite) fairGrantOrder(t *testing.T) {
 
 // grantOrder has waiters queue behind a holder, spacing apart, and returns
 // the order in which they were granted the lock.
-func (s *suite) grantOrder(t *testing.T, waiters int, spacing time.Duration) []int {
+func (s *suite) grantOrder(t T, waiters int, spacing time.Duration) []int {
 	key := s.key(t)
 	holder := acquire(t, s.locker(t, 0), key, impls.AcquireOptions{})
 	var mu sync.Mutex
@@ -800,7 +804,7 @@ func HandOff(ctx context.Context, a, b impls.Locker, key string, waitFirst time.
 
 // blockingHandOff: a waiter that is notified gets the lock within a few
 // round trips of the release, however long it has waited.
-func (s *suite) blockingHandOff(t *testing.T) {
+func (s *suite) blockingHandOff(t T) {
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -823,7 +827,7 @@ func (s *suite) blockingHandOff(t *testing.T) {
 	}
 }
 
-func (s *suite) extendKeepsTheLock(t *testing.T) {
+func (s *suite) extendKeepsTheLock(t T) {
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	lease := acquire(t, a, key, impls.AcquireOptions{TTL: 500 * time.Millisecond})
@@ -845,7 +849,7 @@ func (s *suite) extendKeepsTheLock(t *testing.T) {
 	}
 }
 
-func (s *suite) extendUnsupported(t *testing.T) {
+func (s *suite) extendUnsupported(t T) {
 	key := s.key(t)
 	lease := acquire(t, s.locker(t, 1), key, impls.AcquireOptions{})
 	defer release(t, lease)
@@ -855,7 +859,7 @@ func (s *suite) extendUnsupported(t *testing.T) {
 }
 
 // fencingTokensIncrease: each successive holder's token is larger.
-func (s *suite) fencingTokensIncrease(t *testing.T) {
+func (s *suite) fencingTokensIncrease(t T) {
 	key := s.key(t)
 	ls := []impls.Locker{s.locker(t, 1), s.locker(t, 2), s.locker(t, 3)}
 	var last uint64
@@ -874,7 +878,7 @@ func (s *suite) fencingTokensIncrease(t *testing.T) {
 }
 
 // restartAll brings every node back, failing the test if one does not come.
-func (s *suite) restartAll(t *testing.T, nodes []Node) {
+func (s *suite) restartAll(t T, nodes []Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -890,8 +894,17 @@ func (s *suite) restartAll(t *testing.T, nodes []Node) {
 	}
 }
 
+// needNodes skips a test that kills servers when there are none locklab
+// may kill: the user's own servers (--cluster external).
+func (s *suite) needNodes(t T) {
+	if len(s.h.Nodes) == 0 {
+		t.Skip("no server locklab may kill and restart (the user's own servers: --cluster external)")
+	}
+}
+
 // survivesMinorityLoss: with a minority of nodes dead the lock still works.
-func (s *suite) survivesMinorityLoss(t *testing.T) {
+func (s *suite) survivesMinorityLoss(t T) {
+	s.needNodes(t)
 	minority := s.h.Nodes[:(len(s.h.Nodes)-1)/2]
 	for _, n := range minority {
 		if err := n.Kill(); err != nil {
@@ -913,7 +926,8 @@ func (s *suite) survivesMinorityLoss(t *testing.T) {
 // "unavailable" within its deadline instead of hanging. The client
 // connects directly: through a proxy a dead server looks like a connection
 // that accepts and then closes, which no client can tell from a lost reply.
-func (s *suite) serverDownIsUnavailable(t *testing.T) {
+func (s *suite) serverDownIsUnavailable(t T) {
+	s.needNodes(t)
 	l := s.directLocker(t, 1)
 	for _, n := range s.h.Nodes {
 		if err := n.Kill(); err != nil {
@@ -947,7 +961,7 @@ func (s *suite) serverDownIsUnavailable(t *testing.T) {
 	}
 }
 
-func (s *suite) invalidKeyRejected(t *testing.T) {
+func (s *suite) invalidKeyRejected(t T) {
 	l := s.locker(t, 1)
 	long := make([]byte, 4096)
 	for i := range long {

@@ -113,19 +113,38 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 // loadExternal reads the plan's external cluster config (nil without
 // one) and checks it lists every server kind the approaches need.
 func loadExternal(ctx context.Context, p Plan) (*cluster.ExternalConfig, error) {
-	if p.External == "" {
+	return loadExternalFor(ctx, p.External, p.servers())
+}
+
+// loadExternalFor reads the user's cluster config at path ("": none),
+// which must list servers of every kind in kinds.
+func loadExternalFor(ctx context.Context, path string, kinds []impls.Server) (*cluster.ExternalConfig, error) {
+	if path == "" {
 		return nil, nil
 	}
-	cfg, err := cluster.LoadExternalConfig(ctx, p.External)
+	cfg, err := cluster.LoadExternalConfig(ctx, path)
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	for _, k := range p.servers() {
+	for _, k := range kinds {
 		if !cfg.Has(k) {
-			return nil, usageErr(fmt.Errorf("cluster config %s lists no %s servers, which the approaches need", p.External, k))
+			return nil, usageErr(fmt.Errorf("cluster config %s lists no %s servers, which the approaches need", path, k))
 		}
 	}
 	return &cfg, nil
+}
+
+// StartServers has servers of the given kinds running as a plan's are:
+// started on this machine (each kind with its default number of nodes),
+// as containers (docker set), or the user's own (external: the path of
+// their cluster config). Errors wrap ErrUsage (a bad config) or ErrInfra
+// (servers that did not start). The caller closes the cluster.
+func StartServers(ctx context.Context, external string, docker *Docker, kinds []impls.Server) (*cluster.Cluster, error) {
+	ext, err := loadExternalFor(ctx, external, kinds)
+	if err != nil {
+		return nil, err
+	}
+	return startCluster(ctx, ext, docker, localConfig(kinds, ServerOptions{}))
 }
 
 func anyRecorded(p Plan) bool {

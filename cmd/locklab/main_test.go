@@ -314,6 +314,11 @@ func TestBadInputExitCodes(t *testing.T) {
 		{"bad parallel", []string{"run", "--parallel", "-2", "../../scenarios/server-pause.yaml"}, exitUsage, "--parallel -2: must not be negative"},
 		{"check missing file", []string{"check", filepath.Join(tmp, "none.jsonl")}, exitUsage, "no such file"},
 		{"check corrupt file", []string{"check", writeFile(t, tmp, "bad.jsonl", "{\"proc\":1,\"type\":\"ok\",\"f\":\"acquire\",\"t\":1}\n{oops\n")}, exitUsage, "line 2"},
+		{"conform an unknown approach", []string{"conform", "nope"}, exitUsage, `unknown approach "nope" (known: `},
+		{"conform without an approach", []string{"conform"}, exitUsage, "want one argument: locklab conform APPROACH"},
+		{"conform with a bad --run", []string{"conform", "redis-setnx-px-lua", "--run", "("}, exitUsage, "--run: error parsing regexp"},
+		// Known only once the suite ran: no test is not a pass.
+		{"conform with a --run that matches nothing", []string{"conform", "redis-setnx-px-lua", "--run", "NoSuchTest"}, exitUsage, `--run "NoSuchTest" matches no test`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -502,12 +502,22 @@ func (l *Locker) release() {
 
 // Acquire asks the adapter for the lock on key.
 func (l *Locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
+	if len(key) == 0 || len(key) > MaxKey {
+		return nil, fmt.Errorf("%w: a lock key is 1..%d bytes (docs/protocol.md), got %d", impls.ErrInvalidKey, MaxKey, len(key))
+	}
 	c, err := l.do(ctx, Request{Op: OpAcquire, Key: key, TTLMs: opt.TTL.Milliseconds(), Wait: !opt.Try})
 	if err != nil {
 		return nil, err
 	}
 	if c.msg.Type != TypeOK {
-		return nil, outcome(c.msg)
+		err := outcome(c.msg)
+		if !opt.Try && c.msg.Type == TypeFail && c.msg.Error == FailNotAcquired {
+			// A waiting acquire that did not get the lock waited out its
+			// timeout_ms, which is the caller's deadline: it gave up as
+			// an in-process waiter does when its context ends.
+			err = fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
+		}
+		return nil, err
 	}
 	c.lease.setValid(c.sentAt, c.msg.ValidMs, opt.TTL)
 	return c.lease, nil

@@ -19,6 +19,11 @@ const Version = 1
 // MaxLine is the longest line either side may write, its newline included.
 const MaxLine = 1 << 20
 
+// MaxKey is the longest lock key locklab sends (bytes); an empty or a
+// longer key is refused before any request, as invalid-key, so an adapter
+// never sees one (the built-in approaches refuse them likewise).
+const MaxKey = 1024
+
 // Operations a request asks for.
 const (
 	OpAcquire = "acquire"
@@ -54,7 +59,7 @@ type Request struct {
 	Type      string `json:"type"` // "request"
 	ID        int64  `json:"id"`
 	Op        string `json:"op"`
-	Key       string `json:"key,omitempty"`
+	Key       string `json:"key,omitempty"` // 1..MaxKey bytes: empty only where the op has none
 	TTLMs     int64  `json:"ttl_ms"`
 	Wait      bool   `json:"wait"`
 	TimeoutMs int64  `json:"timeout_ms"`

@@ -4,7 +4,7 @@
 # (redis/lock.py: do_acquire, LUA_RELEASE_SCRIPT, LUA_EXTEND_SCRIPT). No fencing token, no loss signal.
 import json, sys
 import redis
-from redis.exceptions import LockError, LockNotOwnedError, RedisError
+from redis.exceptions import ConnectionError as NoConnection, LockError, LockNotOwnedError, RedisError
 
 
 def send(msg):
@@ -60,6 +60,13 @@ for line in sys.stdin:
     except (LockNotOwnedError, LockError) as e:
         # the Lua script ran and found the key gone or someone else's token: nothing changed
         send({"type": "fail", "id": rid, "error": "not-held", "reason": str(e)})
+    except NoConnection as e:
+        # redis-py says "Error N connecting to ..." when the connection could not be made (connect() in
+        # redis/connection.py): nothing was sent, so nothing changed. Any other: reset or timed out mid-call.
+        if "connecting to" in str(e):
+            send({"type": "fail", "id": rid, "error": "unavailable", "reason": str(e)})
+        else:
+            send({"type": "info", "id": rid, "reason": "ConnectionError: %s" % e})
     except RedisError as e:
-        # connection refused, reset or timed out: the command may have run (a lost reply) or not
+        # reset or timed out: the command may have run (a lost reply) or not
         send({"type": "info", "id": rid, "reason": "%s: %s" % (type(e).__name__, e)})

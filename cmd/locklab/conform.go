@@ -24,7 +24,11 @@ func cmdConform(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	junit := fs.String("junit", "", "also write JUnit XML to this file: one test case per suite test (a skipped one says why)")
 	match := fs.String("run", "", "run only the suite tests whose name (APPROACH/TestName) matches this regular expression")
 	where := addClusterFlags(fs, "conform", true)
+	files := addApproachFiles(fs)
 	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
+		return code
+	}
+	if code := files.register("conform", reg, stderr); code >= 0 {
 		return code
 	}
 	if fs.NArg() != 1 {

@@ -11,7 +11,6 @@ import org.apache.curator.framework.*;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
-
 public class CuratorMutex {
     static final PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
     static final Map<String, InterProcessMutex> mutexes = new HashMap<>();          // key -> its mutex (reentrancy)
@@ -30,7 +29,6 @@ public class CuratorMutex {
         if (!m.find()) return null;
         return m.group(2) != null ? m.group(2).replaceAll("\\\\(.)", "$1") : m.group(1);
     }
-
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String hello = in.readLine();
@@ -60,6 +58,8 @@ public class CuratorMutex {
             boolean wait = "true".equals(field(line, "wait"));
             Callable<String> call = () -> {
                 if ("acquire".equals(op)) {
+                    if (!client.getZookeeperClient().isConnected())  // nothing sent: Curator would wait to connect
+                        return "\"fail\",\"error\":\"unavailable\",\"reason\":\"not connected to zookeeper\"";
                     InterProcessMutex m = mutexes.computeIfAbsent(key, k -> new InterProcessMutex(client, root + "/" + k));
                     // 0 ms: one look at the children; either way a node not granted is deleted before false
                     // comes back (a failed delete throws: info). No token: the key's parent is a container

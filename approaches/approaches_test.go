@@ -11,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/adapter"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/locklabtest"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
@@ -68,5 +69,15 @@ func TestClientPauseShowsTheOutlivedDoubleGrant(t *testing.T) {
 		if v.Status != verdict.Agrees || !slices.Contains(v.Observed, verdict.DoubleGrantOutlived) {
 			t.Errorf("%s: %s: %s (%d grants, first error %q)", run.Approach, v.Status, v.Text, run.Acquired, run.FirstError)
 		}
+	}
+}
+
+// Each adapter keeps the promises its approach file declares: the
+// conformance suite, on servers of its kind started for it (what `locklab
+// conform NAME` runs).
+func TestEachAdapterConforms(t *testing.T) {
+	reg := registry(t)
+	for _, a := range reg.All() {
+		t.Run(a.Name, func(t *testing.T) { locklabtest.TestLocker(t, a) })
 	}
 }

@@ -3,7 +3,7 @@
 # lease, then a transaction "if the key /locks/<name> does not exist, put it with our uuid1 on that lease"
 # (etcd3/locks.py, _acquire). Waiting watches the key and tries again (every waiter wakes: not fair). Nothing
 # keeps the lease alive: a holder that does not call refresh() in time loses the key silently.
-import concurrent.futures, json, math, os, sys
+import concurrent.futures, json, math, os, sys, threading
 import etcd3, grpc, time
 from etcd3.exceptions import Etcd3Exception, WatchTimedOut
 
@@ -21,6 +21,22 @@ etcd = etcd3.client(host=host, port=int(port), timeout=opts.get("rpc_timeout_ms"
 send({"type": "ready", "protocol": 1})
 leases = {}  # acquire id -> Lock
 worker = concurrent.futures.ThreadPoolExecutor(1)  # answer info when a call outlives the caller's time
+# Lock.acquire is two calls: a lease grant, then the deciding put-if-absent transaction. Until the
+# transaction is sent nothing a lock user sees has changed (a lease alone expires), so a failure or a
+# timeout before it is `unavailable`, after it `info`. A call the answer gave up on sends no transaction.
+gate, stage = threading.Lock(), {"sent": False, "given_up": False}
+transaction = etcd.transaction
+
+
+def deciding_transaction(*args, **kwargs):
+    with gate:
+        if stage["given_up"]:
+            raise Etcd3Exception("the acquire was answered already")
+        stage["sent"] = True
+    return transaction(*args, **kwargs)
+
+
+etcd.transaction = deciding_transaction
 
 
 def acquire(req):
@@ -54,31 +70,23 @@ def release(req):
     return {"type": "ok"}
 
 
-def extend(req):
-    lock = leases.get(req["lease"])
-    if lock is None:
-        return {"type": "fail", "error": "not-held", "reason": "no such lease here"}
-    # A keep-alive renews the lease to its granted TTL: etcd cannot give it another one, so valid_ms says
-    # what it got. TTL 0 answers a lease that expired (and took the key with it).
-    ttl = lock.refresh()[0].TTL
-    if ttl <= 0:
-        return {"type": "fail", "error": "not-held", "reason": "lease expired"}
-    return {"type": "ok", "valid_ms": ttl * 1000}
-
-
-ops = {"acquire": acquire, "release": release, "extend": extend}
+# No extend: Lock.refresh() is a keep-alive that renews the lease to its granted TTL only, not to the
+# TTL asked for (locklab's extend), so the approach declares no renewal.
+ops = {"acquire": acquire, "release": release,
+       "extend": lambda req: {"type": "fail", "error": "unsupported", "reason": "refresh renews to the granted TTL only"}}
 for line in sys.stdin:
     req = json.loads(line)
     if req.get("op") == "close":
         os._exit(0)  # without revoking: the lease runs out, as a crashed holder's would
     fn = ops.get(req.get("op"))
+    stage.update(sent=req.get("op") != "acquire", given_up=False)  # release/extend: one deciding call
     try:
         ans = worker.submit(fn, req).result(req.get("timeout_ms", 5000) / 1000) if fn else \
             {"type": "fail", "error": "unsupported", "reason": "unknown op"}
-    except concurrent.futures.TimeoutError:
-        ans = {"type": "info", "reason": "no answer from etcd in time"}
-    except (Etcd3Exception, grpc.RpcError) as e:
-        # unavailable or deadline exceeded: the transaction may have been applied with its reply lost
-        ans = {"type": "info", "reason": "%s: %s" % (type(e).__name__, e)}
+    except (concurrent.futures.TimeoutError, Etcd3Exception, grpc.RpcError) as e:
+        with gate:  # unavailable or deadline exceeded: did the deciding call go out (its reply maybe lost)?
+            stage["given_up"], sent = True, stage["sent"]
+        why = "no answer from etcd in time" if isinstance(e, concurrent.futures.TimeoutError) else "%s: %s" % (type(e).__name__, e)
+        ans = {"type": "info", "reason": why} if sent else {"type": "fail", "error": "unavailable", "reason": why}
     send(dict(ans, id=req["id"]))
 os._exit(0)

@@ -9,17 +9,14 @@ from kazoo.exceptions import KazooException, LockTimeout
 
 out = threading.Lock()
 
-
 def send(msg):
     with out:
         sys.stdout.write(json.dumps(msg) + "\n")
         sys.stdout.flush()
 
-
 hello = json.loads(sys.stdin.readline())
 opts = hello.get("options") or {}
 leases, lost, changes = {}, {}, [0]  # acquire id -> Lock; lease -> state it was lost in; state changes seen
-
 
 def listen(state):  # kazoo's event thread: must not block
     changes[0] += 1
@@ -32,7 +29,6 @@ def listen(state):  # kazoo's event thread: must not block
             if lost.get(lease) != KazooState.LOST:
                 lost[lease] = state
 
-
 zk = KazooClient(hosts=",".join(hello["servers"]["zookeeper"]), timeout=opts.get("session_timeout_ms", 2000) / 1000,
                  connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1},
                  command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 0.5})
@@ -44,8 +40,9 @@ root = opts.get("root", "/locklab/kazoo")
 # caller's time is up (the call goes on in the background, as in an application whose caller gave up).
 worker = concurrent.futures.ThreadPoolExecutor(1)
 
-
 def acquire(req):
+    if not zk.connected:  # nothing is sent: kazoo would queue the node's create until it reconnects
+        return {"type": "fail", "error": "unavailable", "reason": "not connected to zookeeper (%s)" % zk.state}
     lock = zk.Lock(root + "/" + req["key"], identifier="client-%d" % hello["client"])
     before, budget = changes[0], max(req["timeout_ms"] - 300, 0) / 1000
     try:
@@ -66,7 +63,6 @@ def acquire(req):
     # which restarts the counter: see CuratorMutex.java.)
     return {"type": "ok", "token": int(lock.node[-10:])}
 
-
 def release(req):
     lock = leases.pop(req["lease"], None)
     if lock is None:
@@ -76,7 +72,6 @@ def release(req):
     if state == KazooState.LOST:  # the session that owned the node expired: it was gone before this
         return {"type": "fail", "error": "not-held", "reason": "session expired while held"}
     return {"type": "ok"}
-
 
 ops = {"acquire": acquire, "release": release,
        "extend": lambda req: {"type": "fail", "error": "unsupported", "reason": "kazoo Lock has no lease to extend"}}

@@ -72,8 +72,9 @@ type Locker struct {
 	killed  atomic.Bool      // by Kill: its exit is a crash, not a mistake
 	closing atomic.Bool      // by Close: its exit is expected
 	started atomic.Bool      // said ready
-	// heard is when the adapter last said anything (the client's clock,
-	// Unix ns): for a session lock, the last sign of a live session.
+	// heard is when the adapter last showed its session alive (the
+	// client's clock, Unix ns; see reachedServer): for a session lock, its
+	// last heartbeat as far as locklab can tell.
 	heard atomic.Int64
 }
 
@@ -241,7 +242,9 @@ func (l *Locker) read() {
 		}
 		m, err := Parse(sc.Bytes())
 		if err == nil {
-			l.heard.Store(l.clk.Now().UnixNano())
+			if reachedServer(m) {
+				l.heard.Store(l.clk.Now().UnixNano())
+			}
 			switch m.Type {
 			case TypeReady, TypeError:
 				if handshaken {
@@ -619,10 +622,17 @@ func (ls *lease) Key() string           { return ls.key }
 func (ls *lease) Token() (uint64, bool) { return ls.token, ls.hasToken }
 func (ls *lease) Lost() <-chan struct{} { return ls.lost }
 
+// reachedServer says whether an answer shows the adapter's session with
+// its server alive: a request done, or refused by the server. A `lost`,
+// an `info` or an `unavailable` says the opposite or nothing.
+func reachedServer(m Message) bool {
+	return m.Type == TypeOK || (m.Type == TypeFail && (m.Error == FailNotAcquired || m.Error == FailNotHeld))
+}
+
 // ValidUntil is the holder's belief about its expiry: valid_ms or the TTL
 // from the acquire; for a session lock (no TTL, a crashed holder's lock
 // freed after crash-freed-after: a ZooKeeper session), the last time the
-// adapter was heard from plus that timeout, as the built-in session locks
+// adapter showed its session alive plus that timeout, as the built-in session locks
 // count from the last heartbeat acknowledged. A holder that was stopped
 // (a pause) believes in a session that may have expired meanwhile.
 func (ls *lease) ValidUntil() time.Time {

@@ -228,7 +228,7 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 	if len(opt.Approaches) > 0 {
 		for _, a := range opt.Approaches {
 			if !slices.Contains(s.Approaches, a) {
-				return Plan{}, usageErr(fmt.Errorf("--approach %s: not among the scenario's approaches (%s)", a, strings.Join(s.Approaches, ", ")))
+				return Plan{}, usageErr(fmt.Errorf("--approach %s: not among the scenario's approaches (%s); a scenario runs the approaches it names: copy it and name yours, or server:KIND for every approach of a server kind", a, strings.Join(s.Approaches, ", ")))
 			}
 		}
 		names = opt.Approaches

@@ -13,11 +13,16 @@ import (
 // cmdAdapt is `locklab adapt APPROACH`: a built-in approach served over
 // the lock client protocol (docs/protocol.md) on stdin and stdout, one
 // client. It is the protocol's reference adapter: what the protocol costs
-// is measured with it, and tests use it as an adapter that behaves. Not
-// listed in the usage: people write their own adapters.
+// is measured with it, tests use it as an adapter that behaves, and an
+// adapter's author can compare theirs with it.
 func cmdAdapt(ctx context.Context, reg *impls.Registry, args []string, stderr io.Writer) int {
+	const use = "usage: locklab adapt APPROACH: serve a built-in approach over the lock client protocol (docs/protocol.md) on stdin/stdout, one client"
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(stderr, use)
+		return exitOK
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "locklab adapt: want one approach (locklab adapt APPROACH)")
+		fmt.Fprintln(stderr, use)
 		return exitUsage
 	}
 	a, err := reg.Get(args[0])

@@ -21,11 +21,18 @@ type Error struct {
 	Stderr string
 	// Log is the file its standard error went to; "": none.
 	Log string
+	// stderr, when set, is read instead of Stderr when the error is told:
+	// what the adapter wrote just before its mistake may reach locklab
+	// after the mistake was seen (two pipes, read apart).
+	stderr *tail
 }
 
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "adapter %s, client %d: %s", e.Approach, e.Client, oneLine(e.Did))
+	if e.stderr != nil {
+		e = &Error{Stderr: e.stderr.lines(stderrLines), Log: e.Log}
+	}
 	if e.Stderr == "" {
 		b.WriteString("; its stderr was empty")
 	} else {

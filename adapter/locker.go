@@ -211,11 +211,21 @@ func (l *Locker) handshake(ctx context.Context, hello Hello) error {
 	select {
 	case m := <-l.ready:
 		if m.Type == TypeError {
-			return l.fail(fmt.Sprintf("sent error instead of ready: %q", m.Reason))
+			// Its words, whatever its exit (noticed first, maybe) says.
+			return l.mistakeAfterExit(fmt.Sprintf("sent error instead of ready: %q", m.Reason))
 		}
 		l.started.Store(true)
 		return nil
 	case <-l.dead:
+		// An adapter that sent error and exited: its words, read before
+		// its exit was noticed, say more than the exit (both may be ready).
+		select {
+		case m := <-l.ready:
+			if m.Type == TypeError {
+				return l.mistakeAfterExit(fmt.Sprintf("sent error instead of ready: %q", m.Reason))
+			}
+		default:
+		}
 		return l.deadErr
 	case <-t.C:
 		return l.fail(fmt.Sprintf("sent no ready within its start-timeout (%v)", l.spec.StartTimeout))
@@ -454,8 +464,17 @@ func (l *Locker) fail(did string) error {
 	return err
 }
 
+// mistakeAfterExit is the error of an adapter already gone, naming what
+// it did before it went.
+func (l *Locker) mistakeAfterExit(did string) error {
+	err := l.mistake(did)
+	l.end(err)
+	l.kill()
+	return err
+}
+
 func (l *Locker) mistake(did string) *Error {
-	return &Error{Approach: l.spec.Name, Client: l.client, Did: did, Stderr: l.stderr.lines(stderrLines), Log: l.logPath}
+	return &Error{Approach: l.spec.Name, Client: l.client, Did: did, Stderr: l.stderr.lines(stderrLines), Log: l.logPath, stderr: &l.stderr}
 }
 
 // end records why the adapter is gone, once; it returns the first reason.

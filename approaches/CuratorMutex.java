@@ -4,8 +4,7 @@
 // by itself: Curator's docs ask for a ConnectionStateListener (SUSPENDED: maybe lost; LOST: certainly lost).
 import java.io.*;
 import java.nio.charset.StandardCharsets;
-import java.util.*;
-import java.util.concurrent.*;
+import java.util.*; import java.util.concurrent.*;
 import java.util.regex.*;  // no JSON library: Debian's Curator does not bring one
 import org.apache.curator.framework.*;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -58,8 +57,6 @@ public class CuratorMutex {
             boolean wait = "true".equals(field(line, "wait"));
             Callable<String> call = () -> {
                 if ("acquire".equals(op)) {
-                    if (!client.getZookeeperClient().isConnected())  // nothing sent: Curator would wait to connect
-                        return "\"fail\",\"error\":\"unavailable\",\"reason\":\"not connected to zookeeper\"";
                     InterProcessMutex m = mutexes.computeIfAbsent(key, k -> new InterProcessMutex(client, root + "/" + k));
                     // 0 ms: one look at the children; either way a node not granted is deleted before false
                     // comes back (a failed delete throws: info). No token: the key's parent is a container
@@ -83,7 +80,10 @@ public class CuratorMutex {
             };
             String ans;
             try {
-                ans = worker.submit(call).get(timeout, TimeUnit.MILLISECONDS);
+                // disconnected: Curator would wait to connect, nothing is sent (not on the worker: it may be busy)
+                ans = "acquire".equals(op) && !client.getZookeeperClient().isConnected()
+                    ? "\"fail\",\"error\":\"unavailable\",\"reason\":\"not connected to zookeeper\""
+                    : worker.submit(call).get(timeout, TimeUnit.MILLISECONDS);
             } catch (TimeoutException e) {  // the call goes on in the background
                 ans = "\"info\",\"reason\":\"no answer from zookeeper in time\"";
             } catch (ExecutionException e) {  // connection loss, session expired: the node may exist or not

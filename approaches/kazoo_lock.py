@@ -41,8 +41,6 @@ root = opts.get("root", "/locklab/kazoo")
 worker = concurrent.futures.ThreadPoolExecutor(1)
 
 def acquire(req):
-    if not zk.connected:  # nothing is sent: kazoo would queue the node's create until it reconnects
-        return {"type": "fail", "error": "unavailable", "reason": "not connected to zookeeper (%s)" % zk.state}
     lock = zk.Lock(root + "/" + req["key"], identifier="client-%d" % hello["client"])
     before, budget = changes[0], max(req["timeout_ms"] - 300, 0) / 1000
     try:
@@ -80,8 +78,11 @@ for line in sys.stdin:
     if req.get("op") == "close":
         os._exit(0)  # no zk.stop(): closing the session would delete our nodes, a release; a crash does not
     fn = ops.get(req.get("op"))
-    try:
-        ans = worker.submit(fn, req).result(req.get("timeout_ms", 5000) / 1000) if fn else \
+    try:  # disconnected: kazoo would queue the node's create until it reconnects; nothing is sent (checked
+        # here, not on the worker, which may still be in a call given up on)
+        ans = {"type": "fail", "error": "unavailable", "reason": "not connected (%s)" % zk.state} \
+            if req.get("op") == "acquire" and not zk.connected else \
+            worker.submit(fn, req).result(req.get("timeout_ms", 5000) / 1000) if fn else \
             {"type": "fail", "error": "unsupported", "reason": "unknown op"}
     except concurrent.futures.TimeoutError:
         ans = {"type": "info", "reason": "no answer from zookeeper in time"}

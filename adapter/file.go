@@ -111,6 +111,7 @@ func load(path string) (*Spec, error) {
 	s := &Spec{Path: path, Name: f.Name, Dir: filepath.Dir(abs), Server: impls.Server(f.Server), Nodes: f.Nodes,
 		Safe: true, StartTimeout: DefaultStartTimeout, Options: f.Options,
 		Summary: f.Summary, Survives: f.Survives, Fails: f.Fails}
+	_, unknownKind := cluster.KindOf(s.Server)
 	switch {
 	case f.Name == "":
 		return nil, fmt.Errorf("line %d: name is missing", root.Line)
@@ -119,9 +120,9 @@ func load(path string) (*Spec, error) {
 	case len(f.Command) == 0 || f.Command[0] == "":
 		return nil, fmt.Errorf("%s: command is missing (a list: [program, arguments...])", at("command"))
 	case f.Server == "":
-		return nil, fmt.Errorf("line %d: server is missing (one of: %s)", root.Line, strings.Join(servers(), ", "))
-	case !knownServer(s.Server):
-		return nil, fmt.Errorf("%s: server %q: want one of %s", at("server"), f.Server, strings.Join(servers(), ", "))
+		return nil, fmt.Errorf("line %d: server is missing (one of: %s)", root.Line, strings.Join(cluster.KindNames(), ", "))
+	case unknownKind != nil:
+		return nil, fmt.Errorf("%s: server %q: want one of %s", at("server"), f.Server, strings.Join(cluster.KindNames(), ", "))
 	case f.Nodes < 0:
 		return nil, fmt.Errorf("%s: nodes %d: want 0 (all) or more", at("nodes"), f.Nodes)
 	}
@@ -205,21 +206,4 @@ func RegisterShipped(reg *impls.Registry, dirs []string) error {
 		}
 	}
 	return nil
-}
-
-func servers() []string {
-	var out []string
-	for _, k := range cluster.Kinds() {
-		out = append(out, string(k.Server))
-	}
-	return out
-}
-
-func knownServer(s impls.Server) bool {
-	for _, k := range cluster.Kinds() {
-		if k.Server == s {
-			return true
-		}
-	}
-	return false
 }

@@ -334,21 +334,28 @@ func expandApproaches(names []string, reg *impls.Registry) ([]string, error) {
 			add(n)
 			continue
 		}
-		var servers []string
 		found := false
 		for _, a := range reg.All() {
-			if !slices.Contains(servers, string(a.Server)) {
-				servers = append(servers, string(a.Server))
-			}
 			if string(a.Server) == kind {
 				add(a.Name)
 				found = true
 			}
 		}
 		if !found {
-			sort.Strings(servers)
-			return nil, fmt.Errorf("%s: no approach runs on server %q (servers: %s)", n, kind, strings.Join(servers, ", "))
+			return nil, fmt.Errorf("%s: no approach runs on server %q (servers: %s)", n, kind, strings.Join(serversOf(reg), ", "))
 		}
 	}
 	return out, nil
+}
+
+// serversOf are the server kinds reg's approaches run on, sorted.
+func serversOf(reg *impls.Registry) []string {
+	var out []string
+	for _, a := range reg.All() {
+		if !slices.Contains(out, string(a.Server)) {
+			out = append(out, string(a.Server))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -225,7 +225,9 @@ func (l *approachFiles) register(cmd string, reg *impls.Registry, stderr io.Writ
 func shippedApproachDirs() []string {
 	dirs := []string{"approaches"}
 	if exe, err := os.Executable(); err == nil {
-		if d := filepath.Join(filepath.Dir(filepath.Dir(exe)), "approaches"); d != "approaches" {
+		// Run from the repository, both name one folder: read it once.
+		d := filepath.Join(filepath.Dir(filepath.Dir(exe)), "approaches")
+		if here, err := filepath.Abs("approaches"); err != nil || here != d {
 			dirs = append(dirs, d)
 		}
 	}

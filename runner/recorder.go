@@ -75,6 +75,9 @@ func (r *checkingRecorder) grantedSince(t int64) bool {
 	return r.lastGrant >= t
 }
 
+// granted says whether any acquire succeeded (event times are positive).
+func (r *checkingRecorder) granted() bool { return r.grantedSince(1) }
+
 // span is the first and last event time seen.
 func (r *checkingRecorder) span() (int64, int64) {
 	r.mu.Lock()

@@ -38,7 +38,9 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	var model checker.Model
-	if *modelName != "" {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "model" })
+	if given {
 		m, err := checker.ParseModel(*modelName)
 		if err != nil {
 			fmt.Fprintf(stderr, "locklab check: --model: %v\n", err)

@@ -17,12 +17,14 @@ const maxLossSamples = 1000
 // client, or the lease's end as the holder believed it, whichever first)
 // to the holder being told. Negative: told before the lock was freed.
 type LockLoss struct {
-	Told    int       `json:"told"`     // holders told
-	NotTold int       `json:"not_told"` // holders whose lock was taken away with no signal first
+	Told    int `json:"told"`     // holders told
+	NotTold int `json:"not_told"` // holders whose lock was taken away with no signal first
+	// Samples are the latencies, sorted; Median, Min and Max read off
+	// them (absent when no holder was told).
 	Samples []float64 `json:"latencies_s,omitempty"`
-	Median  float64   `json:"median_s"`
-	Min     float64   `json:"min_s"`
-	Max     float64   `json:"max_s"`
+	Median  float64   `json:"median_s,omitempty"`
+	Min     float64   `json:"min_s,omitempty"`
+	Max     float64   `json:"max_s,omitempty"`
 }
 
 // lockLoss summarises what the checker measured; nil when no holder was
@@ -67,9 +69,9 @@ func mergeLoss(l *LockLoss) *LockLoss {
 	return l
 }
 
-// String says it in one line, e.g. "2 holders told 1.200 s (median;
-// 0.800 s to 1.900 s) after the server freed the lock; 1 more lost it
-// untold".
+// String says it in one line, e.g. "3 holders told 0.300 s after the
+// server freed the lock (median; from 0.100 s before to 1.200 s after);
+// 1 more lost it untold".
 func (l *LockLoss) String() string {
 	if l == nil {
 		return "no lock taken away"
@@ -79,15 +81,23 @@ func (l *LockLoss) String() string {
 	case 0:
 		return fmt.Sprintf("%d %s lost the lock untold", l.NotTold, plural(l.NotTold, "holder", "holders"))
 	case 1:
-		s = fmt.Sprintf("1 holder told %s after the server freed the lock", seconds(l.Median))
+		s = fmt.Sprintf("1 holder told %s the server freed the lock", relative(l.Median))
 	default:
-		s = fmt.Sprintf("%d holders told %s (median; %s to %s) after the server freed the lock", l.Told,
-			seconds(l.Median), seconds(l.Min), seconds(l.Max))
+		s = fmt.Sprintf("%d holders told %s the server freed the lock (median; from %s to %s)", l.Told,
+			relative(l.Median), relative(l.Min), relative(l.Max))
 	}
 	if l.NotTold > 0 {
 		s += fmt.Sprintf("; %d more lost it untold", l.NotTold)
 	}
 	return s
+}
+
+// relative says a signed latency in seconds as before or after.
+func relative(s float64) string {
+	if s < 0 {
+		return fmt.Sprintf("%.3f s before", -s)
+	}
+	return fmt.Sprintf("%.3f s after", s)
 }
 
 func plural(n int, one, many string) string {
@@ -96,6 +106,3 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
-
-// seconds prints a signed duration in seconds, to the millisecond.
-func seconds(s float64) string { return fmt.Sprintf("%.3f s", s) }

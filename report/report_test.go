@@ -229,7 +229,7 @@ func TestMatrixModelAndLockLoss(t *testing.T) {
 			LockLoss: MergeLockLoss(&LockLoss{Told: 1, Samples: []float64{0.8}}, &LockLoss{Told: 1, NotTold: 1, Samples: []float64{1.2}})}}}
 	full := string(MatrixMarkdown(m))
 	for _, want := range []string{"2 run(s) per cell, histories judged under the model lease (a tenure ends at its release's invocation",
-		"caught 2/2; lock loss: 2 holders told 1.200 s (median; 0.800 s to 1.200 s) after the server freed the lock; 1 more lost it untold |"} {
+		"caught 2/2; lock loss: 2 holders told 1.200 s after the server freed the lock (median; from 0.800 s after to 1.200 s after); 1 more lost it untold |"} {
 		if !strings.Contains(full, want) {
 			t.Errorf("matrix.md lacks %q:\n%s", want, full)
 		}

@@ -134,11 +134,11 @@ func TestAddVerdictRevocationsAndLockLoss(t *testing.T) {
 	if !reflect.DeepEqual(r.LockLoss, want) {
 		t.Fatalf("lock loss %+v, want %+v", r.LockLoss, want)
 	}
-	if s := r.LockLoss.String(); s != "3 holders told 0.300 s (median; -0.100 s to 1.200 s) after the server freed the lock; 2 more lost it untold" {
+	if s := r.LockLoss.String(); s != "3 holders told 0.300 s after the server freed the lock (median; from 0.100 s before to 1.200 s after); 2 more lost it untold" {
 		t.Fatalf("lock loss in words: %q", s)
 	}
 	b, _ := json.Marshal(r)
-	for _, key := range []string{`"model":"lease"`, `"anomaly_count":2`, `"anomaly_kinds":{"revoked during release":2}`, `"lock_loss":{"told":3,"not_told":2,`, `"median_s":0.3`} {
+	for _, key := range []string{`"model":"lease"`, `"anomaly_count":2`, `"anomaly_kinds":{"revoked during release":2}`, `"lock_loss":{"told":3,"not_told":2,"latencies_s":[-0.1,0.3,1.2],`, `"median_s":0.3`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("results.json lacks %s:\n%s", key, b)
 		}
@@ -146,7 +146,7 @@ func TestAddVerdictRevocationsAndLockLoss(t *testing.T) {
 	var out strings.Builder
 	PrintRuns(&out, []Run{{Case: "c", Approach: "a", Clients: 1, Status: "as expected", Explanation: "expected safe, observed no violation",
 		Model: r.Model, AnomalyCount: r.AnomalyCount, Anomalies: r.Anomalies, LockLoss: r.LockLoss, Linearizable: checker.LinYes}})
-	for _, w := range []string{"c: revoked during release: no grant meanwhile\n", "c: lock loss: 3 holders told 0.300 s (median;",
+	for _, w := range []string{"c: revoked during release: no grant meanwhile\n", "c: lock loss: 3 holders told 0.300 s after the server freed the lock (median;",
 		"model: lease (a tenure ends at its release's invocation"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("printed runs lack %q:\n%s", w, out.String())
@@ -168,7 +168,15 @@ func TestMergeLockLoss(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("merged %+v, want %+v", got, want)
 	}
-	if s := (&LockLoss{NotTold: 1}).String(); s != "1 holder lost the lock untold" {
+	untold := &LockLoss{NotTold: 1}
+	if s := untold.String(); s != "1 holder lost the lock untold" {
+		t.Fatalf("%q", s)
+	}
+	if b, _ := json.Marshal(untold); string(b) != `{"told":0,"not_told":1}` {
+		t.Fatalf("no holder told, yet %s", b) // a median of 0 would read as told at once
+	}
+	early := MergeLockLoss(&LockLoss{Told: 1, Samples: []float64{-0.774}})
+	if s := early.String(); s != "1 holder told 0.774 s before the server freed the lock" {
 		t.Fatalf("%q", s)
 	}
 }

@@ -52,6 +52,18 @@ type Fate struct {
 	// Crashed is when the holder's process crashed holding the lock
 	// (CrashIndex its event); 0: it did not.
 	Crashed, CrashIndex int64
+	// Regranted (mutex model) is when the holder was first granted the
+	// lock again while it held it; 0: never.
+	Regranted int64
+}
+
+// beyond reports whether the tenure went on past what ends it under the
+// lease model (a failed release, a crash) or took in a grant of its own
+// (mutex model): the holder's beliefs about its lease from then on are of
+// a lease the model does not see, and must not change how the grants
+// that came during its own lease are classified.
+func (iv Interval) beyond() bool {
+	return iv.cut() != 0 || iv.fate().Regranted != 0
 }
 
 // fate is what befell the tenure (the zero Fate: nothing).
@@ -302,6 +314,10 @@ func (m *Mutex) Add(ev history.Event) {
 				m.regrants = append(m.regrants, DoubleGrant{Key: ev.Key, Kind: NeverReleased, Held: iv,
 					Second: Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
 						ValidUntil: ev.ValidUntil, Token: ev.Token}})
+				if iv.fate().Regranted == 0 {
+					iv.note(func(f *Fate) { f.Regranted = ev.T })
+					m.open[pk] = iv
+				}
 			}
 			return // the tenure goes on (a lease lock's re-entry by its holder)
 		}
@@ -312,7 +328,7 @@ func (m *Mutex) Add(ev history.Event) {
 			m.infoAcquire[pk] = true
 		}
 	case ev.F == history.Extend && ev.Type == history.OK:
-		if iv, held := m.open[pk]; held && ev.ValidUntil != 0 {
+		if iv, held := m.open[pk]; held && ev.ValidUntil != 0 && !iv.beyond() {
 			iv.ValidUntil = ev.ValidUntil
 			m.open[pk] = iv
 		}
@@ -359,7 +375,7 @@ func (m *Mutex) Add(ev history.Event) {
 			m.unheld[pk] = ev.Index
 			return
 		}
-		if ev.ValidUntil != 0 {
+		if ev.ValidUntil != 0 && !iv.beyond() {
 			iv.ValidUntil = ev.ValidUntil // its belief as it lets go
 		}
 		if m.model == ModelMutex {

@@ -29,7 +29,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "locklab check: want one history file (locklab check FILE [--format jsonl|edn] [--html DIR])")
+		fmt.Fprintln(stderr, "locklab check: want one history file (locklab check FILE [--model mutex|lease] [--format jsonl|edn] [--html DIR])")
 		return exitUsage
 	}
 	path := fs.Arg(0)

@@ -30,16 +30,23 @@ func remoteConfig(t *testing.T, dir, name string, servers []remotehosts.Server, 
 }
 
 // dockerCommands are fault commands acting on the containers of net
-// through docker, as an operator's would through ssh and systemctl: those
-// for ops, or all four pairs.
+// through docker, as an operator's would through ssh, systemctl and
+// iptables: those for ops, or all of them.
 func dockerCommands(net *remotehosts.Network, ops ...string) string {
-	verbs := map[string]string{"pause": "pause", "resume": "unpause", "kill": "kill", "start": "start"}
+	ctr := net.Name + "-{node}"
+	cmds := map[string]string{
+		"pause": "docker pause " + ctr, "resume": "docker unpause " + ctr,
+		"kill": "docker kill " + ctr, "start": "docker start " + ctr,
+		"isolate": "docker network disconnect " + net.Name + " " + ctr,
+		"rejoin":  "docker network connect --ip {host} " + net.Name + " " + ctr,
+		"clock":   fmt.Sprintf("docker exec %s sh -c 'echo {offset} > %[2]s.tmp && mv %[2]s.tmp %[2]s'", ctr, remotehosts.ClockFile),
+	}
 	if len(ops) == 0 {
-		ops = []string{"pause", "resume", "kill", "start"}
+		ops = []string{"pause", "resume", "kill", "start", "isolate", "rejoin", "clock"}
 	}
 	var b strings.Builder
 	for _, op := range ops {
-		fmt.Fprintf(&b, "    %s: docker %s %s-{node}\n", op, verbs[op], net.Name)
+		fmt.Fprintf(&b, "    %s: %s\n", op, cmds[op])
 	}
 	return b.String()
 }
@@ -154,6 +161,54 @@ func TestServersOnOtherHosts(t *testing.T) {
 				if !strings.Contains(string(log), s.Node+" "+op+s.Container) {
 					t.Errorf("fault-commands.log has no %s%s of %s", op, s.Container, s.Node)
 				}
+			}
+		}
+	})
+
+	t.Run("server clock jump through a command", func(t *testing.T) {
+		results := filepath.Join(tmp, "clock")
+		code, out := runLocklab(t, nil, "run", "--cluster", "external", "--config", cfg, "--allow-remote", "--approach", "redis-setnx-px-lua",
+			"--results", results, scenario("redis-server-clock-jump"))
+		if code != exitOK {
+			t.Fatalf("exit %d, want the scenario's expected outcome:\n%s", code, out)
+		}
+		dir, res := readResults(t, results)
+		if len(res.Runs) != 1 || res.Runs[0].DoubleGrants == 0 {
+			t.Fatalf("runs = %+v, want a double grant", res.Runs)
+		}
+		log, _ := os.ReadFile(filepath.Join(dir, "fault-commands.log"))
+		for _, want := range []string{"redis-0 clock: docker exec " + net.Name + "-redis-0 sh -c 'echo +15.000 > ", "echo +0.000 > "} {
+			if !strings.Contains(string(log), want) {
+				t.Errorf("fault-commands.log lacks %q:\n%s", want, log)
+			}
+		}
+	})
+
+	t.Run("server isolate through commands", func(t *testing.T) {
+		results := filepath.Join(tmp, "isolate")
+		code, out := runLocklab(t, nil, "run", "--cluster", "external", "--config", cfg, "--allow-remote", "--results", results,
+			writeScenario(t, t.TempDir(), `name: remote-isolate
+approaches: [redis-redlock]
+workload: {kind: mutex, clients: 2, keys: 1, hold: 5ms, ttl: 5s, acquire-timeout: 1s}
+duration: 5s
+seed: 1
+faults:
+  - fault: server-isolate
+    target: {node: redis-1}
+    at: 1s
+    for: 2s
+expect:
+  "*": [safe]
+`))
+		if code != exitOK {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		dir, _ := readResults(t, results)
+		historyHasFault(t, dir, "server-isolate")
+		log, _ := os.ReadFile(filepath.Join(dir, "fault-commands.log"))
+		for _, want := range []string{"redis-1 isolate: docker network disconnect ", "redis-1 rejoin: docker network connect --ip " + strings.Split(servers[1].Addr, ":")[0]} {
+			if !strings.Contains(string(log), want) {
+				t.Errorf("fault-commands.log lacks %q:\n%s", want, log)
 			}
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,9 +66,15 @@ func New(t testing.TB) *Network {
 
 func ownerLabel() string { return labelOwner + "=" + strconv.Itoa(os.Getpid()) }
 
+// ClockFile is where each server's clock offset is, in its container: the
+// servers run under libfaketime (the local image has it), so a fault
+// command that writes an offset there moves that server's clock.
+const ClockFile = "/locklab-clock/faketime.rc"
+
 // Redis starts count Redis servers without persistence (a restart loses
-// every key) from the local image, named as locklab names an external
-// config's Redis nodes, and waits until each answers.
+// every key) from the local image, under libfaketime (ClockFile), named as
+// locklab names an external config's Redis nodes, and waits until each
+// answers.
 func (n *Network) Redis(t testing.TB, count int) []Server {
 	t.Helper()
 	var out []Server
@@ -76,9 +83,14 @@ func (n *Network) Redis(t testing.TB, count int) []Server {
 		n.next = n.next.Next()
 		s := Server{Node: fmt.Sprintf("redis-%d", i), Addr: net.JoinHostPort(ip.String(), "6379")}
 		s.Container = n.Name + "-" + s.Node
+		// Debian's redis-server needs tcmalloc before libfaketime
+		// (docs/facts.md); the offset stays across a restart.
 		docker(t, "run", "-d", "--name", s.Container, "--network", n.Name, "--ip", ip.String(), "--label", ownerLabel(),
-			"--entrypoint", "redis-server", "locklab/redis:bookworm",
-			"--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no")
+			"-e", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+			"-e", "FAKETIME_TIMESTAMP_FILE="+ClockFile, "-e", "FAKETIME_NO_CACHE=1", "-e", "FAKETIME_DONT_FAKE_MONOTONIC=1",
+			"--entrypoint", "sh", "locklab/redis:bookworm", "-c",
+			"mkdir -p "+path.Dir(ClockFile)+" && { [ -e "+ClockFile+" ] || echo +0 > "+ClockFile+"; } && exec redis-server "+
+				"--port 6379 --bind 0.0.0.0 --protected-mode no --save '' --appendonly no")
 		out = append(out, s)
 	}
 	for _, s := range out {

@@ -171,13 +171,53 @@ func needLinks(f Fault, t Target) error {
 	return nil
 }
 
-// needNodeProcess: server faults signal a node locklab runs.
+// needNodeProcess: server faults act on a node locklab runs, or one the
+// user gave fault commands for.
 func needNodeProcess(f Fault, t Target) error {
 	if t.Kind != TargetNode {
 		return unavailable(f, t, "acts on server nodes")
 	}
 	if t.Process == nil {
-		return unavailable(f, t, "locklab does not run this server (external)")
+		return unavailable(f, t, "locklab does not run this server (external), and the cluster config gives it no fault-commands")
+	}
+	return nil
+}
+
+// A node's process may offer only some of what its type has: a server
+// locklab does not run is paused, killed and started by the user's fault
+// commands, where given. Such a node says so; a Process without these
+// methods can do everything its type has.
+type (
+	pauseChecker   interface{ CanPause() error }
+	restartChecker interface{ CanRestart() error }
+)
+
+// needNodePause: server-pause stops and resumes the node.
+func needNodePause(f Fault, t Target) error {
+	if err := needNodeProcess(f, t); err != nil {
+		return err
+	}
+	if c, ok := t.Process.(pauseChecker); ok {
+		if err := c.CanPause(); err != nil {
+			return unavailable(f, t, err.Error())
+		}
+	}
+	return nil
+}
+
+// needNodeRestart: server-kill and server-restart kill the node and
+// start it again.
+func needNodeRestart(f Fault, t Target) error {
+	if err := needNodeProcess(f, t); err != nil {
+		return err
+	}
+	if _, ok := t.Process.(Restarter); !ok {
+		return unavailable(f, t, "cannot be restarted")
+	}
+	if c, ok := t.Process.(restartChecker); ok {
+		if err := c.CanRestart(); err != nil {
+			return unavailable(f, t, err.Error())
+		}
 	}
 	return nil
 }

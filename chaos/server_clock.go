@@ -24,7 +24,8 @@ const ThreatServerClockJump = "server-clock-jump"
 // The heal moves the clock back by exactly what this injection added.
 //
 // Options: offset (required; "40s" forward, "-40s" back). Targets: a node
-// locklab runs under libfaketime.
+// locklab runs under libfaketime, or one of the user's with a clock fault
+// command.
 type ServerClock struct {
 	Offset Duration `yaml:"offset"`
 }

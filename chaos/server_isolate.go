@@ -19,7 +19,8 @@ const ThreatServerCutOff = "server-cut-off"
 // gone) rather than hang.
 //
 // Options: none (the step's `for` is the isolation). Targets: a node of a
-// Docker cluster (--cluster docker: `docker network disconnect`).
+// Docker cluster (--cluster docker: `docker network disconnect`), or one of
+// the user's with isolate and rejoin fault commands.
 type ServerIsolate struct{}
 
 // Isolator is what the fault needs of a node (cluster.Node has it; only

@@ -13,22 +13,14 @@ import (
 //
 // Options: none (the step's `for` is the downtime; without it the server
 // stays down until the engine heals everything at the end). Targets: a node
-// locklab runs.
+// locklab runs, or one of the user's with kill and start fault commands.
 type ServerKill struct{}
 
 func (ServerKill) Kind() string    { return "server-kill" }
 func (ServerKill) Threat() string  { return ThreatServerCrash }
 func (ServerKill) Validate() error { return nil }
 
-func (f ServerKill) Available(t Target) error {
-	if err := needNodeProcess(f, t); err != nil {
-		return err
-	}
-	if _, ok := t.Process.(Restarter); !ok {
-		return unavailable(f, t, "cannot be restarted")
-	}
-	return nil
-}
+func (f ServerKill) Available(t Target) error { return needNodeRestart(f, t) }
 
 func (f ServerKill) Inject(ctx context.Context, t Target) (Heal, error) {
 	if err := t.Process.Kill(); err != nil {

@@ -10,14 +10,14 @@ import "context"
 // leadership, and etcd's new leader extends every lease.
 //
 // Options: none (the step's `for` is the pause). Targets: a node locklab
-// runs (not an external server).
+// runs, or one of the user's with pause and resume fault commands.
 type ServerPause struct{}
 
 func (ServerPause) Kind() string    { return "server-pause" }
 func (ServerPause) Threat() string  { return ThreatServerPause }
 func (ServerPause) Validate() error { return nil }
 
-func (f ServerPause) Available(t Target) error { return needNodeProcess(f, t) }
+func (f ServerPause) Available(t Target) error { return needNodePause(f, t) }
 
 func (f ServerPause) Inject(ctx context.Context, t Target) (Heal, error) {
 	return pause(f, t)

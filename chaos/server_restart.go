@@ -20,7 +20,8 @@ import (
 // health check after the run says so; restarting it silently would hide
 // that.
 //
-// Options: delay (default 0: restart at once). Targets: a node locklab runs.
+// Options: delay (default 0: restart at once). Targets: a node locklab
+// runs, or one of the user's with kill and start fault commands.
 type ServerRestart struct {
 	Delay Duration `yaml:"delay"`
 }
@@ -35,7 +36,7 @@ func (f ServerRestart) Validate() error {
 	return nil
 }
 
-func (f ServerRestart) Available(t Target) error { return ServerKill{}.Available(t) }
+func (f ServerRestart) Available(t Target) error { return needNodeRestart(f, t) }
 
 func (f ServerRestart) Inject(ctx context.Context, t Target) (Heal, error) {
 	r := t.Process.(Restarter)

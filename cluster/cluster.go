@@ -33,6 +33,7 @@ type Node struct {
 	proxy  *toxiproxy.Proxy
 	proc   *process         // a server locklab runs on this machine
 	ctr    *dockerContainer // a server locklab runs as a container
+	cmds   *nodeCommands    // the user's server, with the user's fault commands
 	health func(ctx context.Context) error
 }
 
@@ -48,9 +49,30 @@ func (n *Node) DirectAddr() string { return n.direct }
 // Proxy is the fault-injecting proxy in front of the node.
 func (n *Node) Proxy() *toxiproxy.Proxy { return n.proxy }
 
-// Controllable says whether locklab runs the server, so it can pause,
-// kill and restart it (not so for an external server).
-func (n *Node) Controllable() bool { return n.proc != nil || n.ctr != nil }
+// Controllable says whether locklab can act on the server: it runs it, so
+// it can pause, kill and restart it, or the user gave fault commands for
+// it (CanPause, CanRestart, CanIsolate and CanSetClock say which).
+func (n *Node) Controllable() bool { return n.proc != nil || n.ctr != nil || n.cmds != nil }
+
+// runsIt says whether locklab runs the server itself.
+func (n *Node) runsIt() bool { return n.proc != nil || n.ctr != nil }
+
+// CanPause says why the server cannot be paused and resumed, or nil.
+func (n *Node) CanPause() error {
+	if n.runsIt() {
+		return nil
+	}
+	return n.cmds.can(OpPause, OpResume)
+}
+
+// CanRestart says why the server cannot be killed and started again, or
+// nil.
+func (n *Node) CanRestart() error {
+	if n.runsIt() {
+		return nil
+	}
+	return n.cmds.can(OpKill, OpStart)
+}
 
 // Pid is the server's process id (a container's main process), or 0 when
 // locklab does not run it.
@@ -75,6 +97,9 @@ func (n *Node) Pause() error {
 	if n.ctr != nil {
 		return n.ctr.pause()
 	}
+	if n.cmds != nil {
+		return n.cmds.do(context.Background(), OpPause)
+	}
 	if n.proc == nil {
 		return fmt.Errorf("pause %s: %w", n.Name, ErrUnsupported)
 	}
@@ -85,6 +110,9 @@ func (n *Node) Pause() error {
 func (n *Node) Resume() error {
 	if n.ctr != nil {
 		return n.ctr.resume()
+	}
+	if n.cmds != nil {
+		return n.cmds.do(context.Background(), OpResume)
 	}
 	if n.proc == nil {
 		return fmt.Errorf("resume %s: %w", n.Name, ErrUnsupported)
@@ -97,6 +125,13 @@ func (n *Node) Kill() error {
 	if n.ctr != nil {
 		return n.ctr.kill(true)
 	}
+	if n.cmds != nil {
+		if err := n.cmds.do(context.Background(), OpKill); err != nil {
+			return err
+		}
+		n.cmds.setKilled(true)
+		return nil
+	}
 	if n.proc == nil {
 		return fmt.Errorf("kill %s: %w", n.Name, ErrUnsupported)
 	}
@@ -107,8 +142,14 @@ func (n *Node) Kill() error {
 }
 
 // CanIsolate says whether the node can be cut off its network (a node of a
-// Docker cluster), or why not.
-func (n *Node) CanIsolate() error { return canIsolate(n.ctr != nil, n.ctr != nil && n.ctr.onHost) }
+// Docker cluster, or one with isolate and rejoin fault commands), or why
+// not.
+func (n *Node) CanIsolate() error {
+	if n.cmds != nil {
+		return n.cmds.can(OpIsolate, OpRejoin)
+	}
+	return canIsolate(n.ctr != nil, n.ctr != nil && n.ctr.onHost)
+}
 
 // canIsolate: only a container on a network of its own can be cut off it.
 func canIsolate(inContainer, onHostNetwork bool) error {
@@ -127,6 +168,9 @@ func (n *Node) Isolate() error {
 	if err := n.CanIsolate(); err != nil {
 		return fmt.Errorf("isolate %s: %w", n.Name, err)
 	}
+	if n.cmds != nil {
+		return n.cmds.do(context.Background(), OpIsolate)
+	}
 	return n.ctr.isolate()
 }
 
@@ -136,7 +180,11 @@ func (n *Node) Rejoin(ctx context.Context) error {
 	if err := n.CanIsolate(); err != nil {
 		return fmt.Errorf("rejoin %s: %w", n.Name, err)
 	}
-	if err := n.ctr.rejoin(ctx); err != nil {
+	if n.cmds != nil {
+		if err := n.cmds.do(ctx, OpRejoin); err != nil {
+			return err
+		}
+	} else if err := n.ctr.rejoin(ctx); err != nil {
 		return err
 	}
 	return waitHealthy(ctx, n)
@@ -150,6 +198,12 @@ func (n *Node) Restart(ctx context.Context) error {
 			return err
 		}
 		if err := n.ctr.start(ctx); err != nil {
+			return err
+		}
+		return waitHealthy(ctx, n)
+	}
+	if n.cmds != nil {
+		if err := n.cmds.restart(ctx); err != nil {
 			return err
 		}
 		return waitHealthy(ctx, n)
@@ -177,6 +231,7 @@ type Cluster struct {
 	spawn    *spawn.Spawner
 	dir      string         // temp dir removed at Close; "" for external
 	docker   *dockerSession // the containers' engine, network and guard (--cluster docker)
+	commands *commandRunner // runs the user's fault commands (external clusters that give some)
 	closeMu  sync.Mutex
 	closed   bool
 	Versions map[impls.Server]string
@@ -199,6 +254,16 @@ func (c *Cluster) NodesOf(b impls.Server) []*Node {
 		if n.Server == b {
 			out = append(out, n)
 		}
+	}
+	return out
+}
+
+// Addresses are the servers' own addresses (host:port), per kind, in
+// start order: where a run's traffic goes.
+func (c *Cluster) Addresses() map[impls.Server][]string {
+	out := map[impls.Server][]string{}
+	for _, n := range c.nodes {
+		out[n.Server] = append(out[n.Server], n.direct)
 	}
 	return out
 }

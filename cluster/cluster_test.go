@@ -140,24 +140,15 @@ func TestParseExternalConfig(t *testing.T) {
 	}{
 		{"ok", "redis: [127.0.0.1:6379]\nmysql: root@tcp(127.0.0.1:3306)/locklab\nzookeeper: [localhost:2181]\n", ""},
 		{"malformed", "redis: [127.0.0.1:6379\n", "malformed YAML"},
-		{"typo", "rediss: [127.0.0.1:6379]\n", `unknown key "rediss" (keys: etcd, mysql, postgres, redis, zookeeper)`},
-		{"remote", "redis: [10.0.0.1:6379]\n", "not on loopback"},
+		{"typo", "rediss: [127.0.0.1:6379]\n", `unknown key "rediss" (keys: etcd, mysql, postgres, redis, zookeeper, allow-remote, fault-commands, fault-timeout)`},
+		{"remote", "redis: [10.0.0.1:6379]\n", "not on this machine's loopback (127.0.0.0/8, ::1, localhost): locklab floods its servers and injects faults, so it sends traffic to another host only with --allow-remote"},
 		{"bad dsn", "mysql: 'nope'\n", "mysql DSN"},
 		{"empty", "{}\n", "no servers listed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var cfg ExternalConfig
-			err := ParseExternalConfig([]byte(tt.yaml), &cfg)
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("err = %v, want %q", err, tt.wantErr)
-			}
+			parseAs(t, tt.yaml, &cfg, tt.wantErr)
 		})
 	}
 }
@@ -202,7 +193,7 @@ func TestConnectExternalMySQLDSNGoesThroughProxy(t *testing.T) {
 
 // TestExampleConfigParses keeps the shipped example in step with the parser.
 func TestExampleConfigParses(t *testing.T) {
-	cfg, err := LoadExternalConfig(context.Background(), "../examples/compose-cluster.yaml")
+	cfg, err := LoadExternalConfig(context.Background(), "../examples/compose-cluster.yaml", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,9 @@ type DockerConfig struct {
 	// Images names the image of each server kind; a kind missing here
 	// takes PublicImages' (see ParseImages for the --image flag).
 	Images map[impls.Server]string
+	// AllowRemote: the engine may be on another host (--allow-remote),
+	// whose published ports locklab then sends its traffic to.
+	AllowRemote bool
 }
 
 // PublicImages are the official public images a Docker cluster runs by
@@ -95,10 +98,12 @@ func dockerKinds() []string {
 	return sortedKindNames(func(k Kind) bool { return k.ImageFrom == "" })
 }
 
-// StartDocker starts the configured servers as containers of the local
-// Docker engine, on a network of their own, each published on 127.0.0.1
-// only and put behind a proxy like a local node. Pause, kill and restart
-// act on the whole container. On error nothing is left running.
+// StartDocker starts the configured servers as containers of the Docker
+// engine testcontainers-go finds (DOCKER_HOST, ...), on a network of their
+// own, each published on 127.0.0.1 only (on the engine's host, for an
+// engine elsewhere: see DockerEngine) and put behind a proxy like a local
+// node. Pause, kill and restart act on the whole container. On error
+// nothing is left running.
 //
 // testcontainers' reaper (Ryuk) is an image this machine may not be able to
 // pull, so it is off; a guard process removes the containers instead when
@@ -108,18 +113,19 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 		cfg.StartTimeout = 90 * time.Second
 	}
 	images := Images(cfg.Images)
-	// testcontainers' settings are process-wide: its reaper setting is read
-	// once, at its first use in this process, and its default logger would
-	// print every container's life to stderr.
-	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
-		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
-	tclog.SetDefault(quietLogger{})
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	cli, err := newDockerClient(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("--cluster docker: the Docker engine does not answer: %w", err)
+		return nil, err
 	}
-	d := &dockerSession{cli: cli, id: randomID(), images: images}
+	engine, err := engineOf(ctx, cli)
+	if err == nil {
+		err = engine.check(cfg.LocalConfig, cfg.AllowRemote)
+	}
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	d := &dockerSession{cli: cli, id: randomID(), images: images, engine: engine}
 	c := newCluster()
 	c.docker = d
 	defer func() {
@@ -131,7 +137,7 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	if err := d.startGuard(); err != nil {
 		return nil, err
 	}
-	if cfg.FakeTime || cfg.needsHostDir() {
+	if cfg.FakeTime && !engine.Remote || cfg.needsHostDir() {
 		// The clock offset files live on the host, mounted into the
 		// containers, so SetClockOffset writes them as it does locally;
 		// so do the Sentinels' configuration files, which they rewrite.
@@ -176,6 +182,22 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	return c, nil
 }
 
+// newDockerClient is a client of the engine testcontainers-go finds.
+func newDockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
+	// testcontainers' settings are process-wide: its reaper setting is read
+	// once, at its first use in this process, and its default logger would
+	// print every container's life to stderr.
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
+	tclog.SetDefault(quietLogger{})
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster docker: the Docker engine does not answer: %w", err)
+	}
+	return cli, nil
+}
+
 // containerSpec is one server container.
 type containerSpec struct {
 	name string
@@ -204,14 +226,16 @@ func (c *Cluster) startContainer(ctx context.Context, s containerSpec) (*Node, e
 		if err != nil {
 			return nil, err
 		}
-		direct := addr(ports[0])
+		direct := d.engine.addr(ports[0])
 		cmd := s.cmd
 		if s.etcdMembers > 0 {
 			cmd = etcdArgs(s.name, s.etcdMembers, "http://"+direct)
 		}
 		var clock string // the host's offset file of a container under libfaketime
 		if s.fakeTime {
-			if clock, err = c.clockFile(s); err != nil {
+			if d.engine.Remote {
+				clock = containerClockFile // kept in the container (docker.go: setClock)
+			} else if clock, err = c.clockFile(s); err != nil {
 				return nil, err
 			}
 		}
@@ -253,7 +277,10 @@ func (c *Cluster) startContainer(ctx context.Context, s containerSpec) (*Node, e
 }
 
 // containerClockDir is where a container sees its clock offset file.
-const containerClockDir = "/locklab-clock"
+const (
+	containerClockDir  = "/locklab-clock"
+	containerClockFile = containerClockDir + "/" + fakeTimeFile
+)
 
 // clockFile makes the host's offset file of a container (offset 0).
 func (c *Cluster) clockFile(s containerSpec) (string, error) {
@@ -286,10 +313,12 @@ func (c *dockerContainer) hasFakeTime(ctx context.Context, tcmalloc bool) error 
 const (
 	labelSession = "locklab.session"
 	labelOwner   = "locklab.owner" // pid of the locklab that made it
+	labelHost    = "locklab.host"  // the machine that locklab ran on
 )
 
 type dockerSession struct {
 	cli     *testcontainers.DockerClient
+	engine  DockerEngine
 	id      string
 	images  map[impls.Server]string
 	network string
@@ -315,7 +344,15 @@ func randomID() string {
 }
 
 func (d *dockerSession) labels() map[string]string {
-	return map[string]string{labelSession: d.id, labelOwner: strconv.Itoa(os.Getpid())}
+	return map[string]string{labelSession: d.id, labelOwner: strconv.Itoa(os.Getpid()), labelHost: thisHost()}
+}
+
+// thisHost names this machine in labels: an engine elsewhere may hold the
+// containers of locklabs on several machines, and a pid means something
+// only on its own.
+func thisHost() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 // ensureImage pulls ref when the engine does not have it; a failed pull
@@ -415,12 +452,19 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 		env[k] = v
 	}
 	var binds []string
+	var files []testcontainers.ContainerFile
 	if clock != "" {
-		for _, kv := range fakeTimeVars(containerClockDir+"/"+fakeTimeFile, s.tcmalloc) {
+		for _, kv := range fakeTimeVars(containerClockFile, s.tcmalloc) {
 			k, v, _ := strings.Cut(kv, "=")
 			env[k] = v
 		}
-		binds = []string{filepath.Dir(clock) + ":" + containerClockDir}
+		if d.engine.Remote {
+			// This machine's files are not the engine's: the offset
+			// file lives in the container, copied in before it starts.
+			files = []testcontainers.ContainerFile{{Reader: strings.NewReader(offsetString(0) + "\n"), ContainerFilePath: containerClockFile, FileMode: 0o644}}
+		} else {
+			binds = []string{filepath.Dir(clock) + ":" + containerClockDir}
+		}
 	}
 	ip, err := d.nextAddress()
 	if err != nil {
@@ -428,12 +472,12 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 	}
 	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
 		Image: d.imageOf(s.server), Name: "locklab-" + d.id + "-" + s.name,
-		Entrypoint: s.entrypoint, Cmd: cmd, Env: env, Labels: d.labels(),
+		Entrypoint: s.entrypoint, Cmd: cmd, Env: env, Labels: d.labels(), Files: files,
 		ExposedPorts:   []string{s.port},
 		Networks:       []string{d.network},
 		NetworkAliases: map[string][]string{d.network: {s.name}},
 		HostConfigModifier: func(hc *container.HostConfig) {
-			hc.PortBindings = network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(hostPort)}}}
+			hc.PortBindings = network.PortMap{port: {{HostIP: d.engine.publishIP, HostPort: strconv.Itoa(hostPort)}}}
 			hc.Binds = binds
 			hc.Sysctls = s.sysctls
 		},
@@ -446,7 +490,8 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 	tc, err := testcontainers.GenericContainer(ctx, req)
 	var ctr *dockerContainer
 	if tc != nil {
-		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: s.name, network: d.network, ip: ip, clockFile: clock, hostPort: hostPort}
+		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: s.name, network: d.network, ip: ip, clockFile: clock,
+			clockInside: clock != "" && d.engine.Remote, hostPort: hostPort, remote: d.engine.Remote}
 	}
 	return ctr, err
 }
@@ -481,7 +526,7 @@ func (d *dockerSession) removeOrphans(ctx context.Context) {
 		return
 	}
 	for _, ct := range list.Items {
-		if pid, err := strconv.Atoi(ct.Labels[labelOwner]); err == nil && !alive(pid) {
+		if pid, err := strconv.Atoi(ct.Labels[labelOwner]); err == nil && d.mine(ct.Labels) && !alive(pid) {
 			d.cli.ContainerRemove(ctx, ct.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		}
 	}
@@ -490,10 +535,20 @@ func (d *dockerSession) removeOrphans(ctx context.Context) {
 		return
 	}
 	for _, n := range nets.Items {
-		if pid, err := strconv.Atoi(n.Labels[labelOwner]); err == nil && !alive(pid) {
+		if pid, err := strconv.Atoi(n.Labels[labelOwner]); err == nil && d.mine(n.Labels) && !alive(pid) {
 			d.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
 		}
 	}
+}
+
+// mine says whether labels are those of a locklab of this machine (whose
+// pid alive can check): older labels name no host, and were made on an
+// engine of this machine.
+func (d *dockerSession) mine(labels map[string]string) bool {
+	if h, ok := labels[labelHost]; ok {
+		return h == thisHost()
+	}
+	return !d.engine.Remote
 }
 
 // close removes every container and the network, then lets the guard go.
@@ -537,7 +592,15 @@ type dockerContainer struct {
 	ip      netip.Addr // its address on the network (nextAddress)
 	// clockFile is the host's file of the container's clock offset
 	// (libfaketime reads it through a mount); "" when not under it.
-	clockFile string
+	// clockInside: the file is the container's own (an engine elsewhere,
+	// which cannot mount this machine's files), set through the engine;
+	// offset is the last set.
+	clockFile   string
+	clockInside bool
+	offset      lastOffset
+	// remote: the engine is elsewhere, so its ports are not this
+	// machine's to hold.
+	remote bool
 	// onHost: on the host's network (createOnHost), which it cannot be
 	// cut from.
 	onHost bool
@@ -613,7 +676,7 @@ func (c *dockerContainer) rejoin(ctx context.Context) error {
 // holdPort keeps the stopped container's published port from other
 // programs until start.
 func (c *dockerContainer) holdPort() {
-	if c.hostPort == 0 {
+	if c.hostPort == 0 || c.remote {
 		return
 	}
 	c.heldMu.Lock()

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +38,11 @@ ids=$(%[1]s ps -aq --filter label=%[2]s=%[3]s)
 %[1]s network rm locklab-%[3]s >/dev/null 2>&1
 exit 0`, docker, labelSession, d.id)
 	cmd := exec.Command("sh", "-c", script)
+	// The engine the containers are on, which need not be the one the
+	// docker command would pick by itself (testcontainers-go also reads
+	// ~/.testcontainers.properties and the Docker context): an engine
+	// elsewhere is cleaned up as this machine's is.
+	cmd.Env = append(withoutEnv(os.Environ(), "DOCKER_HOST", "DOCKER_CONTEXT"), "DOCKER_HOST="+d.engine.URL)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pipe, err := cmd.StdinPipe()
 	if err != nil {
@@ -47,6 +55,18 @@ exit 0`, docker, labelSession, d.id)
 	go func() { cmd.Wait(); close(g.done) }()
 	d.guard = g
 	return nil
+}
+
+// withoutEnv is env without the variables named.
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // release ends the guard after a clean Close (nothing left for it to

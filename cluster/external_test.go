@@ -22,22 +22,15 @@ func TestParseExternalConfigAllServerKinds(t *testing.T) {
 			[]impls.Server{impls.Postgres, impls.Etcd}},
 		{"postgres default port", "postgres: postgres://u:pw@localhost/db\n", "", []impls.Server{impls.Postgres}},
 		{"postgres not a URL", "postgres: 'host=127.0.0.1 port=5432'\n", "want a URL", nil},
-		{"postgres remote", "postgres: postgres://u@10.1.2.3:5432/db\n", "not on loopback", nil},
-		{"etcd remote", "etcd: [192.168.1.2:2379]\n", "not on loopback", nil},
+		{"postgres remote", "postgres: postgres://u@10.1.2.3:5432/db\n", "only with --allow-remote", nil},
+		{"etcd remote", "etcd: [192.168.1.2:2379]\n", "only with --allow-remote", nil},
 		{"port out of range", "redis: [127.0.0.1:99999]\n", "is not a port", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var cfg ExternalConfig
-			err := ParseExternalConfig([]byte(tt.yaml), &cfg)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if !parseAs(t, tt.yaml, &cfg, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 				want := false
@@ -53,7 +46,7 @@ func TestParseExternalConfigAllServerKinds(t *testing.T) {
 }
 
 func TestLoadExternalConfigIsBounded(t *testing.T) {
-	if _, err := LoadExternalConfig(context.Background(), "/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := LoadExternalConfig(context.Background(), "/dev/zero", false); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("err = %v, want the size bound named", err)
 	}
 }

@@ -91,14 +91,8 @@ func fakeTimeVars(file string, withTCMalloc bool) []string {
 // writeOffset replaces the offset file at once (rename), so libfaketime
 // never reads a half-written offset.
 func writeOffset(file string, d time.Duration) error {
-	// libfaketime reads "+1.5" as 1.5 s ahead ("-2" behind); seconds with
-	// a decimal point keep millisecond offsets exact.
-	s := strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
-	if d >= 0 {
-		s = "+" + s
-	}
 	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(s+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(offsetString(d)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("clock offset: %w", err)
 	}
 	if err := os.Rename(tmp, file); err != nil {
@@ -113,7 +107,7 @@ var ErrNoFakeTime = errors.New("server clock cannot be moved")
 // offsetFile is the node's offset file, or why it has none.
 func (n *Node) offsetFile() (string, error) {
 	if n.proc == nil && n.ctr == nil {
-		return "", fmt.Errorf("%s: locklab does not run this server: %w", n.Name, ErrNoFakeTime)
+		return "", fmt.Errorf("%s: locklab does not run this server, and the cluster config gives it no clock fault command: %w", n.Name, ErrNoFakeTime)
 	}
 	if n.ctr != nil && n.ctr.clockFile != "" {
 		return n.ctr.clockFile, nil
@@ -136,6 +130,15 @@ func (n *Node) offsetFile() (string, error) {
 
 // CanSetClock reports why SetClockOffset cannot work on n, or nil.
 func (n *Node) CanSetClock() error {
+	if n.cmds != nil {
+		if err := n.cmds.can(OpClock); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrNoFakeTime)
+		}
+		return nil
+	}
+	if n.ctr != nil && n.ctr.clockInside {
+		return nil
+	}
 	_, err := n.offsetFile()
 	return err
 }
@@ -143,8 +146,14 @@ func (n *Node) CanSetClock() error {
 // SetClockOffset sets the server's wall clock to the real time plus d, at
 // once (a jump, both ways). It keeps its data; on Redis keys whose expiry
 // time the jump passes expire at once. The offset survives a restart of the
-// node.
+// node. A user's server has its clock moved by its clock fault command.
 func (n *Node) SetClockOffset(d time.Duration) error {
+	if n.cmds != nil {
+		return n.cmds.setClock(context.Background(), d)
+	}
+	if n.ctr != nil && n.ctr.clockInside {
+		return n.ctr.setClock(d)
+	}
 	f, err := n.offsetFile()
 	if err != nil {
 		return err
@@ -154,6 +163,15 @@ func (n *Node) SetClockOffset(d time.Duration) error {
 
 // ClockOffset is the node's current clock offset.
 func (n *Node) ClockOffset() (time.Duration, error) {
+	if err := n.CanSetClock(); err != nil {
+		return 0, err
+	}
+	if n.cmds != nil {
+		return n.cmds.offset.get(), nil
+	}
+	if n.ctr != nil && n.ctr.clockInside {
+		return n.ctr.offset.get(), nil
+	}
 	f, err := n.offsetFile()
 	if err != nil {
 		return 0, err
@@ -167,6 +185,25 @@ func (n *Node) ClockOffset() (time.Duration, error) {
 		return 0, fmt.Errorf("clock offset of %s: %q: %w", n.Name, b, err)
 	}
 	return time.Duration(s * float64(time.Second)), nil
+}
+
+// lastOffset is the clock offset last set on a server whose offset file
+// locklab cannot read back (it is the container's, or on another host).
+type lastOffset struct {
+	mu sync.Mutex
+	d  time.Duration
+}
+
+func (o *lastOffset) set(d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.d = d
+}
+
+func (o *lastOffset) get() time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.d
 }
 
 // restartUnderFakeTime starts already running nodes again under libfaketime

@@ -17,6 +17,10 @@ import (
 type PlannedNode struct {
 	kind   Kind
 	docker bool
+	// external: the user's servers (ExternalConfig.Planned); commands
+	// are the fault commands of each node a fault may pick (nil: none).
+	external bool
+	commands []*nodeCommands
 }
 
 // Planned is a node of kind s as StartLocal (docker false) or StartDocker
@@ -41,12 +45,51 @@ func (PlannedNode) Restart(context.Context) error { return errPlanned }
 func (PlannedNode) Isolate() error                { return errPlanned }
 func (PlannedNode) Rejoin(context.Context) error  { return errPlanned }
 
+// eachCommands answers for the user's servers: every node a fault may pick
+// must have the commands for ops.
+func (p PlannedNode) eachCommands(ops ...string) error {
+	for _, c := range p.commands {
+		if err := c.can(ops...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CanPause: as Node.CanPause.
+func (p PlannedNode) CanPause() error {
+	if p.external {
+		return p.eachCommands(OpPause, OpResume)
+	}
+	return nil
+}
+
+// CanRestart: as Node.CanRestart.
+func (p PlannedNode) CanRestart() error {
+	if p.external {
+		return p.eachCommands(OpKill, OpStart)
+	}
+	return nil
+}
+
 // CanIsolate: as Node.CanIsolate.
-func (p PlannedNode) CanIsolate() error { return canIsolate(p.docker, p.docker && p.kind.hostNetwork) }
+func (p PlannedNode) CanIsolate() error {
+	if p.external {
+		return p.eachCommands(OpIsolate, OpRejoin)
+	}
+	return canIsolate(p.docker, p.docker && p.kind.hostNetwork)
+}
 
 // CanSetClock: a kind that can run under libfaketime can have its clock
-// moved (a plan with a server clock fault starts its servers so).
+// moved (a plan with a server clock fault starts its servers so); the
+// user's servers, by their clock fault command.
 func (p PlannedNode) CanSetClock() error {
+	if p.external {
+		if err := p.eachCommands(OpClock); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrNoFakeTime)
+		}
+		return nil
+	}
 	if p.kind.NoFakeTime != "" {
 		return fmt.Errorf("%s: %w", p.kind.NoFakeTime, ErrNoFakeTime)
 	}
@@ -58,8 +101,8 @@ func (PlannedNode) ClockOffset() (time.Duration, error) { return 0, errPlanned }
 
 // CanFailover: only the Sentinel topology fails over.
 func (p PlannedNode) CanFailover() error {
-	if p.kind.Server != impls.RedisSentinel {
-		return fmt.Errorf("a %s node is not a Redis of the Sentinel topology", p.kind.Server)
+	if p.kind.Server != impls.RedisSentinel || p.external {
+		return fmt.Errorf("a %s node is not a Redis of the Sentinel topology locklab runs", p.kind.Server)
 	}
 	return nil
 }

@@ -43,7 +43,8 @@ func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Regist
 
 // HarnessFor connects the suite to approach a on c: clients through the
 // proxies, faults on every node of a's server kind, and those nodes to
-// kill where locklab runs them (not the user's own servers).
+// kill where locklab can kill and start them (it runs them, or the user
+// gave the fault commands).
 func HarnessFor(c *cluster.Cluster, a impls.Approach) (Harness, error) {
 	nodes := c.NodesOf(a.Server)
 	if len(nodes) == 0 {
@@ -52,7 +53,7 @@ func HarnessFor(c *cluster.Cluster, a impls.Approach) (Harness, error) {
 	targets := chaos.NodeTargets(nodes)
 	var killable []Node
 	for _, n := range nodes {
-		if n.Controllable() {
+		if n.CanRestart() == nil {
 			killable = append(killable, n)
 		}
 	}

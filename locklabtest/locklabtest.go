@@ -92,7 +92,7 @@ func TestLocker(t *testing.T, a impls.Approach) {
 	if err := check(a); err != nil {
 		t.Fatal(err)
 	}
-	c, err := runner.StartServers(t.Context(), "", nil, []impls.Server{a.Server})
+	c, err := runner.StartServers(t.Context(), nil, nil, []impls.Server{a.Server})
 	if err != nil {
 		t.Fatalf("locklabtest: %v", err)
 	}

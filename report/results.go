@@ -28,9 +28,12 @@ type Results struct {
 	Config     any               `json:"config"`         // the bench settings as given
 	Versions   map[string]string `json:"versions"`       // locklab, go, each server
 	Host       Host              `json:"host"`
-	Runs       []Run             `json:"runs"`
-	Verdict    Verdict           `json:"verdict"`
-	Artifacts  []string          `json:"artifacts,omitempty"` // files written next to this one
+	// Servers are the servers' own addresses (host:port), per kind: the
+	// hosts the run sent its traffic to.
+	Servers   map[string][]string `json:"servers,omitempty"`
+	Runs      []Run               `json:"runs"`
+	Verdict   Verdict             `json:"verdict"`
+	Artifacts []string            `json:"artifacts,omitempty"` // files written next to this one
 }
 
 // Host describes the machine the numbers come from.

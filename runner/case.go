@@ -295,6 +295,11 @@ func (r *caseRun) healthyAfter(ctx context.Context) error {
 			return infraErr(fmt.Errorf("%s: servers did not recover after the faults: %w", r.c.Name, err))
 		}
 	}
+	if errors.Is(r.engineErr, cluster.ErrFaultCommand) {
+		// The user's command did not do what the history says was
+		// injected: nothing observed is an observation of that fault.
+		return infraErr(fmt.Errorf("%s: %w", r.c.Name, r.engineErr))
+	}
 	if r.engineErr != nil {
 		r.env.logf("warning: %s: faults: %v", r.c.Name, r.engineErr)
 	}

@@ -99,26 +99,55 @@ func compileFaults(c Case) ([]chaos.Planned, error) {
 	return plan, nil
 }
 
+// placement is where a plan's servers will run: started by locklab
+// (as containers or not), or the user's (ext).
+type placement struct {
+	docker bool
+	ext    *cluster.ExternalConfig
+}
+
+// node is what a step's node selector will pick, as planned: nil when
+// locklab can do nothing to any of them (the user's servers without fault
+// commands).
+func (w placement) node(server impls.Server, sel chaos.Selector) (chaos.Process, error) {
+	if w.ext == nil {
+		return cluster.Planned(server, w.docker)
+	}
+	var names []string
+	switch {
+	case len(sel.Nodes) > 0:
+		names = sel.Nodes
+	case namedNode(sel.Node):
+		names = []string{sel.Node}
+	}
+	node, ok, err := w.ext.Planned(server, names)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return node, nil
+}
+
 // checkAvailable asks every fault whether it can act on the kind of target
-// its step selects, before anything starts: an external server cannot be
-// paused, a goroutine client cannot be stopped, only a container can be cut
-// off its network, an etcd node's clock cannot be moved. A node target is
-// the node as its kind will start in mode (clusterMode): cluster.Planned
-// answers by the rules of a started node.
-func checkAvailable(c Case, mode string) error {
+// its step selects, before anything starts: a server of the user's cannot
+// be paused without a fault command to do it, a goroutine client cannot be
+// stopped, only a container (or a fault command) can cut a server off its
+// network, an etcd node's clock cannot be moved. A node target is the node
+// as it will run where the plan's servers run: cluster.Planned answers by
+// the rules of a started node.
+func checkAvailable(c Case, where placement) error {
 	for i, st := range c.Faults {
 		t := chaos.Target{Kind: st.Target.Kind(), Name: st.Target.String()}
 		switch t.Kind {
 		case chaos.TargetNode:
-			if mode != "external" {
-				server := c.Approach.Server
-				if st.Target.Server != "" {
-					server = impls.Server(st.Target.Server)
-				}
-				node, err := cluster.Planned(server, mode == "docker")
-				if err != nil {
-					return fmt.Errorf("%s: fault %d (%s): %w", c.Name, i+1, st.Fault.Kind(), err)
-				}
+			server := c.Approach.Server
+			if st.Target.Server != "" {
+				server = impls.Server(st.Target.Server)
+			}
+			node, err := where.node(server, st.Target)
+			if err != nil {
+				return fmt.Errorf("%s: fault %d (%s): %w", c.Name, i+1, st.Fault.Kind(), err)
+			}
+			if node != nil {
 				t.Process = node
 			}
 			if !c.Direct {

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
@@ -62,7 +63,7 @@ func faultCase(t *testing.T, approach string, spec workload.Spec, faults ...chao
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkAvailable(c, "local"); err != nil {
+	if err := checkAvailable(c, placement{}); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -289,11 +290,12 @@ func TestServerIsolateAvailability(t *testing.T) {
 		{"zk-sequential", "local", "--cluster docker"},
 		{"redis-sentinel-lua", "docker", "host's network"},
 	} {
+		where := placement{docker: tc.mode == "docker"}
 		a, err := reg.Get(tc.approach)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = checkAvailable(Case{Name: tc.approach, Approach: a, Faults: []chaos.Step{isolate()}}, tc.mode)
+		err = checkAvailable(Case{Name: tc.approach, Approach: a, Faults: []chaos.Step{isolate()}}, where)
 		switch {
 		case tc.refusal == "" && err != nil:
 			t.Errorf("%s in %s: %v", tc.approach, tc.mode, err)
@@ -333,7 +335,60 @@ func TestServerFaultsAServerCannotTakeAreRefusedBeforeTheRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = checkAvailable(Case{Name: tc.approach, Approach: a, Faults: []chaos.Step{tc.st}}, tc.mode)
+			where := placement{docker: tc.mode == "docker"}
+			if tc.mode == "external" {
+				where.ext = &cluster.ExternalConfig{Servers: map[impls.Server][]string{a.Server: {"127.0.0.1:6379"}}}
+			}
+			err = checkAvailable(Case{Name: tc.approach, Approach: a, Faults: []chaos.Step{tc.st}}, where)
+			switch {
+			case tc.refusal == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+				t.Errorf("err = %v, want a refusal naming %q", err, tc.refusal)
+			}
+		})
+	}
+}
+
+// On the user's servers, a server fault needs the fault commands that do
+// it on every node it may pick: refused before the run otherwise, naming
+// the node that has none; a node the config does not list is refused too.
+func TestUsersServersTakeTheFaultsTheirCommandsDo(t *testing.T) {
+	ext := &cluster.ExternalConfig{AllowRemote: true}
+	if err := cluster.ParseExternalConfig([]byte(`redis: [10.0.0.1:6379, 10.0.0.2:6379, 10.0.0.3:6379, 10.0.0.4:6379, 10.0.0.5:6379]
+fault-commands:
+  redis-0:
+    pause: docker pause {node}
+    resume: docker unpause {node}
+    kill: docker kill {node}
+    start: docker start {node}
+  redis-1:
+    pause: docker pause {node}
+    resume: docker unpause {node}
+`), ext); err != nil {
+		t.Fatal(err)
+	}
+	a, err := all.Registry().Get("redis-redlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		fault   string
+		sel     chaos.Selector
+		refusal string
+	}{
+		{"server-pause", chaos.Selector{Node: "redis-1"}, ""},
+		{"server-pause", chaos.Selector{Nodes: []string{"redis-0", "redis-1"}}, ""},
+		{"server-pause", chaos.Selector{Node: "all"}, "redis-2 and its fault-commands give no pause or resume command"},
+		{"server-restart", chaos.Selector{Node: "redis-0"}, ""},
+		{"server-kill", chaos.Selector{Node: "redis-1"}, "redis-1 and its fault-commands give no kill or start command"},
+		{"server-isolate", chaos.Selector{Node: "redis-0"}, "no isolate or rejoin command"},
+		{"server-pause", chaos.Selector{Node: "redis-9"}, `no redis node "redis-9"`},
+		{"server-pause", chaos.Selector{Node: "redis-4"}, "gives it no fault-commands"},
+	} {
+		t.Run(tc.fault+"/"+tc.sel.String(), func(t *testing.T) {
+			c := Case{Name: a.Name, Approach: a, Faults: []chaos.Step{step(t, tc.fault, tc.sel, time.Second, time.Second, nil)}}
+			err := checkAvailable(c, placement{ext: ext})
 			switch {
 			case tc.refusal == "" && err != nil:
 				t.Errorf("refused: %v", err)

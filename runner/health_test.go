@@ -20,7 +20,7 @@ import (
 // ownServers starts servers of the test's own and writes them as an
 // external cluster's config, so the test can kill one that locklab cannot
 // restart.
-func ownServers(t *testing.T, backends ...impls.Server) (*cluster.Cluster, string) {
+func ownServers(t *testing.T, backends ...impls.Server) (*cluster.Cluster, *cluster.ExternalConfig) {
 	t.Helper()
 	servers, err := cluster.StartLocal(context.Background(), cluster.ForServers(backends...))
 	if err != nil {
@@ -36,7 +36,11 @@ func ownServers(t *testing.T, backends ...impls.Server) (*cluster.Cluster, strin
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return servers, path
+	ext, err := LoadExternal(context.Background(), path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return servers, ext
 }
 
 // smallCase is two clients on one key for d, with 5 ms holds.

@@ -99,7 +99,7 @@ func planLanes(cases []Case, shared, spare int) []lane {
 // cluster, whose servers are what they are.
 func (p Plan) redisLanes(parallel bool) (shared, spare int) {
 	shared = cluster.ForServers(impls.Redis).Nodes[impls.Redis]
-	if parallel && p.External == "" {
+	if parallel && p.External == nil {
 		spare = spareLanes(p.Cases)
 	}
 	return shared, spare

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
@@ -26,8 +27,8 @@ type MatrixOptions struct {
 	MinCatchRate float64
 	Seed         uint64
 	ResultsDir   string
-	External     string
-	Docker       *Docker // the servers run as containers
+	External     *cluster.ExternalConfig // the user's servers
+	Docker       *Docker                 // the servers run as containers
 }
 
 // MatrixPlan makes a plan of every applicable cell of the matrix, Runs
@@ -95,7 +96,7 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 				if err := c.Validate(); err != nil {
 					return Plan{}, nil, usageErr(err)
 				}
-				if err := checkAvailable(c, clusterMode(opt.External, opt.Docker)); err != nil {
+				if err := checkAvailable(c, placement{docker: opt.Docker != nil, ext: opt.External}); err != nil {
 					return Plan{}, nil, usageErr(err)
 				}
 				p.Cases = append(p.Cases, c)

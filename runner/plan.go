@@ -21,7 +21,8 @@ type Plan struct {
 	Kind       string // bench, run, matrix: the title of summaries
 	Cases      []Case
 	ResultsDir string // results/<run-id>/ goes here
-	External   string // YAML of server addresses; "" = start the servers locally
+	// External, when set, is the user's servers (--cluster external).
+	External *cluster.ExternalConfig
 	// Docker, when set, starts the servers as containers (--cluster docker).
 	Docker *Docker
 	Config any // the settings as given, echoed into results.json
@@ -33,6 +34,8 @@ type Plan struct {
 // Docker is how a plan's servers run as containers.
 type Docker struct {
 	Images map[impls.Server]string // per server kind; missing: cluster.PublicImages
+	// AllowRemote: the engine may be on another host (--allow-remote).
+	AllowRemote bool
 }
 
 // images are the images asked for, for results.json (nil: not Docker).
@@ -44,14 +47,22 @@ func (d *Docker) images() map[impls.Server]string {
 }
 
 // clusterMode names where the servers run, for results.json.
-func clusterMode(external string, docker *Docker) string {
+func clusterMode(external *cluster.ExternalConfig, docker *Docker) string {
 	switch {
-	case external != "":
+	case external != nil:
 		return "external"
 	case docker != nil:
 		return "docker"
 	}
 	return "local"
+}
+
+// externalPath is the user's cluster config file, for results.json.
+func externalPath(ext *cluster.ExternalConfig) string {
+	if ext == nil {
+		return ""
+	}
+	return ext.Path
 }
 
 // ServerOptions say how the servers of a plan are run (locally).
@@ -131,10 +142,10 @@ type BenchConfig struct {
 	// is set per case).
 	Workload   workload.Spec
 	ResultsDir string
-	External   string  // YAML of server addresses; "" = start locally
-	Docker     *Docker // start the servers as containers
-	Direct     bool    // bypass the fault-injecting proxies
-	NoHistory  bool    // record nothing, check nothing (to measure recording's cost)
+	External   *cluster.ExternalConfig // the user's servers; nil: start them
+	Docker     *Docker                 // start the servers as containers
+	Direct     bool                    // bypass the fault-injecting proxies
+	NoHistory  bool                    // record nothing, check nothing (to measure recording's cost)
 }
 
 // configJSON is how the config appears in results.json, durations readable.
@@ -144,7 +155,7 @@ func (c BenchConfig) configJSON() map[string]any {
 		"approaches": c.Approaches, "clients": c.Clients, "duration": w.Duration.String(), "keys": w.Keys,
 		"hold": w.Hold.String(), "ttl": w.TTL.String(), "acquire_timeout": w.AcquireTimeout.String(),
 		"seed": w.Seed, "cluster": clusterMode(c.External, c.Docker),
-		"external_config": c.External, "images": c.Docker.images(), "via_proxy": !c.Direct, "workload": w.Kind, "fenced": w.Fenced,
+		"external_config": externalPath(c.External), "images": c.Docker.images(), "via_proxy": !c.Direct, "workload": w.Kind, "fenced": w.Fenced,
 		"recorded": !c.NoHistory, "rate_per_sec": w.Rate,
 	}
 }
@@ -212,7 +223,7 @@ type ScenarioOptions struct {
 	Seed       *uint64       // override the scenario's seed
 	Duration   time.Duration // override the scenario's duration; 0: as written
 	ResultsDir string
-	External   string
+	External   *cluster.ExternalConfig
 	Docker     *Docker
 	// Runs repeats each approach's case this many times, run i with seed
 	// seed+i (0 or 1: once, named after the approach alone).
@@ -258,7 +269,7 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 			return Plan{}, usageErr(err)
 		}
 		for i := range runs {
-			c, err := scenarioCase(s, a, seed+uint64(i), duration, clusterMode(opt.External, opt.Docker))
+			c, err := scenarioCase(s, a, seed+uint64(i), duration, placement{docker: opt.Docker != nil, ext: opt.External})
 			if err != nil {
 				return Plan{}, err
 			}
@@ -278,7 +289,7 @@ func workloadSpec(w workload.Spec, duration time.Duration, seed uint64) workload
 }
 
 // scenarioCase is one run of a scenario for approach a.
-func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration time.Duration, mode string) (Case, error) {
+func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration time.Duration, where placement) (Case, error) {
 	w := s.Workload
 	c := Case{Name: a.Name, Approach: a, Record: true, Processes: s.Processes,
 		Servers:  ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
@@ -297,7 +308,7 @@ func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration 
 	if err := c.Validate(); err != nil {
 		return Case{}, usageErr(err)
 	}
-	if err := checkAvailable(c, mode); err != nil {
+	if err := checkAvailable(c, where); err != nil {
 		return Case{}, usageErr(err)
 	}
 	return c, nil

@@ -86,14 +86,14 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		return nil, usageErr(fmt.Errorf("nothing to run"))
 	}
 	// Usage errors first: nothing is created for a run that cannot start.
-	ext, err := loadExternal(ctx, p)
+	if err := checkExternalKinds(p.External, p.servers()); err != nil {
+		return nil, err
+	}
+	s, err := newSession(r, p, p.External)
 	if err != nil {
 		return nil, err
 	}
-	s, err := newSession(r, p, ext)
-	if err != nil {
-		return nil, err
-	}
+	defer s.closeFaultLog() // after the servers: their last heals write to it
 	defer s.closeServers()
 	if err := s.save(); err != nil {
 		return s.out, infraErr(err)
@@ -110,41 +110,44 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 	return s.end(ctx, runErr)
 }
 
-// loadExternal reads the plan's external cluster config (nil without
-// one) and checks it lists every server kind the approaches need.
-func loadExternal(ctx context.Context, p Plan) (*cluster.ExternalConfig, error) {
-	return loadExternalFor(ctx, p.External, p.servers())
-}
-
-// loadExternalFor reads the user's cluster config at path ("": none),
-// which must list servers of every kind in kinds.
-func loadExternalFor(ctx context.Context, path string, kinds []impls.Server) (*cluster.ExternalConfig, error) {
-	if path == "" {
-		return nil, nil
-	}
-	cfg, err := cluster.LoadExternalConfig(ctx, path)
+// LoadExternal reads the user's cluster config at path (--cluster
+// external --config path); allowRemote is --allow-remote. A bad config is
+// a usage error.
+func LoadExternal(ctx context.Context, path string, allowRemote bool) (*cluster.ExternalConfig, error) {
+	cfg, err := cluster.LoadExternalConfig(ctx, path, allowRemote)
 	if err != nil {
-		return nil, usageErr(err)
-	}
-	for _, k := range kinds {
-		if !cfg.Has(k) {
-			return nil, usageErr(fmt.Errorf("cluster config %s lists no %s servers, which the approaches need", path, k))
+		if ctx.Err() != nil {
+			return nil, err
 		}
+		return nil, usageErr(err)
 	}
 	return &cfg, nil
 }
 
+// checkExternalKinds: the user's config (nil: none) must list servers of
+// every kind in kinds.
+func checkExternalKinds(ext *cluster.ExternalConfig, kinds []impls.Server) error {
+	if ext == nil {
+		return nil
+	}
+	for _, k := range kinds {
+		if !ext.Has(k) {
+			return usageErr(fmt.Errorf("cluster config %s lists no %s servers, which the approaches need", ext.Path, k))
+		}
+	}
+	return nil
+}
+
 // StartServers has servers of the given kinds running as a plan's are:
 // started on this machine (each kind with its default number of nodes),
-// as containers (docker set), or the user's own (external: the path of
-// their cluster config). Errors wrap ErrUsage (a bad config) or ErrInfra
-// (servers that did not start). The caller closes the cluster.
-func StartServers(ctx context.Context, external string, docker *Docker, kinds []impls.Server) (*cluster.Cluster, error) {
-	ext, err := loadExternalFor(ctx, external, kinds)
-	if err != nil {
+// as containers (docker set), or the user's own (external). Errors wrap
+// ErrUsage (a config that lacks a kind) or ErrInfra (servers that did not
+// start). The caller closes the cluster.
+func StartServers(ctx context.Context, external *cluster.ExternalConfig, docker *Docker, kinds []impls.Server) (*cluster.Cluster, error) {
+	if err := checkExternalKinds(external, kinds); err != nil {
 		return nil, err
 	}
-	return startCluster(ctx, ext, docker, localConfig(kinds, ServerOptions{}))
+	return startCluster(ctx, external, docker, localConfig(kinds, ServerOptions{}))
 }
 
 func anyRecorded(p Plan) bool {
@@ -187,7 +190,7 @@ func localConfig(kinds []impls.Server, opts ServerOptions) cluster.LocalConfig {
 // when docker is set), or connects to the user's.
 func startCluster(ctx context.Context, ext *cluster.ExternalConfig, docker *Docker, cfg cluster.LocalConfig) (*cluster.Cluster, error) {
 	if docker != nil {
-		cl, err := cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cfg, Images: docker.Images})
+		cl, err := cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cfg, Images: docker.Images, AllowRemote: docker.AllowRemote})
 		if err != nil {
 			return nil, infraErr(fmt.Errorf("start containers: %w", err))
 		}

@@ -38,6 +38,7 @@ type session struct {
 	// own, started beside the shared ones.
 	sharedRedis, spareRedis int
 	hfile                   *history.Writer // nil: no case records its history
+	faultLog                *lazyFile       // fault-commands.log; nil: the servers take no fault commands
 	base                    caseEnv         // what every case's environment starts from
 	slots                   chan struct{}   // a parallel run's cases at once
 	mu                      sync.Mutex      // guards res, out, hists and step between lanes
@@ -59,6 +60,9 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 	}
 	s := &session{r: r, p: p, ext: ext, dir: dir, res: res, out: &Outcome{Dir: dir, Results: res},
 		kinds: p.servers(), hists: map[string][3]*hdrhistogram.Histogram{}}
+	if ext != nil && ext.HasFaultCommands() {
+		s.faultLog = &lazyFile{path: filepath.Join(dir, faultLogName)}
+	}
 	s.sharedRedis, s.spareRedis = p.redisLanes(r.Parallel)
 	maxCases := r.MaxCases
 	if maxCases <= 0 {
@@ -106,9 +110,18 @@ func (s *session) ensureServers(ctx context.Context, c Case) error {
 		return err
 	}
 	s.servers, s.serversFor = cl, c.servers()
+	if s.faultLog != nil {
+		cl.SetFaultLog(s.faultLog)
+	}
 	s.r.logf("cluster ready in %.2fs: %d nodes", time.Since(started).Seconds(), len(cl.Nodes()))
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for kind, v := range cl.Versions {
 		s.res.Versions[string(kind)] = v
+	}
+	s.res.Servers = map[string][]string{}
+	for kind, addrs := range cl.Addresses() {
+		s.res.Servers[string(kind)] = addrs
 	}
 	return nil
 }
@@ -118,6 +131,57 @@ func (s *session) closeServers() {
 		s.servers.Close()
 		s.servers = nil
 	}
+}
+
+// faultLogName is the file of a run's fault commands and what they said.
+const faultLogName = "fault-commands.log"
+
+// closeFaultLog closes fault-commands.log, once the servers are closed
+// (their last heals write to it).
+func (s *session) closeFaultLog() {
+	if s.faultLog != nil {
+		s.faultLog.Close()
+	}
+}
+
+// lazyFile is a file created at its first write: a run whose fault
+// commands never ran has no log of them.
+type lazyFile struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	err  error
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil && l.err == nil {
+		l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.f.Write(p)
+}
+
+// created says whether the file was written (nil: there is none).
+func (l *lazyFile) created() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f != nil
+}
+
+func (l *lazyFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }
 
 // record keeps one finished case, in the order cases finish.
@@ -260,6 +324,9 @@ func (s *session) end(ctx context.Context, runErr error) (*Outcome, error) {
 	s.res.Artifacts = []string{"index.html", "results.json", "summary.md"}
 	if s.hfile != nil {
 		s.res.Artifacts = append(s.res.Artifacts, "history.jsonl")
+	}
+	if s.faultLog.created() {
+		s.res.Artifacts = append(s.res.Artifacts, faultLogName)
 	}
 	s.res.Artifacts = append(s.res.Artifacts, writeArtifacts(s.dir, s.p, s.res.Runs, s.hists, s.r.logf)...)
 	for _, run := range s.res.Runs {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what locklab needs on Debian 12: the servers it starts (Redis,
 # MariaDB, ZooKeeper), make, what builds the images of --cluster docker
-# (debootstrap) and proves compose.yaml (docker-compose), the lock libraries
+# (debootstrap) and proves compose.yaml (docker-compose), socat (the tests
+# reach the Docker engine over TCP through it, as an engine elsewhere is
+# reached: docs/remote.md), the lock libraries
 # the adapters under approaches/ wrap (redis-py, kazoo, python-etcd3 for
 # /usr/bin/python3; Curator and a JDK to compile its adapter), and a Go
 # toolchain as new as go.mod asks for.
@@ -15,7 +17,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PACKAGES=(make git ca-certificates curl unzip
   redis-server redis-tools mariadb-server zookeeper default-jre-headless
   postgresql etcd-server faketime libtcmalloc-minimal4 redis-sentinel
-  debootstrap docker-compose
+  debootstrap docker-compose socat
   python3-redis python3-kazoo python3-etcd3
   libcurator-recipes-java libcurator-framework-java default-jdk-headless)
 

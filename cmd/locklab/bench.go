@@ -81,7 +81,7 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 		Workload: workload.Spec{Kind: *kind, Duration: *duration, Keys: *keys, Hold: holdDist, TTL: *ttl,
 			AcquireTimeout: *acquireTimeout, Seed: *seed, Fenced: *fenced, Rate: *rate},
 	}
-	ext, docker, code := where.resolve(stderr)
+	ext, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
 		return code
 	}

@@ -39,7 +39,7 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		}
 		bs = append(bs, impls.Server(b))
 	}
-	_, docker, code := where.resolve(stderr)
+	_, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -47,7 +47,7 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	var c *cluster.Cluster
 	var err error
 	if docker != nil {
-		c, err = cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cluster.ForServers(bs...), Images: docker.Images})
+		c, err = cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cluster.ForServers(bs...), Images: docker.Images, AllowRemote: docker.AllowRemote})
 	} else {
 		c, err = cluster.StartLocal(ctx, cluster.ForServers(bs...))
 	}

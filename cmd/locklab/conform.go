@@ -57,7 +57,7 @@ func cmdConform(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		}
 		filter = re.MatchString
 	}
-	ext, docker, code := where.resolve(stderr)
+	ext, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
 		return code
 	}

@@ -92,15 +92,27 @@ func TestDockerRunIsolatesTheLeader(t *testing.T) {
 		t.Fatalf("locklab run: %v\n%s", err, out)
 	}
 	dir, _ := readResults(t, results)
+	if !historyHasFault(t, dir, "server-isolate") {
+		t.Logf("locklab run:\n%s", out)
+	}
+}
+
+// historyHasFault checks that the run in dir recorded an injection and a
+// heal of fault, and says whether it did.
+func historyHasFault(t *testing.T, dir, fault string) bool {
+	t.Helper()
 	h, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"op":"start","fault":"server-isolate"`, `"op":"stop","fault":"server-isolate"`} {
+	ok := true
+	for _, want := range []string{`"op":"start","fault":"` + fault + `"`, `"op":"stop","fault":"` + fault + `"`} {
 		if !strings.Contains(string(h), want) {
-			t.Errorf("the history has no %s event\n%s", want, out)
+			t.Errorf("the history has no %s event", want)
+			ok = false
 		}
 	}
+	return ok
 }
 
 // Neither a Ctrl-C nor a SIGKILL of locklab leaves a container behind.
@@ -111,24 +123,32 @@ func TestDockerSIGINTAndSIGKILLLeaveNoContainer(t *testing.T) {
 			// The Sentinel topology's containers are on the host's network:
 			// they must go as the others do.
 			cmd := locklab(tmp, "cluster", "up", "--cluster", "docker", "--image", "local", "--servers", "redis,mysql,redis-sentinel")
-			stdout, _ := cmd.StdoutPipe()
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			if !clusterUp(stdout) {
-				t.Fatal("cluster up --cluster docker never became ready")
-			}
-			pid := cmd.Process.Pid
-			if n := len(containersOf(t, pid)); n != 11 {
-				t.Fatalf("want 11 containers running, found %d", n)
-			}
-			cmd.Process.Signal(sig)
-			cmd.Wait()
-			waitNoContainers(t, pid, 30*time.Second)
+			signalDockerCluster(t, cmd, sig, 11)
 		})
 	}
+}
+
+// signalDockerCluster starts cmd (a `cluster up --cluster docker`), waits
+// until its containers (want of them) are up, signals it and waits until
+// they are gone.
+func signalDockerCluster(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, want int) {
+	t.Helper()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if !clusterUp(stdout) {
+		t.Fatal("cluster up --cluster docker never became ready")
+	}
+	pid := cmd.Process.Pid
+	if n := len(containersOf(t, pid)); n != want {
+		t.Fatalf("want %d containers running, found %d", want, n)
+	}
+	cmd.Process.Signal(sig)
+	cmd.Wait()
+	waitNoContainers(t, pid, 30*time.Second)
 }
 
 // composeCommand is Docker Compose as this machine has it: the docker
@@ -172,7 +192,7 @@ func TestComposeFileRunsWithLocalImages(t *testing.T) {
 	})
 	// Wait until every server answers, as a user would before a bench.
 	ctx := context.Background()
-	cfg, err := cluster.LoadExternalConfig(ctx, "../../examples/compose-cluster.yaml")
+	cfg, err := cluster.LoadExternalConfig(ctx, "../../examples/compose-cluster.yaml", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -89,12 +90,14 @@ func (l *intsFlag) Set(s string) error {
 	return nil
 }
 
-// clusterFlags are --cluster, --config and --image: where the servers run.
+// clusterFlags are --cluster, --config, --image and --allow-remote: where
+// the servers run.
 type clusterFlags struct {
-	cmd    string
-	mode   *string
-	config *string
-	images imageFlag
+	cmd         string
+	mode        *string
+	config      *string
+	images      imageFlag
+	allowRemote *bool
 }
 
 // addClusterFlags registers them on fs; external says whether the command
@@ -108,13 +111,61 @@ func addClusterFlags(fs *flag.FlagSet, cmd string, external bool) *clusterFlags 
 	}
 	f.mode = fs.String("cluster", "local", modes)
 	fs.Var(&f.images, "image", "with --cluster docker: local (the images scripts/images.sh builds), public (the default: redis:7.0, mariadb:10.11, ...), or SERVER=IMAGE for one server kind; repeatable")
+	remote := "a Docker engine on another host (DOCKER_HOST)"
+	if external {
+		remote = "servers on other hosts: addresses in --config that are not loopback, or " + remote
+	}
+	f.allowRemote = fs.Bool("allow-remote", false, "send locklab's traffic and faults to "+remote)
 	return f
 }
 
-// resolve checks the flags together; it returns the external config path
+// resolve checks the flags together; it returns the user's servers
+// (--cluster external: their config, read), the Docker settings (nil
+// otherwise), or an exit code >= 0 on bad usage. Servers on another host
+// are refused without --allow-remote; with it, it says once which hosts
+// locklab will send its traffic to.
+func (f *clusterFlags) resolve(ctx context.Context, stderr io.Writer) (*cluster.ExternalConfig, *runner.Docker, int) {
+	path, docker, code := f.check(stderr)
+	if code >= 0 {
+		return nil, nil, code
+	}
+	switch {
+	case path != "":
+		ext, err := runner.LoadExternal(ctx, path, *f.allowRemote)
+		if err != nil {
+			return nil, nil, exitCode(stderr, err)
+		}
+		if hosts := ext.RemoteHosts(); len(hosts) > 0 {
+			by := "--allow-remote"
+			if !*f.allowRemote {
+				by = "allow-remote in " + path
+			}
+			fmt.Fprintf(stderr, "locklab %s: servers on other hosts, which locklab's traffic and faults will reach: %s (allowed by %s)\n", f.cmd, strings.Join(hosts, ", "), by)
+		}
+		return ext, nil, -1
+	case docker != nil:
+		docker.AllowRemote = *f.allowRemote
+		if host := cluster.EngineElsewhere(os.Getenv("DOCKER_HOST")); host != "" && !*f.allowRemote {
+			fmt.Fprintf(stderr, "locklab %s: DOCKER_HOST names a Docker engine on another host (%s): locklab floods its servers and injects faults, so it starts them there only with --allow-remote\n", f.cmd, host)
+			return nil, nil, exitUsage
+		}
+		// An engine that does not answer is StartDocker's to report,
+		// with the servers' start.
+		if engine, err := cluster.FindDockerEngine(ctx); err == nil && engine.Remote {
+			if err := engine.Allowed(*f.allowRemote); err != nil {
+				fmt.Fprintf(stderr, "locklab %s: %v\n", f.cmd, err)
+				return nil, nil, exitUsage
+			}
+			fmt.Fprintf(stderr, "locklab %s: the Docker engine at %s is taken to be another machine's: its containers' ports are published on %s, and locklab's traffic and faults go there\n", f.cmd, engine.URL, engine.Host)
+		}
+	}
+	return nil, docker, -1
+}
+
+// check checks the flags together; it returns the external config path
 // ("" otherwise), the Docker settings (nil otherwise), or an exit code >= 0
 // on bad usage.
-func (f *clusterFlags) resolve(stderr io.Writer) (string, *runner.Docker, int) {
+func (f *clusterFlags) check(stderr io.Writer) (string, *runner.Docker, int) {
 	config := ""
 	if f.config != nil {
 		config = *f.config

@@ -53,7 +53,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		fmt.Fprintf(stderr, "locklab matrix: --parallel %d: must not be negative\n", *parallel)
 		return exitUsage
 	}
-	_, docker, code := where.resolve(stderr)
+	_, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
 		return code
 	}

@@ -41,7 +41,7 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 		fmt.Fprintln(stderr, "locklab run: want one scenario file: locklab run SCENARIO.yaml (see scenarios/)")
 		return exitUsage
 	}
-	ext, docker, code := where.resolve(stderr)
+	ext, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
 		return code
 	}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/locklab/locklab/internal/remotehosts"
+)
+
+// remoteConfig writes an external config naming servers by their network
+// addresses, with the fault commands given (YAML, indented under
+// fault-commands: redis:).
+func remoteConfig(t *testing.T, dir, name string, servers []remotehosts.Server, commands string) string {
+	t.Helper()
+	var addrs []string
+	for _, s := range servers {
+		addrs = append(addrs, s.Addr)
+	}
+	cfg := fmt.Sprintf("redis: [%s]\n", strings.Join(addrs, ", "))
+	if commands != "" {
+		cfg += "fault-commands:\n  redis:\n" + commands
+	}
+	return writeFile(t, dir, name, cfg)
+}
+
+// dockerCommands are fault commands acting on the containers of net
+// through docker, as an operator's would through ssh, systemctl and
+// iptables: those for ops, or all of them.
+func dockerCommands(net *remotehosts.Network, ops ...string) string {
+	ctr := net.Name + "-{node}"
+	cmds := map[string]string{
+		"pause": "docker pause " + ctr, "resume": "docker unpause " + ctr,
+		"kill": "docker kill " + ctr, "start": "docker start " + ctr,
+		"isolate": "docker network disconnect " + net.Name + " " + ctr,
+		"rejoin":  "docker network connect --ip {host} " + net.Name + " " + ctr,
+		"clock":   fmt.Sprintf("docker exec %s sh -c 'echo {offset} > %[2]s.tmp && mv %[2]s.tmp %[2]s'", ctr, remotehosts.ClockFile),
+	}
+	if len(ops) == 0 {
+		ops = []string{"pause", "resume", "kill", "start", "isolate", "rejoin", "clock"}
+	}
+	var b strings.Builder
+	for _, op := range ops {
+		fmt.Fprintf(&b, "    %s: %s\n", op, cmds[op])
+	}
+	return b.String()
+}
+
+// runLocklab runs locklab and returns its exit code and what it printed.
+func runLocklab(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("locklab %s: %v", strings.Join(args, " "), err)
+	}
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// Servers on "other hosts" (containers on a Docker network of the test's
+// own, addressed by their network addresses): refused without
+// --allow-remote; with it, a bench runs against them and records where,
+// and a shipped scenario's server restart acts on them through the fault
+// commands (run with the engine reached over TCP, as an engine elsewhere
+// is), showing its expected double grant. A fault command that fails is an
+// infrastructure error naming it; a fault no command does is refused
+// before the run.
+func TestServersOnOtherHosts(t *testing.T) {
+	net := remotehosts.New(t)
+	servers := net.Redis(t, 5)
+	tmp := t.TempDir()
+	cfg := remoteConfig(t, tmp, "remote.yaml", servers, dockerCommands(net))
+	scenario := func(name string) string { return filepath.Join("..", "..", "scenarios", name+".yaml") }
+
+	t.Run("refused without --allow-remote", func(t *testing.T) {
+		results := filepath.Join(tmp, "refused")
+		code, out := runLocklab(t, nil, "bench", "--cluster", "external", "--config", cfg, "--approaches", "redis-setnx-px-lua", "--results", results)
+		if code != exitUsage || !strings.Contains(out, servers[0].Addr) || !strings.Contains(out, "--allow-remote") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+			t.Fatalf("exit %d, want %d and one line naming the address and --allow-remote:\n%s", code, exitUsage, out)
+		}
+		if _, err := os.Stat(results); !os.IsNotExist(err) {
+			t.Errorf("a results folder was created (stat: %v)", err)
+		}
+	})
+
+	t.Run("bench", func(t *testing.T) {
+		results := filepath.Join(tmp, "bench")
+		code, out := runLocklab(t, nil, "bench", "--cluster", "external", "--config", cfg, "--allow-remote",
+			"--approaches", "redis-setnx-px-lua,redis-redlock", "--clients", "1,4", "--duration", "2s", "--results", results)
+		if code != exitOK {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		hosts := strings.Split(servers[0].Addr, ":")[0]
+		if !strings.Contains(out, "servers on other hosts, which locklab's traffic and faults will reach: "+hosts) || strings.Count(out, "servers on other hosts") != 1 {
+			t.Errorf("the hosts are not named once:\n%s", out)
+		}
+		_, res := readResults(t, results)
+		if len(res.Servers["redis"]) != len(servers) {
+			t.Fatalf("results.json servers = %v, want the %d addresses", res.Servers, len(servers))
+		}
+		for i, s := range servers {
+			if res.Servers["redis"][i] != s.Addr {
+				t.Errorf("results.json servers.redis[%d] = %s, want %s", i, res.Servers["redis"][i], s.Addr)
+			}
+		}
+		if v := res.Versions["redis"]; !strings.HasPrefix(v, "redis 7.") {
+			t.Errorf("results.json versions.redis = %q, want the servers' version", v)
+		}
+		if len(res.Runs) != 4 {
+			t.Fatalf("%d runs, want 4", len(res.Runs))
+		}
+		for _, r := range res.Runs {
+			if r.Acquired == 0 || r.DoubleGrants != 0 {
+				t.Errorf("%s: %d grants, %d double grants", r.Case, r.Acquired, r.DoubleGrants)
+			}
+		}
+	})
+
+	t.Run("server restart through the engine over TCP", func(t *testing.T) {
+		engine := remotehosts.EngineOverTCP(t)
+		results := filepath.Join(tmp, "restart")
+		code, out := runLocklab(t, []string{"DOCKER_HOST=" + engine}, "run", "--cluster", "external", "--config", cfg, "--allow-remote",
+			"--results", results, scenario("redlock-restart-no-persistence"))
+		if code != exitOK {
+			t.Fatalf("exit %d, want the scenario's expected outcome:\n%s", code, out)
+		}
+		dir, res := readResults(t, results)
+		if len(res.Runs) != 1 || res.Runs[0].DoubleGrants == 0 {
+			t.Fatalf("runs = %+v, want redis-redlock granting twice", res.Runs)
+		}
+		log, err := os.ReadFile(filepath.Join(dir, "fault-commands.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"redis-2 kill: docker kill " + net.Name + "-redis-2\n  exit 0", "redis-2 start: docker start " + net.Name + "-redis-2\n  exit 0"} {
+			if !strings.Contains(string(log), want) {
+				t.Errorf("fault-commands.log lacks %q:\n%s", want, log)
+			}
+		}
+	})
+
+	t.Run("server pause", func(t *testing.T) {
+		results := filepath.Join(tmp, "pause")
+		code, out := runLocklab(t, nil, "run", "--cluster", "external", "--config", cfg, "--allow-remote", "--approach", "redis-redlock",
+			"--duration", "5s", "--results", results, scenario("server-pause"))
+		if code != exitOK {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		dir, _ := readResults(t, results)
+		historyHasFault(t, dir, "server-pause")
+		log, _ := os.ReadFile(filepath.Join(dir, "fault-commands.log"))
+		for _, s := range servers {
+			for _, op := range []string{"pause: docker pause ", "resume: docker unpause "} {
+				if !strings.Contains(string(log), s.Node+" "+op+s.Container) {
+					t.Errorf("fault-commands.log has no %s%s of %s", op, s.Container, s.Node)
+				}
+			}
+		}
+	})
+
+	t.Run("server clock jump through a command", func(t *testing.T) {
+		results := filepath.Join(tmp, "clock")
+		code, out := runLocklab(t, nil, "run", "--cluster", "external", "--config", cfg, "--allow-remote", "--approach", "redis-setnx-px-lua",
+			"--results", results, scenario("redis-server-clock-jump"))
+		if code != exitOK {
+			t.Fatalf("exit %d, want the scenario's expected outcome:\n%s", code, out)
+		}
+		dir, res := readResults(t, results)
+		if len(res.Runs) != 1 || res.Runs[0].DoubleGrants == 0 {
+			t.Fatalf("runs = %+v, want a double grant", res.Runs)
+		}
+		log, _ := os.ReadFile(filepath.Join(dir, "fault-commands.log"))
+		for _, want := range []string{"redis-0 clock: docker exec " + net.Name + "-redis-0 sh -c 'echo +15.000 > ", "echo +0.000 > "} {
+			if !strings.Contains(string(log), want) {
+				t.Errorf("fault-commands.log lacks %q:\n%s", want, log)
+			}
+		}
+	})
+
+	t.Run("server isolate through commands", func(t *testing.T) {
+		results := filepath.Join(tmp, "isolate")
+		code, out := runLocklab(t, nil, "run", "--cluster", "external", "--config", cfg, "--allow-remote", "--results", results,
+			writeScenario(t, t.TempDir(), `name: remote-isolate
+approaches: [redis-redlock]
+workload: {kind: mutex, clients: 2, keys: 1, hold: 5ms, ttl: 5s, acquire-timeout: 1s}
+duration: 5s
+seed: 1
+faults:
+  - fault: server-isolate
+    target: {node: redis-1}
+    at: 1s
+    for: 2s
+expect:
+  "*": [safe]
+`))
+		if code != exitOK {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		dir, _ := readResults(t, results)
+		historyHasFault(t, dir, "server-isolate")
+		log, _ := os.ReadFile(filepath.Join(dir, "fault-commands.log"))
+		for _, want := range []string{"redis-1 isolate: docker network disconnect ", "redis-1 rejoin: docker network connect --ip " + strings.Split(servers[1].Addr, ":")[0]} {
+			if !strings.Contains(string(log), want) {
+				t.Errorf("fault-commands.log lacks %q:\n%s", want, log)
+			}
+		}
+	})
+
+	t.Run("a failing fault command is an infrastructure error", func(t *testing.T) {
+		bad := remoteConfig(t, tmp, "bad.yaml", servers, strings.ReplaceAll(dockerCommands(net), "docker pause "+net.Name, "docker pause "+net.Name+"-gone"))
+		code, out := runLocklab(t, nil, "run", "--cluster", "external", "--config", bad, "--allow-remote", "--approach", "redis-redlock",
+			"--duration", "3s", "--results", filepath.Join(tmp, "bad"), scenario("server-pause"))
+		if code != exitInfra || !strings.Contains(out, "fault command pause of redis-0 (docker pause "+net.Name+"-gone-redis-0)") {
+			t.Fatalf("exit %d, want %d naming the command:\n%s", code, exitInfra, out)
+		}
+	})
+
+	t.Run("a fault no command does is refused before the run", func(t *testing.T) {
+		pauseOnly := remoteConfig(t, tmp, "pause-only.yaml", servers, dockerCommands(net, "pause", "resume"))
+		results := filepath.Join(tmp, "no-kill")
+		code, out := runLocklab(t, nil, "run", "--cluster", "external", "--config", pauseOnly, "--allow-remote", "--results", results,
+			scenario("redlock-restart-no-persistence"))
+		if code != exitUsage || !strings.Contains(out, "server-restart") || !strings.Contains(out, "no kill or start command") {
+			t.Fatalf("exit %d, want %d naming the missing commands:\n%s", code, exitUsage, out)
+		}
+		if _, err := os.Stat(results); !os.IsNotExist(err) {
+			t.Errorf("a results folder was created (stat: %v)", err)
+		}
+	})
+
+	t.Run("an engine on another host is refused without --allow-remote", func(t *testing.T) {
+		// Refused before anything is sent: the address is a container of
+		// the test's network all the same.
+		host := strings.Split(servers[0].Addr, ":")[0]
+		code, out := runLocklab(t, []string{"DOCKER_HOST=tcp://" + host + ":2375"}, "bench", "--cluster", "docker", "--image", "local",
+			"--results", filepath.Join(tmp, "engine-refused"))
+		if code != exitUsage || !strings.Contains(out, "on another host ("+host+")") || !strings.Contains(out, "--allow-remote") {
+			t.Fatalf("exit %d, want %d naming the host and --allow-remote:\n%s", code, exitUsage, out)
+		}
+	})
+}
+
+// The Docker engine reached over TCP on 127.0.0.1 stands for an engine
+// elsewhere: --cluster docker starts the servers there and says so; a
+// shipped server restart and a server clock jump (the offset file kept in
+// the container, set through the engine: this machine's files are not the
+// engine's) show their double grants; and when locklab is killed, its
+// guard removes the containers through that engine.
+func TestDockerEngineOverTCP(t *testing.T) {
+	engine := remotehosts.EngineOverTCP(t)
+	tmp := t.TempDir()
+	// The guard's docker command, seen: which engine it was told to use.
+	bin := filepath.Join(tmp, "bin")
+	calls := filepath.Join(tmp, "docker-calls")
+	real, err := exec.LookPath("docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, bin, "docker", fmt.Sprintf("#!/bin/sh\necho \"$DOCKER_HOST $*\" >> %s\nexec %s \"$@\"\n", calls, real))
+	if err := os.Chmod(filepath.Join(bin, "docker"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"DOCKER_HOST=" + engine, "PATH=" + bin + ":" + os.Getenv("PATH")}
+
+	t.Run("bench", func(t *testing.T) {
+		code, out := runLocklab(t, env, "bench", "--cluster", "docker", "--image", "local", "--approaches", "redis-setnx-px-lua",
+			"--clients", "2", "--duration", "2s", "--results", filepath.Join(tmp, "bench"))
+		if code != exitOK || !strings.Contains(out, "the Docker engine at "+engine+" is taken to be another machine's") {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		_, res := readResults(t, filepath.Join(tmp, "bench"))
+		if len(res.Runs) != 1 || res.Runs[0].Acquired == 0 {
+			t.Fatalf("runs = %+v", res.Runs)
+		}
+	})
+
+	for _, sc := range []string{"redis-restart-no-persistence", "redis-server-clock-jump"} {
+		t.Run(sc, func(t *testing.T) {
+			results := filepath.Join(tmp, sc)
+			code, out := runLocklab(t, env, "run", "--cluster", "docker", "--image", "local", "--approach", "redis-setnx-px-lua",
+				"--results", results, filepath.Join("..", "..", "scenarios", sc+".yaml"))
+			if code != exitOK {
+				t.Fatalf("exit %d, want the scenario's expected outcome:\n%s", code, out)
+			}
+			_, res := readResults(t, results)
+			if len(res.Runs) != 1 || res.Runs[0].DoubleGrants == 0 {
+				t.Fatalf("runs = %+v, want a double grant", res.Runs)
+			}
+		})
+	}
+
+	t.Run("SIGKILL", func(t *testing.T) {
+		cmd := exec.Command(binary, "cluster", "up", "--cluster", "docker", "--image", "local", "--servers", "redis")
+		cmd.Env = append(os.Environ(), env...)
+		signalDockerCluster(t, cmd, syscall.SIGKILL, 5)
+		b, _ := os.ReadFile(calls)
+		if !strings.Contains(string(b), engine+" ps -aq --filter label=locklab.session=") {
+			t.Errorf("the guard did not use the engine at %s:\n%s", engine, b)
+		}
+	})
+}

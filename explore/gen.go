@@ -48,6 +48,10 @@ const (
 	grain = 10 * time.Millisecond
 	// maxFor bounds a fault's length, in multiples of the time scale.
 	maxFor = 3
+	// A run lasts three to five times the scale, within these bounds: long
+	// enough for a lease to run out and be granted again after a fault,
+	// short enough for a search to run many.
+	minDuration, maxDuration = 3 * time.Second, 8 * time.Second
 )
 
 // Scale is the time scale of a schedule for approach p: its TTL for
@@ -70,7 +74,7 @@ func Generate(p Profile, seed uint64, i int) Schedule {
 	s := Schedule{Approach: p.Approach, Seed: rng.Uint64() >> 1}
 	s.Workload = genWorkload(p, rng)
 	T := p.Scale(s.Workload)
-	s.Duration = round(min(max(time.Duration(float64(T)*between(rng, 4, 7)), 3*time.Second), 12*time.Second))
+	s.Duration = round(min(max(time.Duration(float64(T)*between(rng, 3, 5)), minDuration), maxDuration))
 	if len(p.Options) == 0 {
 		return s
 	}
@@ -124,7 +128,7 @@ func pickCount(rng *rand.Rand) int {
 // within a fifth of the lease, so a holder outlives its lease only when a
 // fault makes it; a careful holder (honour-lease) may hold up to one and a
 // half leases, since it stops when its lease runs out by its own clock;
-// one that renews, up to two.
+// one that renews, up to one lease.
 func genWorkload(p Profile, rng *rand.Rand) workload.Spec {
 	w := workload.Spec{Kind: workload.Mutex, Clients: minClients + rng.IntN(maxClients-minClients+1), Keys: 1}
 	if rng.IntN(2) == 0 {
@@ -134,7 +138,7 @@ func genWorkload(p Profile, rng *rand.Rand) workload.Spec {
 		w.Keys = 2
 	}
 	switch {
-	case p.TTL && rng.IntN(5) < 2:
+	case p.TTL && rng.IntN(10) < 3:
 		w.TTL = 2 * time.Second
 	case p.TTL:
 		w.TTL = time.Second
@@ -163,7 +167,7 @@ func genHold(p Profile, w workload.Spec, rng *rand.Rand) workload.Dist {
 	case w.HonourLease:
 		return workload.Dist{Kind: "uniform", A: round(T / 2), B: round(T * 3 / 2)}
 	case w.Renew:
-		return workload.Dist{Kind: "uniform", A: round(T / 2), B: round(2 * T)}
+		return workload.Dist{Kind: "uniform", A: round(T / 2), B: round(T)}
 	}
 	lo := time.Duration(5+rng.IntN(26)) * time.Millisecond
 	hi := lo + time.Duration(rng.Int64N(int64(max(T/5-lo, time.Millisecond))))
@@ -340,7 +344,7 @@ func mutateOnce(p Profile, s *Schedule, T time.Duration, rng *rand.Rand) {
 		i := rng.IntN(n)
 		s.Faults = slices.Delete(s.Faults, i, i+1)
 	case op == 6: // the run's length
-		s.Duration = round(min(max(time.Duration(float64(s.Duration)*between(rng, 0.7, 1.4)), 3*time.Second), 12*time.Second))
+		s.Duration = round(min(max(time.Duration(float64(s.Duration)*between(rng, 0.7, 1.4)), minDuration), maxDuration))
 	default: // the workload
 		mutateWorkload(p, &s.Workload, rng)
 	}

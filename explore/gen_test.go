@@ -181,7 +181,7 @@ func checkBounds(t *testing.T, p Profile, s Schedule) {
 	if w.Clients < minClients || w.Clients > maxClients || w.Keys < 1 || w.Keys > 2 {
 		fail("clients %d, keys %d", w.Clients, w.Keys)
 	}
-	if s.Duration < 3*time.Second || s.Duration > 12*time.Second {
+	if s.Duration < minDuration || s.Duration > maxDuration {
 		fail("duration %v", s.Duration)
 	}
 	switch {

@@ -1,0 +1,465 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/verdict"
+)
+
+// Config is one exploration.
+type Config struct {
+	Registry   *impls.Registry
+	Approaches []string
+	Faults     []string // only these fault kinds (none: every kind an approach can take)
+	Budget     time.Duration
+	Seed       uint64
+	Steer      bool // favour schedules that reached rare transitions (false: dice only)
+	Expect     Expectations
+	ResultsDir string
+	External   string
+	Docker     *runner.Docker
+	// Runner runs the cases (its Log, WorkerArgv, HealthTimeout); its
+	// Progress is explore's to set.
+	Runner *runner.Runner
+	// Runs is how many runs decide a shrink candidate (default 3).
+	Runs int
+	// Progress is told what explore is doing, a few times a second.
+	Progress func(Progress)
+	// Command is the command line, for the results.
+	Command string
+}
+
+// Progress is where an exploration stands.
+type Progress struct {
+	Runs, ShrinkRuns int
+	Findings, New    int
+	Left             time.Duration
+	Doing            string // the case running now and what it is
+	Case             runner.Status
+}
+
+// Finding is one class of violation of one approach.
+type Finding struct {
+	Approach string
+	Class    verdict.Outcome
+	Known    bool
+	Why      string // the rule that predicts it, or why none does
+	// Run is the number of the exploring run that first showed it, After
+	// how long into the exploration that run ended; Case is its case.
+	Run   int
+	After time.Duration
+	Case  string
+	Seen  int // exploring runs that showed it
+	Proof string
+	// Stated is the outcome its scenario file expects (Sighting.Stated).
+	Stated verdict.Outcome
+	// Also are the consequences the run showed beside it.
+	Also     []verdict.Outcome
+	Original Schedule
+	Shrunk   *Shrunk
+	File     string // its scenario file, relative to the results folder
+}
+
+// Schedule is the finding's smallest schedule so far.
+func (f *Finding) Schedule() Schedule {
+	if f.Shrunk != nil && f.Shrunk.Confirmed {
+		return f.Shrunk.Schedule
+	}
+	return f.Original
+}
+
+// Result is what an exploration found.
+type Result struct {
+	Dir         string
+	Seed        uint64
+	Budget      time.Duration
+	Elapsed     time.Duration
+	Runs        int // exploring runs
+	ShrinkRuns  int
+	Findings    []*Finding // new ones first
+	Approaches  []*Search
+	Interrupted bool
+	Outcome     *runner.Outcome
+}
+
+// Search is one approach's part of an exploration.
+type Search struct {
+	Approach string
+	Profile  Profile
+	Runs     int
+	Coverage *Coverage
+	searcher *Searcher
+	overhead time.Duration // a case's time beyond its duration, measured
+	approach impls.Approach
+}
+
+// New counts the new findings.
+func (r *Result) New() int {
+	n := 0
+	for _, f := range r.Findings {
+		if !f.Known {
+			n++
+		}
+	}
+	return n
+}
+
+// shares of the budget: a new finding is shrunk at once, for at most
+// shrinkShare of the budget; known ones are shrunk in the last knownShare.
+const (
+	shrinkShare = 0.3
+	knownShare  = 0.3
+	// firstOverhead is a case's cost beyond its duration before one was
+	// measured: worker processes starting, health checks, the check.
+	firstOverhead = 3 * time.Second
+	// closing is kept back from the budget for writing what was found.
+	closing = time.Second
+)
+
+// explorer is one exploration under way.
+type explorer struct {
+	cfg      Config
+	cs       cases
+	sess     *runner.Session
+	res      *Result
+	start    time.Time
+	deadline time.Time
+	// mu guards now, what the progress reports (the runner reports a
+	// case's progress from a goroutine of its own).
+	mu  sync.Mutex
+	now Progress
+}
+
+// Run explores until the budget is spent or ctx ends (Ctrl-C): every
+// finding so far is kept, shrunk or not. The error is the context's when
+// it ended, or what stopped the runs (servers that would not start).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Budget <= 0 {
+		return nil, usage(fmt.Errorf("--budget %v: must be positive", cfg.Budget))
+	}
+	if len(cfg.Approaches) == 0 {
+		return nil, usage(fmt.Errorf("no approach (known: %v)", cfg.Registry.Names()))
+	}
+	e := &explorer{cfg: cfg, cs: cases{reg: cfg.Registry, external: cfg.External, docker: cfg.Docker},
+		start: time.Now(), res: &Result{Seed: cfg.Seed, Budget: cfg.Budget}}
+	e.deadline = e.start.Add(cfg.Budget - closing)
+	var templates []runner.Case
+	for i, name := range cfg.Approaches {
+		a, err := cfg.Registry.Get(name)
+		if err != nil {
+			return nil, usage(err)
+		}
+		p, err := e.cs.profile(a, cfg.Faults)
+		if err != nil {
+			return nil, usage(fmt.Errorf("%s: %w", name, err))
+		}
+		cov := NewCoverage()
+		e.res.Approaches = append(e.res.Approaches, &Search{Approach: name, Profile: p, Coverage: cov, overhead: firstOverhead,
+			approach: a, searcher: NewSearcher(p, cfg.Seed+uint64(i), cfg.Steer, cov)})
+		c, err := e.cs.caseOf(Generate(p, cfg.Seed, 0), name)
+		if err != nil {
+			return nil, usage(err)
+		}
+		templates = append(templates, c)
+	}
+	r := cfg.Runner
+	if r == nil {
+		r = &runner.Runner{}
+	}
+	r.Progress = e.caseProgress
+	sess, err := r.Open(ctx, runner.Plan{Kind: "explore", Cases: templates, ResultsDir: cfg.ResultsDir, External: cfg.External,
+		Docker: cfg.Docker, Lean: true, Config: e.config()})
+	if err != nil {
+		return nil, err
+	}
+	e.sess = sess
+	e.res.Dir = sess.Dir()
+	runErr := e.loop(ctx)
+	e.res.Elapsed = time.Since(e.start)
+	e.res.Interrupted = ctx.Err() != nil
+	slices.SortStableFunc(e.res.Findings, func(a, b *Finding) int {
+		switch {
+		case a.Known == b.Known:
+			return 0
+		case !a.Known:
+			return -1
+		}
+		return 1
+	})
+	for _, f := range e.res.Findings {
+		if err := e.writeFound(f); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	out, err := sess.Close(ctx, runErr)
+	e.res.Outcome = out
+	if out != nil {
+		if werr := writeResults(e.res, cfg); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err == nil && runErr != nil {
+		err = runErr
+	}
+	return e.res, err
+}
+
+// loop runs cases until the budget is spent: a new finding is shrunk as
+// soon as it is found; in the last part of the budget, the known ones.
+func (e *explorer) loop(ctx context.Context) error {
+	ctx, cancel := context.WithDeadline(ctx, e.deadline)
+	defer cancel()
+	shrunk := map[*Finding]bool{}
+	next := 0
+	for ctx.Err() == nil {
+		var todo *Finding
+		for _, f := range e.res.Findings {
+			if !shrunk[f] && (!f.Known || time.Until(e.deadline) < time.Duration(knownShare*float64(e.cfg.Budget))) {
+				todo = f
+				break
+			}
+		}
+		if todo != nil {
+			shrunk[todo] = true
+			if err := e.shrink(ctx, todo); err != nil {
+				return e.ended(ctx, err)
+			}
+			continue
+		}
+		// Approaches take turns; one whose case no longer fits the
+		// budget gives its turn away.
+		ran := false
+		for range e.res.Approaches {
+			srch := e.res.Approaches[next%len(e.res.Approaches)]
+			next++
+			s, origin := srch.searcher.Next()
+			if !e.afford(srch, s) {
+				continue
+			}
+			if err := e.explore(ctx, srch, s, origin); err != nil {
+				return e.ended(ctx, err)
+			}
+			ran = true
+			break
+		}
+		if !ran {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ended is what a loop's error means: the budget's end is no error.
+func (e *explorer) ended(ctx context.Context, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(e.deadline) {
+		return nil
+	}
+	return err
+}
+
+// afford reports whether one more run of s fits in the budget.
+func (e *explorer) afford(srch *Search, s Schedule) bool {
+	return time.Now().Add(s.Duration + srch.overhead).Before(e.deadline)
+}
+
+// run runs schedule s as case name, and measures what a case costs
+// beyond its duration.
+func (e *explorer) run(ctx context.Context, srch *Search, s Schedule, name string) (runner.CaseResult, error) {
+	c, err := e.cs.caseOf(s, name)
+	if err != nil {
+		return runner.CaseResult{}, err
+	}
+	// One set of server options for all of an approach's cases: servers
+	// under libfaketime from the start when it can take a server clock
+	// fault, so cases with and without one do not restart them.
+	c.Servers.FakeTime = c.Servers.FakeTime || slices.Contains(srch.Profile.Kinds(), "server-clock")
+	t0 := time.Now()
+	res, err := e.sess.RunCase(ctx, c)
+	if err == nil && ctx.Err() == nil {
+		took := time.Since(t0) - s.Duration
+		srch.overhead = (srch.overhead + max(took, 0)) / 2
+	}
+	return res, err
+}
+
+// explore runs one exploring case and looks at what it showed.
+func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin Origin) error {
+	e.res.Runs++
+	srch.Runs++
+	n := e.res.Runs
+	name := fmt.Sprintf("e%04d", n)
+	how := fmt.Sprintf("fresh #%d", origin.Fresh)
+	if origin.Fresh < 0 {
+		how = fmt.Sprintf("mutant #%d", origin.Mutant)
+	}
+	e.begin(fmt.Sprintf("%s %s (%s): %s", name, srch.Approach, how, s.Summary()))
+	res, err := e.run(ctx, srch, s, name)
+	if err != nil {
+		return err
+	}
+	srch.searcher.Feedback(n, s, caseTransitions(res))
+	ss := sightings(res.Check, res.Events)
+	primary, also := primaries(ss)
+	kinds := faultKinds(res.Events)
+	if len(kinds) == 0 {
+		kinds = s.Kinds()
+	}
+	for _, p := range primary {
+		if f := e.finding(srch.Approach, p.Class); f != nil {
+			f.Seen++
+			continue
+		}
+		j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, p.Class)
+		f := &Finding{Approach: srch.Approach, Class: p.Class, Known: j.Known, Why: j.Why, Run: n, After: time.Since(e.start),
+			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Original: s}
+		for _, a := range also {
+			f.Also = append(f.Also, a.Class)
+		}
+		e.res.Findings = append(e.res.Findings, f)
+		if err := e.writeFound(f); err != nil {
+			return err
+		}
+	}
+	// A consequence no rule predicts is a finding of its own.
+	for _, a := range also {
+		if e.finding(srch.Approach, a.Class) != nil {
+			continue
+		}
+		if j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, a.Class); !j.Known {
+			f := &Finding{Approach: srch.Approach, Class: a.Class, Why: j.Why, Run: n, After: time.Since(e.start),
+				Case: name, Seen: 1, Proof: a.Proof, Stated: a.Stated, Original: s}
+			e.res.Findings = append(e.res.Findings, f)
+			if err := e.writeFound(f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// caseTransitions are the transitions a case reached, its classes of
+// violation among them.
+func caseTransitions(res runner.CaseResult) []string {
+	t := transitions(res.Events)
+	for _, s := range sightings(res.Check, res.Events) {
+		t = append(t, Violation+string(s.Class))
+	}
+	return t
+}
+
+func (e *explorer) finding(approach string, c verdict.Outcome) *Finding {
+	for _, f := range e.res.Findings {
+		if f.Approach == approach && f.Class == c {
+			return f
+		}
+	}
+	return nil
+}
+
+func (e *explorer) search(approach string) *Search {
+	for _, s := range e.res.Approaches {
+		if s.Approach == approach {
+			return s
+		}
+	}
+	return nil
+}
+
+// shrink shrinks finding f, each candidate run on the session.
+func (e *explorer) shrink(ctx context.Context, f *Finding) error {
+	srch := e.search(f.Approach)
+	idx := slices.Index(e.res.Findings, f) + 1
+	limit := time.Now().Add(time.Duration(shrinkShare * float64(e.cfg.Budget)))
+	k := 0
+	sh := &Shrinker{Runs: e.cfg.Runs, Scale: srch.Profile.Scale,
+		Afford: func(s Schedule) bool {
+			return e.afford(srch, s) && time.Now().Add(s.Duration+srch.overhead).Before(limit)
+		},
+		Oracle: func(ctx context.Context, s Schedule) (Trial, error) {
+			k++
+			e.res.ShrinkRuns++
+			name := fmt.Sprintf("f%d-s%03d", idx, k)
+			e.begin(fmt.Sprintf("%s: shrinking %s of %s (%d faults, %v)", name, f.Class, f.Approach, len(s.Faults), s.Duration))
+			res, err := e.run(ctx, srch, s, name)
+			if err != nil {
+				return Trial{}, err
+			}
+			return trial(res, name, f.Class), nil
+		}}
+	out, err := sh.Shrink(ctx, f.Original, 1, 1)
+	f.Shrunk = &out
+	if werr := e.writeFound(f); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// trial is what case name's result says of class c.
+func trial(res runner.CaseResult, name string, c verdict.Outcome) Trial {
+	for _, x := range sightings(res.Check, res.Events) {
+		if x.Class == c {
+			return Trial{Shown: true, Case: name, Proof: x.Proof}
+		}
+	}
+	return Trial{Case: name}
+}
+
+// begin notes the case about to run and tells the caller.
+func (e *explorer) begin(doing string) {
+	e.mu.Lock()
+	e.now = Progress{Runs: e.res.Runs, ShrinkRuns: e.res.ShrinkRuns, Findings: len(e.res.Findings), New: e.res.New(), Doing: doing}
+	e.mu.Unlock()
+	e.caseProgress(runner.Status{})
+}
+
+// caseProgress tells the caller where things stand, with the running
+// case's own progress (the runner calls it a few times a second).
+func (e *explorer) caseProgress(st runner.Status) {
+	if e.cfg.Progress == nil {
+		return
+	}
+	e.mu.Lock()
+	p := e.now
+	e.mu.Unlock()
+	p.Left, p.Case = max(time.Until(e.deadline.Add(closing)), 0), st
+	e.cfg.Progress(p)
+}
+
+// config is the exploration's settings, for results.json.
+func (e *explorer) config() map[string]any {
+	c := e.cfg
+	return map[string]any{"approaches": c.Approaches, "faults": c.Faults, "budget": c.Budget.String(), "seed": c.Seed,
+		"steer": c.Steer, "runs_per_candidate": max(c.Runs, 3), "command": c.Command}
+}
+
+// writeFound writes finding f's scenario file, atomically.
+func (e *explorer) writeFound(f *Finding) error {
+	f.File = filepath.Join("found", foundName(f)+".yaml")
+	return writeFileAtomic(filepath.Join(e.res.Dir, f.File), f.scenario(e.res))
+}
+
+// usageError is bad usage (runner.ErrUsage), its message unchanged.
+type usageError struct{ err error }
+
+func (u usageError) Error() string   { return u.err.Error() }
+func (u usageError) Unwrap() []error { return []error{runner.ErrUsage, u.err} }
+
+func usage(err error) error { return usageError{err} }
+
+// writeFileAtomic writes data through report's atomic writer, making the
+// folder first.
+func writeFileAtomic(path string, data []byte) error {
+	if err := mkdirFor(path); err != nil {
+		return err
+	}
+	return report.WriteFileAtomic(path, data)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -268,8 +269,12 @@ func (e *explorer) ended(ctx context.Context, err error) error {
 
 // afford reports whether one more run of s fits in the budget.
 func (e *explorer) afford(srch *Search, s Schedule) bool {
-	return time.Now().Add(s.Duration + srch.overhead).Before(e.deadline)
+	return time.Now().Add(cost(s) + srch.overhead).Before(e.deadline)
 }
+
+// cost is what a run of s takes at least: its duration, and the last hold,
+// which a holder finishes after the run's end.
+func cost(s Schedule) time.Duration { return s.Duration + max(s.Workload.Hold.A, s.Workload.Hold.B) }
 
 // run runs schedule s as case name, and measures what a case costs
 // beyond its duration.
@@ -285,7 +290,7 @@ func (e *explorer) run(ctx context.Context, srch *Search, s Schedule, name strin
 	t0 := time.Now()
 	res, err := e.sess.RunCase(ctx, c)
 	if err == nil && ctx.Err() == nil {
-		took := time.Since(t0) - s.Duration
+		took := time.Since(t0) - cost(s)
 		srch.overhead = (srch.overhead + max(took, 0)) / 2
 	}
 	return res, err
@@ -313,12 +318,16 @@ func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin
 	if len(kinds) == 0 {
 		kinds = s.Kinds()
 	}
+	allKnown := true
 	for _, p := range primary {
-		if f := e.finding(srch.Approach, p.Class); f != nil {
+		// One finding per class and approach, and per judgement: a class
+		// known under some faults and new under others is two findings.
+		j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, p.Class)
+		allKnown = allKnown && j.Known
+		if f := e.finding(srch.Approach, p.Class, j.Known); f != nil {
 			f.Seen++
 			continue
 		}
-		j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, p.Class)
 		f := &Finding{Approach: srch.Approach, Class: p.Class, Known: j.Known, Why: j.Why, Run: n, After: time.Since(e.start),
 			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Original: s}
 		for _, a := range also {
@@ -329,9 +338,15 @@ func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin
 			return err
 		}
 	}
-	// A consequence no rule predicts is a finding of its own.
+	// A consequence no rule predicts, beside a double grant a rule does
+	// predict, is a finding of its own (a fenced store that lost an
+	// update); beside a new one, it is part of that one.
 	for _, a := range also {
-		if e.finding(srch.Approach, a.Class) != nil {
+		if !allKnown {
+			break
+		}
+		if f := e.finding(srch.Approach, a.Class, false); f != nil {
+			f.Seen++
 			continue
 		}
 		if j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, a.Class); !j.Known {
@@ -356,9 +371,9 @@ func caseTransitions(res runner.CaseResult) []string {
 	return t
 }
 
-func (e *explorer) finding(approach string, c verdict.Outcome) *Finding {
+func (e *explorer) finding(approach string, c verdict.Outcome, known bool) *Finding {
 	for _, f := range e.res.Findings {
-		if f.Approach == approach && f.Class == c {
+		if f.Approach == approach && f.Class == c && f.Known == known {
 			return f
 		}
 	}
@@ -382,7 +397,7 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 	k := 0
 	sh := &Shrinker{Runs: e.cfg.Runs, Scale: srch.Profile.Scale,
 		Afford: func(s Schedule) bool {
-			return e.afford(srch, s) && time.Now().Add(s.Duration+srch.overhead).Before(limit)
+			return e.afford(srch, s) && time.Now().Add(cost(s)+srch.overhead).Before(limit)
 		},
 		Oracle: func(ctx context.Context, s Schedule) (Trial, error) {
 			k++
@@ -397,6 +412,12 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 		}}
 	out, err := sh.Shrink(ctx, f.Original, 1, 1)
 	f.Shrunk = &out
+	if out.Confirmed && len(out.Steps) > 0 {
+		// Judged again on what is left: a known class may turn out new
+		// once the faults that a rule spoke for are gone.
+		j := e.cfg.Expect.Judge(srch.approach, out.Schedule.Kinds(), out.Schedule.Workload, f.Class)
+		f.Known, f.Why = j.Known, j.Why
+	}
 	if werr := e.writeFound(f); werr != nil && err == nil {
 		err = werr
 	}
@@ -443,7 +464,14 @@ func (e *explorer) config() map[string]any {
 
 // writeFound writes finding f's scenario file, atomically.
 func (e *explorer) writeFound(f *Finding) error {
-	f.File = filepath.Join("found", foundName(f)+".yaml")
+	name := filepath.Join("found", foundName(f)+".yaml")
+	if f.File != "" && f.File != name {
+		// Judged again after its shrink: the file is renamed.
+		if err := os.Remove(filepath.Join(e.res.Dir, f.File)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("results: %w", err)
+		}
+	}
+	f.File = name
 	return writeFileAtomic(filepath.Join(e.res.Dir, f.File), f.scenario(e.res))
 }
 

@@ -25,8 +25,14 @@ var words = map[verdict.Outcome]string{
 }
 
 // foundName is the file name (without .yaml) of a finding: its approach
-// and its class.
-func foundName(f *Finding) string { return f.Approach + "--" + fileSafe(f.Class) }
+// and its class, and "known" for a class a rule predicts.
+func foundName(f *Finding) string {
+	name := f.Approach + "--" + fileSafe(f.Class)
+	if f.Known {
+		name += "--known"
+	}
+	return name
+}
 
 // scenario is the finding's scenario file: its smallest schedule so far,
 // the outcome stated in expect:, and a comment saying what it shows, in
@@ -74,6 +80,11 @@ func (f *Finding) scenario(r *Result) []byte {
 		line("Not shrunk: the schedule that found it showed it again in %d of its %d runs, not in most of them.", sh.Hits, sh.Tries)
 		if sh.Stopped != "" {
 			line("(The confirmation stopped: %s.)", sh.Stopped)
+		}
+	case len(sh.Steps) == 0:
+		line("Confirmed in %d runs (shown in %d of %d); no smaller schedule showed it in most of its runs.", sh.Runs, sh.Hits, sh.Tries)
+		if sh.Stopped != "" {
+			line("(The shrink stopped early: %s.)", sh.Stopped)
 		}
 	default:
 		o := f.Original

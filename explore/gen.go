@@ -48,7 +48,7 @@ const (
 	grain = 10 * time.Millisecond
 	// maxFor bounds a fault's length, in multiples of the time scale.
 	maxFor = 3
-	// A run lasts three to five times the scale, within these bounds: long
+	// A run lasts 2.5 to 4 times the scale, within these bounds: long
 	// enough for a lease to run out and be granted again after a fault,
 	// short enough for a search to run many.
 	minDuration, maxDuration = 3 * time.Second, 8 * time.Second
@@ -74,7 +74,7 @@ func Generate(p Profile, seed uint64, i int) Schedule {
 	s := Schedule{Approach: p.Approach, Seed: rng.Uint64() >> 1}
 	s.Workload = genWorkload(p, rng)
 	T := p.Scale(s.Workload)
-	s.Duration = round(min(max(time.Duration(float64(T)*between(rng, 3, 5)), minDuration), maxDuration))
+	s.Duration = round(min(max(time.Duration(float64(T)*between(rng, 2.5, 4)), minDuration), maxDuration))
 	if len(p.Options) == 0 {
 		return s
 	}
@@ -138,7 +138,7 @@ func genWorkload(p Profile, rng *rand.Rand) workload.Spec {
 		w.Keys = 2
 	}
 	switch {
-	case p.TTL && rng.IntN(10) < 3:
+	case p.TTL && rng.IntN(5) == 0:
 		w.TTL = 2 * time.Second
 	case p.TTL:
 		w.TTL = time.Second

@@ -1,14 +1,21 @@
 package explore
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/impls/memlock"
+	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
@@ -123,5 +130,77 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 	}
 	if e, ok := sc.ExpectFor(a); !ok || len(e.Outcomes) != 1 || e.Outcomes[0] != class {
 		t.Errorf("expect: %v", e)
+	}
+}
+
+// A search on an in-memory lock that grants twice under plain contention,
+// cut short (a Ctrl-C) as soon as it has a finding: the finding is kept,
+// unshrunk, as a scenario file that loads; results.json and index.html say
+// what was found and that the search was interrupted.
+func TestExploreKeepsFindingsWhenInterrupted(t *testing.T) {
+	svc := memlock.NewService(1)
+	svc.Racy = true
+	reg := impls.NewRegistry()
+	reg.Register(svc.Approach("mem-racy"))
+	m, err := matrix.Load(matrix.Shipped, all.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := Config{Registry: reg, Approaches: []string{"mem-racy"}, Faults: []string{"client-clock"}, Budget: time.Minute,
+		Seed: 2, Steer: true, Expect: NewExpectations(m, all.Registry()), ResultsDir: t.TempDir(),
+		Progress: func(p Progress) {
+			if p.Findings > 0 {
+				cancel() // Ctrl-C
+			}
+		}}
+	res, err := Run(ctx, cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the interruption", err)
+	}
+	if res == nil || !res.Interrupted || len(res.Findings) == 0 {
+		t.Fatalf("result %+v", res)
+	}
+	f := res.Findings[0]
+	for _, x := range res.Findings {
+		t.Logf("found %s (known %v) in run %d of %d, %v in", x.Class, x.Known, x.Run, res.Runs, x.After.Round(time.Millisecond))
+	}
+	if f.Known || f.Class != verdict.DoubleGrantBothValid {
+		t.Errorf("first finding %s known=%v: %s", f.Class, f.Known, f.Why)
+	}
+	sc, err := scenario.Load(filepath.Join(res.Dir, f.File), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Faults) != len(f.Original.Faults) {
+		t.Errorf("the file holds %d faults, the schedule that found it %d", len(sc.Faults), len(f.Original.Faults))
+	}
+	b, err := os.ReadFile(filepath.Join(res.Dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rj struct {
+		Complete bool    `json:"complete"`
+		Explore  Summary `json:"explore"`
+	}
+	if err := json.Unmarshal(b, &rj); err != nil {
+		t.Fatal(err)
+	}
+	if rj.Complete || !rj.Explore.Interrupted || len(rj.Explore.Findings) != len(res.Findings) || rj.Explore.New == 0 {
+		t.Errorf("results.json: complete %v, explore %+v", rj.Complete, rj.Explore)
+	}
+	html, err := os.ReadFile(filepath.Join(res.Dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Interrupted", f.File, string(f.Class)} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("index.html does not say %q", want)
+		}
+	}
+	j, err := res.JUnit()
+	if err != nil || !bytes.Contains(j, []byte("<failure")) {
+		t.Errorf("JUnit of a new finding has no failure: %v\n%s", err, j)
 	}
 }

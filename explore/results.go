@@ -21,8 +21,8 @@ type Summary struct {
 	Runs        int              `json:"runs"`        // exploring runs
 	ShrinkRuns  int              `json:"shrink_runs"` // runs of shrink candidates
 	Classes     int              `json:"classes"`     // distinct classes of violation (approach, class)
-	Known       int              `json:"known"`
-	New         int              `json:"new"`
+	Known       int              `json:"known"`       // findings a rule predicts
+	New         int              `json:"new"`         // findings no rule predicts
 	Interrupted bool             `json:"interrupted,omitempty"`
 	Findings    []FindingSummary `json:"findings"`
 	Approaches  []SearchSummary  `json:"approaches"`
@@ -83,9 +83,9 @@ type TransitionCount struct {
 // Summarize is the result as results.json keeps it.
 func (r *Result) Summarize(steer bool) Summary {
 	s := Summary{Seed: r.Seed, Budget: r.Budget.Seconds(), Elapsed: r.Elapsed.Seconds(), Steer: steer, Runs: r.Runs,
-		ShrinkRuns: r.ShrinkRuns, Classes: len(r.Findings), New: r.New(), Interrupted: r.Interrupted,
+		ShrinkRuns: r.ShrinkRuns, Classes: r.Classes(), New: r.New(), Interrupted: r.Interrupted,
 		Findings: []FindingSummary{}}
-	s.Known = s.Classes - s.New
+	s.Known = len(r.Findings) - s.New
 	for _, f := range r.Findings {
 		fs := FindingSummary{Approach: f.Approach, Class: f.Class, Known: f.Known, Why: f.Why, Run: f.Run, After: f.After.Seconds(),
 			Case: f.Case, Seen: f.Seen, Proof: f.Proof, Also: f.Also, File: f.File,
@@ -103,6 +103,12 @@ func (r *Result) Summarize(steer bool) Summary {
 		s.Approaches = append(s.Approaches, ss)
 	}
 	return s
+}
+
+// Classes counts the distinct classes of violation found: one per
+// approach and class, however many findings (known and new) it has.
+func (r *Result) Classes() int {
+	return len(distinct(r.Findings, func(f *Finding) string { return f.Approach + " " + string(f.Class) }))
 }
 
 func scheduleSummary(s Schedule) ScheduleSummary {
@@ -163,7 +169,7 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 <h1>locklab explore {{.Res.RunID}}</h1>
 {{if .S.Interrupted}}<p class="note"><b>Interrupted</b>: every finding so far is kept, shrunk or not.</p>{{end}}
 <p>{{.S.Runs}} exploring runs and {{.S.ShrinkRuns}} shrink runs in {{printf "%.0f" .S.Elapsed}} s (budget {{printf "%.0f" .S.Budget}} s), seed {{.S.Seed}}{{if .S.Steer}}, steered{{end}}:
-<b>{{.S.Classes}} distinct class(es) of violation, {{.S.New}} new, {{.S.Known}} known</b>.</p>
+<b>{{.S.Classes}} distinct class(es) of violation; findings: {{.S.New}} new, {{.S.Known}} known</b>.</p>
 {{if .S.Findings}}<table><tr><th>approach</th><th>class</th><th></th><th>found in run</th><th>seen in runs</th><th>shrunk</th><th>reproduced</th><th>file</th></tr>
 {{range $i, $f := .S.Findings}}<tr class="{{if $f.Known}}known{{else}}new{{end}}"><td>{{$f.Approach}}</td><td><a href="#f{{$i}}">{{$f.Class}}</a></td><td>{{if $f.Known}}known{{else}}<b>NEW</b>{{end}}</td>
 <td>{{$f.Run}} ({{printf "%.0f" $f.After}} s)</td><td>{{$f.Seen}}</td>
@@ -214,8 +220,8 @@ func (r *Result) JUnit() ([]byte, error) {
 // then each finding (new first) with its file.
 func (r *Result) Print(w io.Writer) error {
 	ew := &bytes.Buffer{}
-	fmt.Fprintf(ew, "explore: %d exploring runs, %d shrink runs in %v: %d distinct class(es) of violation, %d new, %d known\n",
-		r.Runs, r.ShrinkRuns, r.Elapsed.Round(1e9), len(r.Findings), r.New(), len(r.Findings)-r.New())
+	fmt.Fprintf(ew, "explore: %d exploring runs, %d shrink runs in %v: %d distinct class(es) of violation; findings: %d new, %d known\n",
+		r.Runs, r.ShrinkRuns, r.Elapsed.Round(1e9), r.Classes(), r.New(), len(r.Findings)-r.New())
 	for _, f := range r.Findings {
 		status := "known"
 		if !f.Known {

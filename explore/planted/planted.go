@@ -72,17 +72,16 @@ func approach(name, mistake string, plant func(*locker)) impls.Approach {
 		Safe:    true, // as its author believes
 		Summary: "SET NX PX, Lua compare-and-delete release; planted mistake: " + mistake,
 		Fails:   mistake + " (planted for locklab explore's tests)",
-		New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		New: func(_ context.Context, env impls.Env) (impls.Locker, error) {
 			if len(env.Endpoints.Redis) == 0 {
 				return nil, fmt.Errorf("%s: no redis endpoint", name)
 			}
+			// It connects at its first command: a client started while
+			// the server is down (a replacement during a server-kill) is
+			// told so by its commands, and an adapter of it still starts.
 			c := goredis.NewClient(&goredis.Options{Addr: env.Endpoints.Redis[0], Protocol: 2, DisableIdentity: true,
 				MaxRetries: -1, PoolSize: 1, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second,
 				WriteTimeout: 3 * time.Second, ContextTimeoutEnabled: true})
-			if err := c.Ping(ctx).Err(); err != nil {
-				c.Close()
-				return nil, fmt.Errorf("redis: %w: %w", impls.ErrUnavailable, err)
-			}
 			l := &locker{c: c, clk: env.Clock}
 			l.release = l.compareAndDelete
 			plant(l)

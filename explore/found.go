@@ -74,13 +74,10 @@ func (f *Finding) scenario(r *Result) []byte {
 	line("  case %s: %s", at, proof)
 	c = append(c, "")
 	switch sh := f.Shrunk; {
-	case sh == nil:
+	case sh == nil || !sh.Confirmed && !sh.Refuted:
 		line("Not shrunk (the search ended first): this is the schedule that found it.")
-	case !sh.Confirmed:
-		line("Not shrunk: the schedule that found it showed it again in %d of its %d runs, not in most of them.", sh.Hits, sh.Tries)
-		if sh.Stopped != "" {
-			line("(The confirmation stopped: %s.)", sh.Stopped)
-		}
+	case sh.Refuted:
+		line("Not shrunk: the schedule that found it showed it in %d of its %d runs, not in most of them.", sh.Hits, sh.Tries)
 	case len(sh.Steps) == 0:
 		line("Confirmed in %d runs (shown in %d of %d); no smaller schedule showed it in most of its runs.", sh.Runs, sh.Hits, sh.Tries)
 		if sh.Stopped != "" {

@@ -57,6 +57,7 @@ type ScheduleSummary struct {
 // ShrinkSummary is a finding's shrink in results.json.
 type ShrinkSummary struct {
 	Confirmed bool     `json:"confirmed"`
+	Refuted   bool     `json:"refuted,omitempty"` // the schedule that found it did not show it in most runs again
 	Runs      int      `json:"runs"`
 	Steps     []string `json:"steps,omitempty"`
 	Hits      int      `json:"final_hits"`
@@ -91,7 +92,7 @@ func (r *Result) Summarize(steer bool) Summary {
 			Case: f.Case, Seen: f.Seen, Proof: f.Proof, Also: f.Also, File: f.File,
 			Original: scheduleSummary(f.Original), Final: scheduleSummary(f.Schedule())}
 		if sh := f.Shrunk; sh != nil {
-			fs.Shrink = &ShrinkSummary{Confirmed: sh.Confirmed, Runs: sh.Runs, Steps: sh.Steps, Hits: sh.Hits, Tries: sh.Tries, Stopped: sh.Stopped}
+			fs.Shrink = &ShrinkSummary{Confirmed: sh.Confirmed, Refuted: sh.Refuted, Runs: sh.Runs, Steps: sh.Steps, Hits: sh.Hits, Tries: sh.Tries, Stopped: sh.Stopped}
 		}
 		s.Findings = append(s.Findings, fs)
 	}
@@ -173,7 +174,7 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 {{if .S.Findings}}<table><tr><th>approach</th><th>class</th><th></th><th>found in run</th><th>seen in runs</th><th>shrunk</th><th>reproduced</th><th>file</th></tr>
 {{range $i, $f := .S.Findings}}<tr class="{{if $f.Known}}known{{else}}new{{end}}"><td>{{$f.Approach}}</td><td><a href="#f{{$i}}">{{$f.Class}}</a></td><td>{{if $f.Known}}known{{else}}<b>NEW</b>{{end}}</td>
 <td>{{$f.Run}} ({{printf "%.0f" $f.After}} s)</td><td>{{$f.Seen}}</td>
-<td>{{if $f.Shrink}}{{if $f.Shrink.Confirmed}}{{$f.Original.Faults}} &rarr; {{$f.Final.Faults}} fault(s), {{printf "%.1f" $f.Original.Duration}} &rarr; {{printf "%.1f" $f.Final.Duration}} s in {{$f.Shrink.Runs}} runs{{else}}not confirmed ({{$f.Shrink.Hits}}/{{$f.Shrink.Tries}}){{end}}{{else}}not shrunk{{end}}</td>
+<td>{{if $f.Shrink}}{{if $f.Shrink.Confirmed}}{{$f.Original.Faults}} &rarr; {{$f.Final.Faults}} fault(s), {{printf "%.1f" $f.Original.Duration}} &rarr; {{printf "%.1f" $f.Final.Duration}} s in {{$f.Shrink.Runs}} runs{{else if $f.Shrink.Refuted}}not confirmed ({{$f.Shrink.Hits}}/{{$f.Shrink.Tries}}){{else}}not shrunk{{end}}{{else}}not shrunk{{end}}</td>
 <td>{{if $f.Shrink}}{{$f.Shrink.Hits}}/{{$f.Shrink.Tries}}{{end}}</td><td><a href="{{$f.File}}">{{$f.File}}</a></td></tr>
 {{end}}</table>{{else}}<p>No violation found.</p>{{end}}
 {{range $i, $f := .S.Findings}}<h2 id="f{{$i}}">{{if $f.Known}}known{{else}}NEW{{end}}: {{$f.Approach}}, {{$f.Class}}</h2>
@@ -182,7 +183,7 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 <p>{{$f.Proof}}{{if $f.Also}} (also: {{range $f.Also}}{{.}} {{end}}){{end}}</p>
 {{with timeline $.Files $f.Case}}<p><img src="{{.}}" alt="{{.}}"></p>{{end}}
 {{if $f.Shrink}}{{if $f.Shrink.Confirmed}}<p>Shrunk in {{$f.Shrink.Runs}} runs to <code>{{$f.Final.Text}}</code>, shown in {{$f.Shrink.Hits}} of its {{$f.Shrink.Tries}} runs{{if $f.Shrink.Stopped}} (stopped: {{$f.Shrink.Stopped}}){{end}}:</p>
-<ul>{{range $f.Shrink.Steps}}<li>{{.}}</li>{{end}}</ul>{{else}}<p>Not confirmed: shown again in {{$f.Shrink.Hits}} of {{$f.Shrink.Tries}} runs.</p>{{end}}{{end}}
+<ul>{{range $f.Shrink.Steps}}<li>{{.}}</li>{{end}}</ul>{{else if $f.Shrink.Refuted}}<p>Not confirmed: shown again in {{$f.Shrink.Hits}} of {{$f.Shrink.Tries}} runs.</p>{{else}}<p>Not shrunk: the search ended first.</p>{{end}}{{end}}
 {{end}}
 {{range .S.Approaches}}<h2>{{.Approach}}: {{.Runs}} exploring runs, transitions reached</h2>
 <p>Faults it could take: {{range .Faults}}{{.}} {{end}}</p>
@@ -230,9 +231,9 @@ func (r *Result) Print(w io.Writer) error {
 		fmt.Fprintf(ew, "  %-5s %s: %s (run %d, %v in; seen in %d runs)\n", status, f.Approach, f.Class, f.Run, f.After.Round(1e9), f.Seen)
 		fmt.Fprintf(ew, "        %s\n", f.Why)
 		switch sh := f.Shrunk; {
-		case sh == nil:
-			fmt.Fprintf(ew, "        not shrunk: %s\n", f.Original.Summary())
-		case !sh.Confirmed:
+		case sh == nil || !sh.Confirmed && !sh.Refuted:
+			fmt.Fprintf(ew, "        not shrunk (the search ended first): %s\n", f.Original.Summary())
+		case sh.Refuted:
 			fmt.Fprintf(ew, "        not confirmed: shown again in %d of %d runs\n", sh.Hits, sh.Tries)
 		default:
 			s := f.Schedule()

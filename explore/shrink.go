@@ -47,10 +47,11 @@ type Shrinker struct {
 type Shrunk struct {
 	Schedule Schedule // the smallest schedule kept (the original if none was)
 	// Confirmed: the original showed the violation in most of its runs;
-	// false: it did not, and nothing was shrunk.
-	Confirmed bool
-	Runs      int      // the oracle's runs, all told
-	Steps     []string // what each kept candidate changed, in order
+	// Refuted: it did not, and nothing was shrunk. Neither: the shrink
+	// stopped before it knew.
+	Confirmed, Refuted bool
+	Runs               int      // the oracle's runs, all told
+	Steps              []string // what each kept candidate changed, in order
 	// Hits and Tries are the runs of the final schedule that showed the
 	// violation, of those it had; Last is its last run that showed it
 	// (none when the original was not run again).
@@ -103,6 +104,7 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 		return out, stopped(&out, err)
 	}
 	if !ok {
+		out.Refuted = true
 		return out, nil
 	}
 	out.Confirmed = true

@@ -143,7 +143,7 @@ func TestShrinkRefusesAnUnconfirmedOriginal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Confirmed || n != 2 || out.Hits != 1 || out.Tries != 3 || len(out.Steps) != 0 {
+	if out.Confirmed || !out.Refuted || n != 2 || out.Hits != 1 || out.Tries != 3 || len(out.Steps) != 0 {
 		t.Fatalf("confirmed %v after %d runs (%d/%d), steps %v", out.Confirmed, n, out.Hits, out.Tries, out.Steps)
 	}
 }

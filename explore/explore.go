@@ -203,7 +203,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	out, err := sess.Close(ctx, runErr)
 	e.res.Outcome = out
-	if out != nil {
+	if out == nil {
+		// Nothing ran (the servers never came up): no folder is left.
+		e.res.Dir = ""
+	} else {
 		if werr := writeResults(e.res, cfg); werr != nil && err == nil {
 			err = werr
 		}
@@ -283,10 +286,6 @@ func (e *explorer) run(ctx context.Context, srch *Search, s Schedule, name strin
 	if err != nil {
 		return runner.CaseResult{}, err
 	}
-	// One set of server options for all of an approach's cases: servers
-	// under libfaketime from the start when it can take a server clock
-	// fault, so cases with and without one do not restart them.
-	c.Servers.FakeTime = c.Servers.FakeTime || slices.Contains(srch.Profile.Kinds(), "server-clock")
 	t0 := time.Now()
 	res, err := e.sess.RunCase(ctx, c)
 	if err == nil && ctx.Err() == nil {

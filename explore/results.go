@@ -41,9 +41,11 @@ type FindingSummary struct {
 	Proof    string            `json:"proof"`
 	Also     []verdict.Outcome `json:"also,omitempty"`
 	File     string            `json:"file"`
-	Original ScheduleSummary   `json:"original"`
-	Final    ScheduleSummary   `json:"final"`
-	Shrink   *ShrinkSummary    `json:"shrink,omitempty"`
+	// FinalCase is the last run of the final schedule that showed it.
+	FinalCase string          `json:"final_case,omitempty"`
+	Original  ScheduleSummary `json:"original"`
+	Final     ScheduleSummary `json:"final"`
+	Shrink    *ShrinkSummary  `json:"shrink,omitempty"`
 }
 
 // ScheduleSummary is a schedule in results.json.
@@ -92,6 +94,7 @@ func (r *Result) Summarize(steer bool) Summary {
 			Case: f.Case, Seen: f.Seen, Proof: f.Proof, Also: f.Also, File: f.File,
 			Original: scheduleSummary(f.Original), Final: scheduleSummary(f.Schedule())}
 		if sh := f.Shrunk; sh != nil {
+			fs.FinalCase = sh.Last.Case
 			fs.Shrink = &ShrinkSummary{Confirmed: sh.Confirmed, Refuted: sh.Refuted, Runs: sh.Runs, Steps: sh.Steps, Hits: sh.Hits, Tries: sh.Tries, Stopped: sh.Stopped}
 		}
 		s.Findings = append(s.Findings, fs)
@@ -183,7 +186,8 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 <p>{{$f.Proof}}{{if $f.Also}} (also: {{range $f.Also}}{{.}} {{end}}){{end}}</p>
 {{with timeline $.Files $f.Case}}<p><img src="{{.}}" alt="{{.}}"></p>{{end}}
 {{if $f.Shrink}}{{if $f.Shrink.Confirmed}}<p>Shrunk in {{$f.Shrink.Runs}} runs to <code>{{$f.Final.Text}}</code>, shown in {{$f.Shrink.Hits}} of its {{$f.Shrink.Tries}} runs{{if $f.Shrink.Stopped}} (stopped: {{$f.Shrink.Stopped}}){{end}}:</p>
-<ul>{{range $f.Shrink.Steps}}<li>{{.}}</li>{{end}}</ul>{{else if $f.Shrink.Refuted}}<p>Not confirmed: shown again in {{$f.Shrink.Hits}} of {{$f.Shrink.Tries}} runs.</p>{{else}}<p>Not shrunk: the search ended first.</p>{{end}}{{end}}
+<ul>{{range $f.Shrink.Steps}}<li>{{.}}</li>{{end}}</ul>
+{{with timeline $.Files $f.FinalCase}}<p><img src="{{.}}" alt="{{.}}"></p>{{end}}{{else if $f.Shrink.Refuted}}<p>Not confirmed: shown again in {{$f.Shrink.Hits}} of {{$f.Shrink.Tries}} runs.</p>{{else}}<p>Not shrunk: the search ended first.</p>{{end}}{{end}}
 {{end}}
 {{range .S.Approaches}}<h2>{{.Approach}}: {{.Runs}} exploring runs, transitions reached</h2>
 <p>Faults it could take: {{range .Faults}}{{.}} {{end}}</p>

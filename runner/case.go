@@ -408,7 +408,7 @@ func (r *caseRun) artifacts() {
 			Title:  fmt.Sprintf("%s, %d clients: who held the lock when", c.Approach.Name, c.Workload.Clients),
 			Origin: r.first, End: r.last, Intervals: r.rec.check.Intervals(), Grants: r.verdict.DoubleGrants, Faults: r.windows})
 	})
-	if len(c.Faults) > 0 {
+	if len(c.Faults) > 0 && !r.env.lean {
 		r.plot(fmt.Sprintf("latency-over-time-%s.png", c.Name), func(path string) error {
 			return report.PlotLatencyOverTime(path, &report.LatencyOverTime{
 				Title:  fmt.Sprintf("%s: acquire latency over time, faults shaded", c.Approach.Name),

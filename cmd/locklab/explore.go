@@ -92,8 +92,17 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	if terminal {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
-	if res == nil {
-		return exitCode(stderr, err)
+	if res == nil || res.Dir == "" {
+		// Nothing ran: refused, or the servers never came up.
+		if ctx.Err() != nil && err != nil {
+			err = fmt.Errorf("%w: %w", errInterrupted, err)
+		}
+		code := exitCode(stderr, err)
+		if code == exitInfra {
+			g := &gate{kind: "explore", junit: junit}
+			return g.unstarted(err, code, stderr)
+		}
+		return code
 	}
 	if perr := res.Print(stdout); perr != nil {
 		fmt.Fprintf(stderr, "locklab explore: %v\n", perr)

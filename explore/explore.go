@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +69,12 @@ type Finding struct {
 	Original Schedule
 	Shrunk   *Shrunk
 	File     string // its scenario file, relative to the results folder
+	// Unmasked: found by running a known finding's schedule without the
+	// faults whose rules predicted it (see unmask).
+	Unmasked bool
+	// hits and tries are the runs of Original that showed it and that it
+	// had before its shrink (the run that found it: 1 of 1).
+	hits, tries int
 }
 
 // Schedule is the finding's smallest schedule so far.
@@ -114,6 +121,10 @@ func (r *Result) New() int {
 	return n
 }
 
+// reproRuns is how many runs of a finding's final schedule say how often
+// it shows the violation.
+const reproRuns = 5
+
 // shares of the budget: a new finding is shrunk at once, for at most
 // shrinkShare of the budget; known ones are shrunk in the last knownShare.
 const (
@@ -138,7 +149,24 @@ type explorer struct {
 	// case's progress from a goroutine of its own).
 	mu  sync.Mutex
 	now Progress
+	// unmasks are known findings' schedules without the faults their
+	// rules spoke for, to run before the next exploring case; tried
+	// counts them per approach and class, and remembers what was tried.
+	unmasks []unmasking
+	tried   map[string]int
 }
+
+// unmasking is a known class to run again without the faults whose rules
+// predicted it.
+type unmasking struct {
+	srch  *Search
+	class verdict.Outcome
+	s     Schedule
+	run   int // the exploring run that showed it
+}
+
+// maxUnmask bounds the unmaskings of one class of one approach.
+const maxUnmask = 3
 
 // Run explores until the budget is spent or ctx ends (Ctrl-C): every
 // finding so far is kept, shrunk or not. The error is the context's when
@@ -151,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, usage(fmt.Errorf("no approach (known: %v)", cfg.Registry.Names()))
 	}
 	e := &explorer{cfg: cfg, cs: cases{reg: cfg.Registry, external: cfg.External, docker: cfg.Docker},
-		start: time.Now(), res: &Result{Seed: cfg.Seed, Budget: cfg.Budget}}
+		start: time.Now(), res: &Result{Seed: cfg.Seed, Budget: cfg.Budget}, tried: map[string]int{}}
 	e.deadline = e.start.Add(cfg.Budget - closing)
 	var templates []runner.Case
 	for i, name := range cfg.Approaches {
@@ -235,6 +263,14 @@ func (e *explorer) loop(ctx context.Context) error {
 		if todo != nil {
 			shrunk[todo] = true
 			if err := e.shrink(ctx, todo); err != nil {
+				return e.ended(ctx, err)
+			}
+			continue
+		}
+		if len(e.unmasks) > 0 {
+			u := e.unmasks[0]
+			e.unmasks = e.unmasks[1:]
+			if err := e.unmask(ctx, u); err != nil {
 				return e.ended(ctx, err)
 			}
 			continue
@@ -323,12 +359,15 @@ func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin
 		// known under some faults and new under others is two findings.
 		j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, p.Class)
 		allKnown = allKnown && j.Known
+		if j.Known {
+			e.queueUnmask(srch, p.Class, s, j.Because, n)
+		}
 		if f := e.finding(srch.Approach, p.Class, j.Known); f != nil {
 			f.Seen++
 			continue
 		}
 		f := &Finding{Approach: srch.Approach, Class: p.Class, Known: j.Known, Why: j.Why, Run: n, After: time.Since(e.start),
-			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Original: s}
+			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Original: s, hits: 1, tries: 1}
 		for _, a := range also {
 			f.Also = append(f.Also, a.Class)
 		}
@@ -350,7 +389,7 @@ func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin
 		}
 		if j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, a.Class); !j.Known {
 			f := &Finding{Approach: srch.Approach, Class: a.Class, Why: j.Why, Run: n, After: time.Since(e.start),
-				Case: name, Seen: 1, Proof: a.Proof, Stated: a.Stated, Original: s}
+				Case: name, Seen: 1, Proof: a.Proof, Stated: a.Stated, Original: s, hits: 1, tries: 1}
 			e.res.Findings = append(e.res.Findings, f)
 			if err := e.writeFound(f); err != nil {
 				return err
@@ -392,24 +431,21 @@ func (e *explorer) search(approach string) *Search {
 func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 	srch := e.search(f.Approach)
 	idx := slices.Index(e.res.Findings, f) + 1
-	limit := time.Now().Add(time.Duration(shrinkShare * float64(e.cfg.Budget)))
-	k := 0
-	sh := &Shrinker{Runs: e.cfg.Runs, Scale: srch.Profile.Scale,
-		Afford: func(s Schedule) bool {
-			return e.afford(srch, s) && time.Now().Add(cost(s)+srch.overhead).Before(limit)
-		},
-		Oracle: func(ctx context.Context, s Schedule) (Trial, error) {
-			k++
-			e.res.ShrinkRuns++
-			name := fmt.Sprintf("f%d-s%03d", idx, k)
-			e.begin(fmt.Sprintf("%s: shrinking %s of %s (%d faults, %v)", name, f.Class, f.Approach, len(s.Faults), s.Duration))
-			res, err := e.run(ctx, srch, s, name)
-			if err != nil {
-				return Trial{}, err
+	sh := e.shrinker(srch, f.Class, fmt.Sprintf("f%d-s", idx), "shrinking")
+	out, err := sh.Shrink(ctx, f.Original, f.hits, f.tries)
+	// How often the final schedule shows it: more runs of it, while the
+	// shrink's share of the budget lasts.
+	for err == nil && out.Confirmed && out.Tries < reproRuns && sh.Afford(out.Schedule) {
+		var t Trial
+		if t, err = sh.Oracle(ctx, out.Schedule); err == nil {
+			out.Runs++
+			out.Tries++
+			if t.Shown {
+				out.Hits++
+				out.Last = t
 			}
-			return trial(res, name, f.Class), nil
-		}}
-	out, err := sh.Shrink(ctx, f.Original, 1, 1)
+		}
+	}
 	f.Shrunk = &out
 	if out.Confirmed && len(out.Steps) > 0 {
 		// Judged again on what is left: a known class may turn out new
@@ -423,11 +459,81 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 	return err
 }
 
+// shrinker runs schedules of srch's approach for class c, its cases named
+// prefix and a number, for at most shrinkShare of the budget from now.
+func (e *explorer) shrinker(srch *Search, c verdict.Outcome, prefix, doing string) *Shrinker {
+	limit := time.Now().Add(time.Duration(shrinkShare * float64(e.cfg.Budget)))
+	k := 0
+	return &Shrinker{Runs: e.cfg.Runs, Scale: srch.Profile.Scale,
+		Afford: func(s Schedule) bool {
+			return e.afford(srch, s) && time.Now().Add(cost(s)+srch.overhead).Before(limit)
+		},
+		Oracle: func(ctx context.Context, s Schedule) (Trial, error) {
+			k++
+			e.res.ShrinkRuns++
+			name := fmt.Sprintf("%s%03d", prefix, k)
+			e.begin(fmt.Sprintf("%s: %s %s of %s (%d faults, %v)", name, doing, c, srch.Approach, len(s.Faults), s.Duration))
+			res, err := e.run(ctx, srch, s, name)
+			if err != nil {
+				return Trial{}, err
+			}
+			return trial(res, name, c), nil
+		}}
+}
+
+// queueUnmask queues run n's schedule s, which showed class c known by
+// the rules of columns of fault kinds because, to run again without those
+// faults: if c still shows, no rule predicted what the others did (a
+// planted cache that answers "held" after any lost lease shows a double
+// grant under a server restart, which a rule predicts, and under a pause,
+// which none does).
+func (e *explorer) queueUnmask(srch *Search, c verdict.Outcome, s Schedule, because []string, n int) {
+	if len(because) == 0 {
+		return
+	}
+	rest := s.Clone()
+	rest.Faults = slices.DeleteFunc(rest.Faults, func(f Fault) bool { return contains(because, mechanism(f.Kind)) })
+	if len(rest.Faults) == 0 || len(rest.Faults) == len(s.Faults) {
+		return
+	}
+	key := srch.Approach + " " + string(c)
+	what := key + " without " + strings.Join(because, ",") + ": " + rest.Summary()
+	if e.tried[key] >= maxUnmask || e.tried[what] > 0 {
+		return
+	}
+	e.tried[key]++
+	e.tried[what]++
+	e.unmasks = append(e.unmasks, unmasking{srch: srch, class: c, s: rest, run: n})
+}
+
+// unmask runs a known class's schedule without the faults its rules spoke
+// for; if most runs still show it and no rule predicts it under what is
+// left, it is a new finding.
+func (e *explorer) unmask(ctx context.Context, u unmasking) error {
+	if e.finding(u.srch.Approach, u.class, false) != nil {
+		return nil // already known to be new
+	}
+	sh := e.shrinker(u.srch, u.class, fmt.Sprintf("u%d-", u.run), "unmasking")
+	out, err := sh.Reproduce(ctx, u.s)
+	if err != nil || !out.Confirmed {
+		return err
+	}
+	j := e.cfg.Expect.Judge(u.srch.approach, u.s.Kinds(), u.s.Workload, u.class)
+	if j.Known {
+		return nil
+	}
+	f := &Finding{Approach: u.srch.Approach, Class: u.class, Why: j.Why, Run: u.run, After: time.Since(e.start),
+		Case: out.Last.Case, Seen: 1, Proof: out.Last.Proof, Stated: out.Last.Stated, Original: u.s, Unmasked: true,
+		hits: out.Hits, tries: out.Tries}
+	e.res.Findings = append(e.res.Findings, f)
+	return e.writeFound(f)
+}
+
 // trial is what case name's result says of class c.
 func trial(res runner.CaseResult, name string, c verdict.Outcome) Trial {
 	for _, x := range sightings(res.Check, res.Events) {
 		if x.Class == c {
-			return Trial{Shown: true, Case: name, Proof: x.Proof}
+			return Trial{Shown: true, Case: name, Proof: x.Proof, Stated: x.Stated}
 		}
 	}
 	return Trial{Case: name}

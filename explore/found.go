@@ -64,8 +64,14 @@ func (f *Finding) scenario(r *Result) []byte {
 	}
 	line("%s: %s.", status, f.Why)
 	c = append(c, "")
-	line("Found by locklab explore (seed %d) in run %d (case %s), %s into the search; %d exploring run(s) showed it.",
-		r.Seed, f.Run, f.Case, f.After.Round(time.Second), f.Seen)
+	if f.Unmasked {
+		line("Found by locklab explore (seed %d): run %d showed it under faults a rule predicts it for; without them it",
+			r.Seed, f.Run)
+		line("showed again (case %s, %s into the search), where no rule predicts it.", f.Case, f.After.Round(time.Second))
+	} else {
+		line("Found by locklab explore (seed %d) in run %d (case %s), %s into the search; %d exploring run(s) showed it.",
+			r.Seed, f.Run, f.Case, f.After.Round(time.Second), f.Seen)
+	}
 	line("The events that prove it, in %s:", filepath.Join(r.Dir, "history.jsonl"))
 	proof, at := f.Proof, f.Case
 	if f.Shrunk != nil && f.Shrunk.Last.Shown {

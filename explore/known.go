@@ -50,6 +50,11 @@ type Judgement struct {
 	// Why names the rule that predicts it (known), or the rules that speak
 	// for the approach under these faults and predict otherwise (new).
 	Why string
+	// Because are the fault kinds of the columns whose rules predict it:
+	// a run without them that still shows it shows something no rule
+	// predicted (see explorer.unmask). Empty when a rule predicts it with
+	// no fault, or when only the hazard of every lease does.
+	Because []string
 }
 
 // Judge says whether approach a showing class c under a case with fault
@@ -63,7 +68,7 @@ type Judgement struct {
 // hazard of every lease that Kleppmann 2016 and shared/FAULTS.md §0
 // describe, whatever fault kept the holder busy past its lease.
 func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c verdict.Outcome) Judgement {
-	var predicted, forbidden, other []string
+	var predicted, forbidden, other, because []string
 	for _, f := range e.M.Faults {
 		if !e.relevant(f, a, kinds, w) {
 			continue
@@ -78,15 +83,17 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 			forbidden = append(forbidden, desc)
 		case slices.ContainsFunc(r.Expect.Outcomes, func(o verdict.Outcome) bool { return matches(c, o) }):
 			predicted = append(predicted, desc)
+			because = append(because, columnKinds(f)...)
 		case consequences[c] && slices.ContainsFunc(r.Expect.Outcomes, isDoubleGrant):
 			predicted = append(predicted, desc+" (a double grant, which this follows from)")
+			because = append(because, columnKinds(f)...)
 		default:
 			other = append(other, desc)
 		}
 	}
 	switch {
 	case len(predicted) > 0 && !(consequences[c] && len(forbidden) > 0):
-		return Judgement{Known: true, Why: "matrix: " + predicted[0]}
+		return Judgement{Known: true, Why: "matrix: " + predicted[0], Because: because}
 	case len(forbidden) == 0 && leaseEnds(a) && (c == verdict.DoubleGrantOutlived || consequences[c] && !(fencedAway[c] && w.Fenced && a.Caps.Fencing)):
 		return Judgement{Known: true, Why: "a holder outlived its lease: the hazard of every lease (Kleppmann 2016; shared/FAULTS.md §0)"}
 	}
@@ -100,6 +107,18 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 	return Judgement{Why: why}
 }
 
+// columnKinds are the fault kinds column f's scenario injects, as
+// mechanisms (server-kill as server-restart).
+func columnKinds(f matrix.Fault) []string {
+	var out []string
+	for _, ft := range f.Scenario.Faults {
+		if k := mechanism(ft.Fault.Kind()); !contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // relevant reports whether column f speaks for approach a in a case with
 // fault kinds kinds and workload w: its scenario uses no fault kind the
 // case did not (a column without faults speaks for every case), it runs
@@ -111,8 +130,8 @@ func (e Expectations) relevant(f matrix.Fault, a impls.Approach, kinds []string,
 	for _, k := range kinds {
 		mine = append(mine, mechanism(k))
 	}
-	for _, ft := range f.Scenario.Faults {
-		if !contains(mine, mechanism(ft.Fault.Kind())) {
+	for _, k := range columnKinds(f) {
+		if !contains(mine, k) {
 			return false
 		}
 	}

@@ -38,6 +38,7 @@ type FindingSummary struct {
 	After    float64           `json:"after_s"`
 	Case     string            `json:"case"`
 	Seen     int               `json:"seen_in_runs"`
+	Unmasked bool              `json:"unmasked,omitempty"` // shown again without the faults a rule spoke for
 	Proof    string            `json:"proof"`
 	Also     []verdict.Outcome `json:"also,omitempty"`
 	File     string            `json:"file"`
@@ -91,7 +92,7 @@ func (r *Result) Summarize(steer bool) Summary {
 	s.Known = len(r.Findings) - s.New
 	for _, f := range r.Findings {
 		fs := FindingSummary{Approach: f.Approach, Class: f.Class, Known: f.Known, Why: f.Why, Run: f.Run, After: f.After.Seconds(),
-			Case: f.Case, Seen: f.Seen, Proof: f.Proof, Also: f.Also, File: f.File,
+			Case: f.Case, Seen: f.Seen, Unmasked: f.Unmasked, Proof: f.Proof, Also: f.Also, File: f.File,
 			Original: scheduleSummary(f.Original), Final: scheduleSummary(f.Schedule())}
 		if sh := f.Shrunk; sh != nil {
 			fs.FinalCase = sh.Last.Case

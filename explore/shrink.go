@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -20,6 +21,7 @@ type Oracle func(ctx context.Context, s Schedule) (Trial, error)
 type Trial struct {
 	Shown       bool
 	Case, Proof string
+	Stated      verdict.Outcome // as a scenario file states it (Sighting.Stated)
 }
 
 // Shrinker delta-debugs a schedule towards the smallest one that still
@@ -64,46 +66,13 @@ type Shrunk struct {
 // Shrink shrinks s, which showed the violation in hits of tries runs
 // already (the run that found it: 1 of 1).
 func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Shrunk, error) {
-	runs := sh.Runs
-	if runs <= 0 {
-		runs = 3
-	}
-	out := Shrunk{Schedule: s, RunsPer: runs}
-	// decide runs c until most of runs show the violation (true) or can
-	// no longer (false), counting on the hits and tries it starts with.
-	var last Trial
-	decide := func(c Schedule, hits, tries int) (bool, int, int, error) {
-		last = Trial{}
-		need := runs/2 + 1
-		for hits < need && tries-hits <= runs-need {
-			if err := ctx.Err(); err != nil {
-				return false, hits, tries, err
-			}
-			if sh.MaxRuns > 0 && out.Runs >= sh.MaxRuns {
-				return false, hits, tries, errStop("the shrink's run limit")
-			}
-			if sh.Afford != nil && !sh.Afford(c) {
-				return false, hits, tries, errStop("the budget")
-			}
-			t, err := sh.Oracle(ctx, c)
-			out.Runs++
-			if err != nil {
-				return false, hits, tries, err
-			}
-			tries++
-			if t.Shown {
-				hits++
-				last = t
-			}
-		}
-		return hits >= need, hits, tries, nil
-	}
-	ok, h, t, err := decide(s, hits, tries)
-	out.Hits, out.Tries, out.Last = h, t, last
+	out := Shrunk{Schedule: s, RunsPer: sh.runs()}
+	d, err := sh.decide(ctx, s, hits, tries, &out.Runs)
+	out.Hits, out.Tries, out.Last = d.hits, d.tries, d.last
 	if err != nil {
 		return out, stopped(&out, err)
 	}
-	if !ok {
+	if !d.ok {
 		out.Refuted = true
 		return out, nil
 	}
@@ -121,12 +90,12 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 			if i >= len(cs) {
 				break
 			}
-			ok, h, t, err := decide(cs[i].s, 0, 0)
+			d, err := sh.decide(ctx, cs[i].s, 0, 0, &out.Runs)
 			if err != nil {
 				return out, stopped(&out, err)
 			}
-			if ok {
-				out.Schedule, out.Hits, out.Tries, out.Last = cs[i].s, h, t, last
+			if d.ok {
+				out.Schedule, out.Hits, out.Tries, out.Last = cs[i].s, d.hits, d.tries, d.last
 				out.Steps = append(out.Steps, cs[i].what)
 				progress = true
 				i-- // the same place in the new list
@@ -137,6 +106,64 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 		}
 	}
 	return out, nil
+}
+
+// Reproduce runs s until most of Runs runs show the violation
+// (Confirmed) or can no longer (Refuted); it shrinks nothing.
+func (sh *Shrinker) Reproduce(ctx context.Context, s Schedule) (Shrunk, error) {
+	out := Shrunk{Schedule: s, RunsPer: sh.runs()}
+	d, err := sh.decide(ctx, s, 0, 0, &out.Runs)
+	out.Hits, out.Tries, out.Last = d.hits, d.tries, d.last
+	if err != nil {
+		return out, stopped(&out, err)
+	}
+	out.Confirmed, out.Refuted = d.ok, !d.ok
+	return out, nil
+}
+
+func (sh *Shrinker) runs() int {
+	if sh.Runs <= 0 {
+		return 3
+	}
+	return sh.Runs
+}
+
+// decision is how a schedule's runs came out.
+type decision struct {
+	ok          bool
+	hits, tries int
+	last        Trial // its last run that showed the violation
+}
+
+// decide runs c until most of the runs show the violation (ok) or can no
+// longer, counting on the hits and tries it starts with; *runs counts the
+// oracle's runs against MaxRuns.
+func (sh *Shrinker) decide(ctx context.Context, c Schedule, hits, tries int, runs *int) (decision, error) {
+	d := decision{hits: hits, tries: tries}
+	need := sh.runs()/2 + 1
+	for d.hits < need && d.tries-d.hits <= sh.runs()-need {
+		if err := ctx.Err(); err != nil {
+			return d, err
+		}
+		if sh.MaxRuns > 0 && *runs >= sh.MaxRuns {
+			return d, errStop("the shrink's run limit")
+		}
+		if sh.Afford != nil && !sh.Afford(c) {
+			return d, errStop("the budget")
+		}
+		t, err := sh.Oracle(ctx, c)
+		*runs++
+		if err != nil {
+			return d, err
+		}
+		d.tries++
+		if t.Shown {
+			d.hits++
+			d.last = t
+		}
+	}
+	d.ok = d.hits >= need
+	return d, nil
 }
 
 // maxPasses bounds the passes over the candidates: a first pass does most

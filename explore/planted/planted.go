@@ -26,7 +26,7 @@ import (
 
 // Approaches are the planted approaches.
 func Approaches() []impls.Approach {
-	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply}
+	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply, RenewAfterRelease}
 }
 
 // Register adds the planted approaches to reg.
@@ -65,6 +65,19 @@ var ValidityFromReply = approach("planted-validity-from-reply",
 	"the lease's validity is counted from the reply, not the request",
 	func(l *locker) { l.fromReply = true })
 
+// RenewAfterRelease is a lock in the manner of Redisson's: its value is
+// the client's own id, so the client acquires a key it holds again at
+// once (reentrant), and a watchdog re-asserts the lock every third of
+// its TTL (SET key id PX ttl). The watchdog is stopped only once the
+// release's reply is back; a tick that falls while the reply is late
+// re-asserts the lock just after the release deleted it, over whoever
+// took it meanwhile, and the client's next acquire finds its own id
+// there and is granted while that client holds it (Redisson #7272, a
+// renewal outliving unlock()).
+var RenewAfterRelease = approach("planted-renew-after-release",
+	"a watchdog re-asserts the lock until the release's reply is back, and a client holding the key acquires it again",
+	func(l *locker) { l.watchdog = true })
+
 func approach(name, mistake string, plant func(*locker)) impls.Approach {
 	return impls.Approach{
 		Name: name, Server: impls.Redis, Nodes: 1,
@@ -82,7 +95,7 @@ func approach(name, mistake string, plant func(*locker)) impls.Approach {
 			c := goredis.NewClient(&goredis.Options{Addr: env.Endpoints.Redis[0], Protocol: 2, DisableIdentity: true,
 				MaxRetries: -1, PoolSize: 1, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second,
 				WriteTimeout: 3 * time.Second, ContextTimeoutEnabled: true})
-			l := &locker{c: c, clk: env.Clock}
+			l := &locker{c: c, clk: env.Clock, id: fmt.Sprintf("client-%d-%s", env.ClientID, impls.NewToken())}
 			l.release = l.compareAndDelete
 			plant(l)
 			return l, nil
@@ -101,6 +114,17 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then
   return redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end
 return 0`)
+	// reentrantAcquire grants the key to the client whose id it holds
+	// already, or to anyone when it is free.
+	reentrantAcquire = goredis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  redis.call("PEXPIRE", KEYS[1], ARGV[2])
+  return 1
+end
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+  return 1
+end
+return 0`)
 )
 
 // releaseDeadline is UncheckedRelease's own deadline on its
@@ -112,6 +136,8 @@ type locker struct {
 	clk       clock.Clock
 	release   func(ctx context.Context, l *lease) error
 	fromReply bool
+	watchdog  bool   // RenewAfterRelease
+	id        string // RenewAfterRelease: the client's id, every lock's value
 	mu        sync.Mutex
 	cache     map[string]string // CachedHold: key -> token of a lock it believes it holds
 }
@@ -119,6 +145,8 @@ type locker struct {
 type lease struct {
 	l          *locker
 	key, token string
+	stop       chan struct{} // RenewAfterRelease: ends its watchdog
+	mu         sync.Mutex    // guards validUntil (RenewAfterRelease's watchdog moves it)
 	validUntil time.Time
 }
 
@@ -131,9 +159,19 @@ func (l *locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 		return &lease{l: l, key: key, token: tok, validUntil: l.clk.Now().Add(ttl)}, nil
 	}
 	token := impls.NewToken()
+	if l.watchdog {
+		token = l.id
+	}
 	var sent time.Time
 	err := impls.Poll(ctx, key, opt, func(ctx context.Context) (bool, error) {
 		sent = l.clk.Now()
+		if l.watchdog {
+			n, err := reentrantAcquire.Run(ctx, l.c, []string{key}, token, ttl.Milliseconds()).Int()
+			if err != nil {
+				return false, outcome(ctx, "acquire", err)
+			}
+			return n == 1, nil
+		}
 		ok, err := l.c.SetNX(ctx, key, token, ttl).Result()
 		if err != nil {
 			return false, outcome(ctx, "SET NX PX", err)
@@ -151,7 +189,30 @@ func (l *locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 		l.cache[key] = token
 		l.mu.Unlock()
 	}
-	return &lease{l: l, key: key, token: token, validUntil: sent.Add(ttl)}, nil
+	s := &lease{l: l, key: key, token: token, validUntil: sent.Add(ttl)}
+	if l.watchdog {
+		s.stop = make(chan struct{})
+		go s.watch(ttl)
+	}
+	return s, nil
+}
+
+// watch re-asserts the lock every third of its TTL until stopped.
+func (s *lease) watch(ttl time.Duration) {
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), ttl)
+			if s.l.c.Set(ctx, s.key, s.token, ttl).Err() == nil {
+				s.setValidUntil(s.l.clk.Now().Add(ttl))
+			}
+			cancel()
+		}
+	}
 }
 
 // cached is CachedHold's belief that it holds key already.
@@ -169,11 +230,27 @@ func (l *locker) Close() error { return l.c.Close() }
 
 func (s *lease) Key() string           { return s.key }
 func (s *lease) Token() (uint64, bool) { return 0, false }
-func (s *lease) ValidUntil() time.Time { return s.validUntil }
+func (s *lease) ValidUntil() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.validUntil
+}
+
+func (s *lease) setValidUntil(t time.Time) {
+	s.mu.Lock()
+	s.validUntil = t
+	s.mu.Unlock()
+}
 func (s *lease) Lost() <-chan struct{} { return nil }
 
 func (s *lease) Release(ctx context.Context) error {
 	err := s.l.release(ctx, s)
+	if s.stop != nil {
+		// Only now, with the release's reply back (the planted mistake: a
+		// tick while it was on its way re-asserted the lock).
+		close(s.stop)
+		s.stop = nil
+	}
 	if err == nil && s.l.cache != nil {
 		// Forgotten only here: a release that found the lock gone
 		// leaves "held" behind (the planted mistake).
@@ -196,7 +273,7 @@ func (s *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if s.l.fromReply {
 		sent = s.l.clk.Now()
 	}
-	s.validUntil = sent.Add(ttl)
+	s.setValidUntil(sent.Add(ttl))
 	return nil
 }
 

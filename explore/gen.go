@@ -149,9 +149,9 @@ func genWorkload(p Profile, rng *rand.Rand) workload.Spec {
 	}
 	w.Fenced = w.Kind == workload.Counter && p.Fencing && rng.IntN(2) == 0
 	switch x := rng.IntN(10); {
-	case p.TTL && x < 2:
+	case p.TTL && x < 3:
 		w.HonourLease = true
-	case p.Renewal && x < 4:
+	case p.Renewal && x < 5:
 		w.Renew = true
 	}
 	w.Hold = genHold(p, w, rng)

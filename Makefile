@@ -35,7 +35,7 @@ images:
 # run does not end on one long package alone (runner ran alone for its
 # last 225 s when the order was alphabetical). -parallel 4: the Sentinel
 # failover cases wait most of their 33 s, four side by side.
-SLOW_PACKAGES := ./cmd/locklab ./conformance/indocker ./runner ./approaches ./impls/redis ./cluster ./impls/zk
+SLOW_PACKAGES := ./cmd/locklab ./conformance/indocker ./runner ./approaches ./impls/redis ./cluster ./impls/zk ./explore/planted
 test: vet images
 	$(GO) test -count=1 -parallel 4 -timeout 20m $(SLOW_PACKAGES) ./...
 

@@ -34,6 +34,9 @@ type Results struct {
 	Runs      []Run               `json:"runs"`
 	Verdict   Verdict             `json:"verdict"`
 	Artifacts []string            `json:"artifacts,omitempty"` // files written next to this one
+	// Explore is what locklab explore found (its findings, their shrinks,
+	// the transitions covered); nil for other commands.
+	Explore any `json:"explore,omitempty"`
 }
 
 // Host describes the machine the numbers come from.

@@ -47,6 +47,11 @@ type caseEnv struct {
 	// environment's cases use, when lanes side by side share them out;
 	// nil: all of them.
 	redis []int
+	// lean: plot only the timelines of cases that showed a violation
+	// (Plan.Lean).
+	lean bool
+	// keepEvents: each case's outcome carries its events (Session).
+	keepEvents bool
 }
 
 // nodesOf is the nodes of kind b that this environment's cases use.
@@ -103,6 +108,8 @@ type caseOutcome struct {
 	stats   workload.Stats
 	verdict verdict.Result
 	handOff *hdrhistogram.Histogram
+	check   checker.Verdict
+	events  []history.Event // with caseEnv.keepEvents
 }
 
 // defaultHealthTimeout bounds how long a case waits for its servers to be
@@ -195,7 +202,7 @@ func (r *caseRun) startFleet(ctx context.Context) error {
 		r.ownLinks = r.ownLinks || st.Target.Kind() == chaos.TargetLink
 	}
 	r.hold = newHolders()
-	r.rec = &checkingRecorder{w: history.Discard{}, observe: r.hold.see, locks: metrics.NewLocks()}
+	r.rec = &checkingRecorder{w: history.Discard{}, observe: r.hold.see, locks: metrics.NewLocks(), keep: env.keepEvents}
 	if c.Record {
 		r.rec.w = env.history
 		r.rec.check = checker.New(checker.ModelLease, true) // locklab's locks are leases
@@ -326,6 +333,9 @@ func (r *caseRun) measure(ctx context.Context) {
 	}}
 	r.first, r.last = r.rec.span()
 	r.windows, r.out.run.Faults = r.nem.windows(r.first, r.last)
+	r.rec.mu.Lock()
+	r.out.events = r.rec.events
+	r.rec.mu.Unlock()
 }
 
 // check is step 6. The verdict is computed even after Ctrl-C: what ran is
@@ -340,6 +350,7 @@ func (r *caseRun) check(ctx context.Context) error {
 		return infraErr(fmt.Errorf("%s: check: %w", r.c.Name, err))
 	}
 	r.verdict = v
+	r.out.check = v
 	r.out.run.AddVerdict(v, r.env.dir, report.Limits{Violations: 10})
 	return nil
 }
@@ -393,7 +404,7 @@ func (r *caseRun) firstViolationAt() float64 {
 // artifacts is step 8: the case's timeline and, with faults, its latency
 // over time, both with the fault windows shaded.
 func (r *caseRun) artifacts() {
-	if r.rec.check == nil {
+	if r.rec.check == nil || (r.env.lean && r.verdict.Safe()) {
 		return
 	}
 	c := r.c
@@ -402,7 +413,7 @@ func (r *caseRun) artifacts() {
 			Title:  fmt.Sprintf("%s, %d clients: who held the lock when", c.Approach.Name, c.Workload.Clients),
 			Origin: r.first, End: r.last, Intervals: r.rec.check.Intervals(), Grants: r.verdict.DoubleGrants, Faults: r.windows})
 	})
-	if len(c.Faults) > 0 {
+	if len(c.Faults) > 0 && !r.env.lean {
 		r.plot(fmt.Sprintf("latency-over-time-%s.png", c.Name), func(path string) error {
 			return report.PlotLatencyOverTime(path, &report.LatencyOverTime{
 				Title:  fmt.Sprintf("%s: acquire latency over time, faults shaded", c.Approach.Name),

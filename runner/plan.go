@@ -29,6 +29,10 @@ type Plan struct {
 	// Repeats is how many times each approach's case runs (run --runs):
 	// the summary then counts, per approach, the runs that agreed.
 	Repeats int
+	// Lean writes no latency files or plots but the timelines of the
+	// cases that showed a violation: a search runs hundreds of short
+	// cases (locklab explore), whose plots would cost more than the cases.
+	Lean bool
 }
 
 // Docker is how a plan's servers run as containers.

@@ -28,6 +28,9 @@ type checkingRecorder struct {
 	invoked   map[int]int64 // proc -> its pending acquire's invoke time
 	// locks measures hand-off and fairness.
 	locks *metrics.Locks
+	// keep: events keeps every event (a session's caller reads them).
+	keep   bool
+	events []history.Event
 }
 
 const maxLatencyPoints = 200_000
@@ -45,6 +48,9 @@ func (r *checkingRecorder) Record(ev history.Event) history.Event {
 		r.first = ev.T
 	}
 	r.last = max(r.last, ev.T)
+	if r.keep {
+		r.events = append(r.events, ev)
+	}
 	if ev.F == history.Acquire && ev.Type == history.OK {
 		r.lastGrant = max(r.lastGrant, ev.T)
 	}

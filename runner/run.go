@@ -82,14 +82,7 @@ type Cluster interface {
 // stops, writes what ran so far marked incomplete, and returns ctx's error.
 // results.json is rewritten (atomically) after every case.
 func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
-	if len(p.Cases) == 0 {
-		return nil, usageErr(fmt.Errorf("nothing to run"))
-	}
-	// Usage errors first: nothing is created for a run that cannot start.
-	if err := checkExternalKinds(p.External, p.servers()); err != nil {
-		return nil, err
-	}
-	s, err := newSession(r, p, p.External)
+	s, err := r.begin(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +101,18 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 		runErr = s.runInOrder(ctx)
 	}
 	return s.end(ctx, runErr)
+}
+
+// begin makes the session of plan p. Usage errors come first: nothing is
+// created for a plan that cannot start.
+func (r *Runner) begin(ctx context.Context, p Plan) (*session, error) {
+	if len(p.Cases) == 0 {
+		return nil, usageErr(fmt.Errorf("nothing to run"))
+	}
+	if err := checkExternalKinds(p.External, p.servers()); err != nil {
+		return nil, err
+	}
+	return newSession(r, p, p.External)
 }
 
 // LoadExternal reads the user's cluster config at path (--cluster

@@ -70,7 +70,8 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 	}
 	s.slots = make(chan struct{}, maxCases)
 	s.base = caseEnv{history: history.Discard{}, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
-		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout}
+		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout,
+		lean: p.Lean}
 	if s.base.healthTimeout <= 0 {
 		s.base.healthTimeout = defaultHealthTimeout
 	}
@@ -191,7 +192,9 @@ func (s *session) record(c Case, co caseOutcome) error {
 	s.res.Runs = append(s.res.Runs, co.run)
 	s.out.Verdicts = append(s.out.Verdicts, co.verdict)
 	tally(&s.res.Verdict, co)
-	s.hists[c.Name] = [3]*hdrhistogram.Histogram{co.stats.Acquire, co.stats.Release, co.handOff}
+	if !s.p.Lean {
+		s.hists[c.Name] = [3]*hdrhistogram.Histogram{co.stats.Acquire, co.stats.Release, co.handOff}
+	}
 	if err := s.save(); err != nil {
 		return infraErr(err)
 	}
@@ -328,7 +331,9 @@ func (s *session) end(ctx context.Context, runErr error) (*Outcome, error) {
 	if s.faultLog.created() {
 		s.res.Artifacts = append(s.res.Artifacts, faultLogName)
 	}
-	s.res.Artifacts = append(s.res.Artifacts, writeArtifacts(s.dir, s.p, s.res.Runs, s.hists, s.r.logf)...)
+	if !s.p.Lean {
+		s.res.Artifacts = append(s.res.Artifacts, writeArtifacts(s.dir, s.p, s.res.Runs, s.hists, s.r.logf)...)
+	}
 	for _, run := range s.res.Runs {
 		s.res.Artifacts = append(s.res.Artifacts, run.Artifacts...)
 	}

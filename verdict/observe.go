@@ -63,3 +63,7 @@ func classify(c checker.Class) Outcome {
 	}
 	return NonLinearizable
 }
+
+// OutcomeOf is the outcome a class of violation the checker finds counts
+// as (non-linearizable for a class this table does not know yet).
+func OutcomeOf(c checker.Class) Outcome { return classify(c) }

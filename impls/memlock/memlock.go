@@ -5,7 +5,8 @@
 //
 // Knobs make it misbehave on purpose: Racy checks then sets (double grants
 // under contention), LoseReplies makes acquires take effect but answer
-// indeterminate, as a dropped reply does.
+// indeterminate, as a dropped reply does, ClientClockExpiry judges expiry
+// by the asking client's clock.
 package memlock
 
 import (
@@ -27,6 +28,11 @@ type Service struct {
 	// ErrIndeterminate (the grant stands: the lock is held by nobody who
 	// knows it until its TTL ends).
 	LoseReplies float64
+	// ClientClockExpiry judges a lock's expiry by the clock of the client
+	// asking (a lock table in shared memory whose clients each read their
+	// own clock): a client whose clock runs ahead sees a held lock as
+	// expired and takes it, a timing bug only a client clock fault shows.
+	ClientClockExpiry bool
 
 	mu    sync.Mutex
 	locks map[string]entry
@@ -90,6 +96,9 @@ func (l *Locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 
 func (s *Service) try(key, owner string, ttl time.Duration, l *Locker) (impls.Lease, bool, bool) {
 	now := time.Now()
+	if s.ClientClockExpiry {
+		now = l.env.Clock.Now()
+	}
 	s.mu.Lock()
 	e, held := s.locks[key]
 	free := !held || (!e.expires.IsZero() && now.After(e.expires))

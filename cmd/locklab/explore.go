@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/explore"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/runner"
+)
+
+// cmdExplore is `locklab explore`: generated fault schedules, case after
+// case until the budget is spent, each violation told known or new by the
+// matrix's rules and shrunk to a scenario file. Exit 1 when a new one was
+// found.
+func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("explore", stdout)
+	var approaches, faults listFlag
+	fs.Var(&approaches, "approach", "comma-separated approaches to explore (built-in, or from --approach-file)")
+	fs.Var(&faults, "faults", "comma-separated fault kinds to compose (default: every kind the approach's servers and clients can take)")
+	budget := fs.Duration("budget", 10*time.Minute, "how long to search, shrinking included; kept within 10%")
+	seed := fs.Uint64("seed", 1, "seed of the schedules: the same seed gives the same sequence for the same observations")
+	steer := fs.Bool("steer", true, "favour schedules that reached rarely seen lock-state transitions (false: seeded dice only)")
+	runs := fs.Int("runs", 3, "runs that decide a shrink candidate: it is kept only if most of them show the violation")
+	results := fs.String("results", "results", "directory for results/<run-id>/ (found/*.yaml in it)")
+	junit := fs.String("junit", "", "also write JUnit XML: one test case per finding, a new one failing")
+	verbose := fs.Bool("verbose", false, "print the runner's warnings too (a fault that found no target, ...)")
+	where := addClusterFlags(fs, "explore", true)
+	files := addApproachFiles(fs)
+	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
+		return code
+	}
+	if code := files.register("explore", reg, stderr); code >= 0 {
+		return code
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "locklab explore: unexpected argument %q (approaches go in --approach)\n", fs.Arg(0))
+		return exitUsage
+	case len(approaches) == 0:
+		fmt.Fprintf(stderr, "locklab explore: --approach: which approach to explore (known: %s)\n", strings.Join(reg.Names(), ", "))
+		return exitUsage
+	case *budget <= 0:
+		fmt.Fprintf(stderr, "locklab explore: --budget %v: must be positive\n", *budget)
+		return exitUsage
+	case *runs < 1 || *runs > 15:
+		fmt.Fprintf(stderr, "locklab explore: --runs %d: want 1..15\n", *runs)
+		return exitUsage
+	}
+	ext, docker, code := where.resolve(ctx, stderr)
+	if code >= 0 {
+		return code
+	}
+	// The matrix as shipped, against the built-in approaches: an approach
+	// from a file is judged by the rules its capabilities match.
+	m, err := matrix.Load(matrix.Shipped, all.Registry())
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab explore: %v\n", err)
+		return exitUsage
+	}
+	r := &runner.Runner{Log: func(f string, a ...any) {
+		if *verbose || !strings.HasPrefix(f, "warning:") {
+			fmt.Fprintf(stderr, f+"\n", a...)
+		}
+	}}
+	cfg := explore.Config{Registry: reg, Approaches: approaches, Faults: faults, Budget: *budget, Seed: *seed, Steer: *steer,
+		Expect: explore.NewExpectations(m, all.Registry()), ResultsDir: *results, External: ext, Docker: docker, Runner: r,
+		Runs: *runs, Command: "locklab explore " + strings.Join(args, " ")}
+	terminal := isTerminal(stderr)
+	last := ""
+	cfg.Progress = func(p explore.Progress) {
+		line := fmt.Sprintf("[%d runs, %d shrinking; %d findings, %d new; %v left] %s", p.Runs, p.ShrinkRuns, p.Findings, p.New,
+			p.Left.Round(time.Second), p.Doing)
+		switch {
+		case terminal:
+			if p.Case.Duration > 0 {
+				line += fmt.Sprintf(" %.1fs/%v", p.Case.Elapsed.Seconds(), p.Case.Duration)
+			}
+			fmt.Fprintf(stderr, "\r\033[K%.200s", line)
+		case p.Doing != last:
+			fmt.Fprintln(stderr, line)
+		}
+		last = p.Doing
+	}
+	res, err := explore.Run(ctx, cfg)
+	if terminal {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if res == nil || res.Dir == "" {
+		// Nothing ran: refused, or the servers never came up.
+		if ctx.Err() != nil && err != nil {
+			err = fmt.Errorf("%w: %w", errInterrupted, err)
+		}
+		code := exitCode(stderr, err)
+		if code == exitInfra {
+			g := &gate{kind: "explore", junit: junit}
+			return g.unstarted(err, code, stderr)
+		}
+		return code
+	}
+	if perr := res.Print(stdout); perr != nil {
+		fmt.Fprintf(stderr, "locklab explore: %v\n", perr)
+		return exitInfra
+	}
+	if res.Dir != "" {
+		fmt.Fprintf(stdout, "results: %s\n", res.Dir)
+	}
+	if *junit != "" {
+		b, jerr := res.JUnit()
+		if jerr == nil {
+			jerr = report.WriteFileAtomic(*junit, b)
+		}
+		if jerr != nil {
+			fmt.Fprintf(stderr, "locklab explore: %v\n", jerr)
+			if err == nil {
+				return exitInfra
+			}
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", errInterrupted, err)
+		}
+		return exitCode(stderr, err)
+	}
+	if n := res.New(); n > 0 {
+		fmt.Fprintf(stderr, "locklab explore: %d new class(es) of violation\n", n)
+		return exitUnsafe
+	}
+	return exitOK
+}

@@ -1,0 +1,128 @@
+package explore
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/verdict"
+)
+
+// Sighting is one class of violation a case showed: how often, and the
+// first violation of it in words, with the events that prove it.
+type Sighting struct {
+	Class verdict.Outcome
+	Count int
+	Proof string
+	// Stated is the outcome a scenario file states for it: the class, or
+	// "double-grant" for a double grant the checker calls both valid and
+	// explore counts as outlived (see sightings).
+	Stated verdict.Outcome
+}
+
+// consequences are the classes that follow from a double grant (the
+// resource's anomalies, the holder told its lock was taken): a case that
+// shows them beside a double grant shows one thing, not several.
+var consequences = map[verdict.Outcome]bool{
+	verdict.Revoked: true, verdict.LostUpdate: true, verdict.StaleWrite: true, verdict.TaskTwice: true,
+	verdict.NonLinearizable: true,
+}
+
+// sightings are the unsafe classes in a checker verdict, each once, in the
+// order of their first violation. A double grant counts as both leases
+// valid only when both were: a grant whose lease had already run out by
+// its holder's own clock when the grant reached it (a reply held back
+// past the lease, a client paused while its acquire was answered) is that
+// holder outliving its lease, whatever the first holder's lease said.
+func sightings(v checker.Verdict, events []history.Event) []Sighting {
+	grantAt := map[int64]history.Event{}
+	for _, ev := range events {
+		if ev.F == history.Acquire && ev.Type == history.OK {
+			grantAt[ev.Index] = ev
+		}
+	}
+	var out []Sighting
+	add := func(c, stated verdict.Outcome, proof string) {
+		for i := range out {
+			if out[i].Class == c {
+				out[i].Count++
+				if out[i].Stated != c && stated == c {
+					out[i].Stated = c // seen as the checker calls it too
+				}
+				return
+			}
+		}
+		out = append(out, Sighting{Class: c, Count: 1, Proof: proof, Stated: stated})
+	}
+	for _, x := range v.Violations {
+		c := verdict.OutcomeOf(x.Kind)
+		stated, proof := c, x.Text
+		if c == verdict.DoubleGrantBothValid && bornExpired(v, x, grantAt) {
+			c, stated = verdict.DoubleGrantOutlived, verdict.DoubleGrant
+			proof += "; the second holder's own lease had run out before its grant reached it"
+		}
+		if c.Unsafe() {
+			add(c, stated, proof)
+		}
+	}
+	if len(out) == 0 && v.Linearizable == checker.LinNo {
+		add(verdict.NonLinearizable, verdict.NonLinearizable, "the history is not linearizable")
+	}
+	return out
+}
+
+// bornExpired reports whether the double grant x names was granted to a
+// holder whose lease had already ended by its own belief, as its grant's
+// event recorded it (grantAt: the grants by index).
+func bornExpired(v checker.Verdict, x checker.Violation, grantAt map[int64]history.Event) bool {
+	for _, d := range v.DoubleGrants {
+		if !slices.Equal(x.Events, []int64{d.Held.StartIndex, d.Second.StartIndex}) {
+			continue
+		}
+		vu, t := d.Second.ValidUntil, d.Second.Start
+		if ev, ok := grantAt[d.Second.StartIndex]; ok {
+			vu, t = ev.ValidUntil, ev.T
+		}
+		return vu != 0 && vu <= t
+	}
+	return false
+}
+
+// primaries are the sightings a finding is made of: every class but the
+// consequences of a double grant the case also showed.
+func primaries(ss []Sighting) (primary, also []Sighting) {
+	grant := slices.ContainsFunc(ss, func(s Sighting) bool { return isDoubleGrant(s.Class) })
+	for _, s := range ss {
+		if grant && consequences[s.Class] {
+			also = append(also, s)
+			continue
+		}
+		primary = append(primary, s)
+	}
+	return primary, also
+}
+
+func isDoubleGrant(o verdict.Outcome) bool {
+	return o == verdict.DoubleGrant || o == verdict.DoubleGrantBothValid || o == verdict.DoubleGrantOutlived
+}
+
+// shows reports whether a case's sightings include class c.
+func shows(ss []Sighting, c verdict.Outcome) bool {
+	return slices.ContainsFunc(ss, func(s Sighting) bool { return s.Class == c })
+}
+
+// fileSafe is a class as part of a file name.
+func fileSafe(o verdict.Outcome) string {
+	b := []byte(o)
+	for i, c := range b {
+		if c == ':' {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+func (s Sighting) String() string {
+	return fmt.Sprintf("%s (%d)", s.Class, s.Count)
+}

@@ -1,0 +1,599 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/verdict"
+)
+
+// Config is one exploration.
+type Config struct {
+	Registry   *impls.Registry
+	Approaches []string
+	Faults     []string // only these fault kinds (none: every kind an approach can take)
+	Budget     time.Duration
+	Seed       uint64
+	Steer      bool // favour schedules that reached rare transitions (false: dice only)
+	Expect     Expectations
+	ResultsDir string
+	External   *cluster.ExternalConfig
+	Docker     *runner.Docker
+	// Runner runs the cases (its Log, WorkerArgv, HealthTimeout); its
+	// Progress is explore's to set.
+	Runner *runner.Runner
+	// Runs is how many runs decide a shrink candidate (default 3).
+	Runs int
+	// Progress is told what explore is doing, a few times a second.
+	Progress func(Progress)
+	// Command is the command line, for the results.
+	Command string
+}
+
+// Progress is where an exploration stands.
+type Progress struct {
+	Runs, ShrinkRuns int
+	Findings, New    int
+	Left             time.Duration
+	Doing            string // the case running now and what it is
+	Case             runner.Status
+}
+
+// Finding is one class of violation of one approach.
+type Finding struct {
+	Approach string
+	Class    verdict.Outcome
+	Known    bool
+	Why      string // the rule that predicts it, or why none does
+	// Run is the number of the exploring run that first showed it, After
+	// how long into the exploration that run ended; Case is its case.
+	Run   int
+	After time.Duration
+	Case  string
+	Seen  int // exploring runs that showed it
+	Proof string
+	// Stated is the outcome its scenario file expects (Sighting.Stated).
+	Stated verdict.Outcome
+	// Also are the consequences the run showed beside it.
+	Also     []verdict.Outcome
+	Original Schedule
+	Shrunk   *Shrunk
+	File     string // its scenario file, relative to the results folder
+	// Unmasked: found by running a known finding's schedule without the
+	// faults whose rules predicted it (see unmask).
+	Unmasked bool
+	// hits and tries are the runs of Original that showed it and that it
+	// had before its shrink (the run that found it: 1 of 1).
+	hits, tries int
+}
+
+// Schedule is the finding's smallest schedule so far.
+func (f *Finding) Schedule() Schedule {
+	if f.Shrunk != nil && f.Shrunk.Confirmed {
+		return f.Shrunk.Schedule
+	}
+	return f.Original
+}
+
+// Result is what an exploration found.
+type Result struct {
+	Dir         string
+	Seed        uint64
+	Budget      time.Duration
+	Elapsed     time.Duration
+	Runs        int // exploring runs
+	ShrinkRuns  int
+	Findings    []*Finding // new ones first
+	Approaches  []*Search
+	Interrupted bool
+	Outcome     *runner.Outcome
+}
+
+// Search is one approach's part of an exploration.
+type Search struct {
+	Approach string
+	Profile  Profile
+	Runs     int
+	Coverage *Coverage
+	searcher *Searcher
+	overhead time.Duration // a case's time beyond its duration, measured
+	approach impls.Approach
+}
+
+// New counts the new findings.
+func (r *Result) New() int {
+	n := 0
+	for _, f := range r.Findings {
+		if !f.Known {
+			n++
+		}
+	}
+	return n
+}
+
+// reproRuns is how many runs of a finding's final schedule say how often
+// it shows the violation.
+const reproRuns = 5
+
+// shares of the budget: a new finding is shrunk at once, for at most
+// shrinkShare of the budget; known ones are shrunk in the last knownShare.
+const (
+	shrinkShare = 0.3
+	knownShare  = 0.3
+	// firstOverhead is a case's cost beyond its duration before one was
+	// measured: worker processes starting, health checks, the check.
+	firstOverhead = 3 * time.Second
+	// closing is kept back from the budget for writing what was found.
+	closing = time.Second
+)
+
+// explorer is one exploration under way.
+type explorer struct {
+	cfg      Config
+	cs       cases
+	sess     *runner.Session
+	res      *Result
+	start    time.Time
+	deadline time.Time
+	// mu guards now, what the progress reports (the runner reports a
+	// case's progress from a goroutine of its own).
+	mu  sync.Mutex
+	now Progress
+	// unmasks are known findings' schedules without the faults their
+	// rules spoke for, to run before the next exploring case; tried
+	// counts them per approach and class, and remembers what was tried.
+	unmasks []unmasking
+	tried   map[string]int
+}
+
+// unmasking is a known class to run again without the faults whose rules
+// predicted it.
+type unmasking struct {
+	srch  *Search
+	class verdict.Outcome
+	s     Schedule
+	run   int // the exploring run that showed it
+}
+
+// maxUnmask bounds the unmaskings of one class of one approach.
+const maxUnmask = 3
+
+// Run explores until the budget is spent or ctx ends (Ctrl-C): every
+// finding so far is kept, shrunk or not. The error is the context's when
+// it ended, or what stopped the runs (servers that would not start).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Budget <= 0 {
+		return nil, usage(fmt.Errorf("--budget %v: must be positive", cfg.Budget))
+	}
+	if len(cfg.Approaches) == 0 {
+		return nil, usage(fmt.Errorf("no approach (known: %v)", cfg.Registry.Names()))
+	}
+	e := &explorer{cfg: cfg, cs: cases{reg: cfg.Registry, external: cfg.External, docker: cfg.Docker},
+		start: time.Now(), res: &Result{Seed: cfg.Seed, Budget: cfg.Budget}, tried: map[string]int{}}
+	e.deadline = e.start.Add(cfg.Budget - closing)
+	var templates []runner.Case
+	for i, name := range cfg.Approaches {
+		a, err := cfg.Registry.Get(name)
+		if err != nil {
+			return nil, usage(err)
+		}
+		p, err := e.cs.profile(a, cfg.Faults)
+		if err != nil {
+			return nil, usage(fmt.Errorf("%s: %w", name, err))
+		}
+		cov := NewCoverage()
+		e.res.Approaches = append(e.res.Approaches, &Search{Approach: name, Profile: p, Coverage: cov, overhead: firstOverhead,
+			approach: a, searcher: NewSearcher(p, cfg.Seed+uint64(i), cfg.Steer, cov)})
+		c, err := e.cs.caseOf(Generate(p, cfg.Seed, 0), name)
+		if err != nil {
+			return nil, usage(err)
+		}
+		templates = append(templates, c)
+	}
+	r := cfg.Runner
+	if r == nil {
+		r = &runner.Runner{}
+	}
+	r.Progress = e.caseProgress
+	sess, err := r.Open(ctx, runner.Plan{Kind: "explore", Cases: templates, ResultsDir: cfg.ResultsDir, External: cfg.External,
+		Docker: cfg.Docker, Lean: true, Config: e.config()})
+	if err != nil {
+		return nil, err
+	}
+	e.sess = sess
+	e.res.Dir = sess.Dir()
+	runErr := e.loop(ctx)
+	e.res.Elapsed = time.Since(e.start)
+	e.res.Interrupted = ctx.Err() != nil
+	slices.SortStableFunc(e.res.Findings, func(a, b *Finding) int {
+		switch {
+		case a.Known == b.Known:
+			return 0
+		case !a.Known:
+			return -1
+		}
+		return 1
+	})
+	for _, f := range e.res.Findings {
+		if err := e.writeFound(f); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	out, err := sess.Close(ctx, runErr)
+	e.res.Outcome = out
+	if out == nil {
+		// Nothing ran (the servers never came up): no folder is left.
+		e.res.Dir = ""
+	} else {
+		if werr := writeResults(e.res, cfg); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err == nil && runErr != nil {
+		err = runErr
+	}
+	return e.res, err
+}
+
+// loop runs cases until the budget is spent: a new finding is shrunk as
+// soon as it is found; in the last part of the budget, the known ones.
+func (e *explorer) loop(ctx context.Context) error {
+	ctx, cancel := context.WithDeadline(ctx, e.deadline)
+	defer cancel()
+	shrunk := map[*Finding]bool{}
+	next := 0
+	for ctx.Err() == nil {
+		var todo *Finding
+		for _, f := range e.res.Findings {
+			if !shrunk[f] && (!f.Known || time.Until(e.deadline) < time.Duration(knownShare*float64(e.cfg.Budget))) {
+				todo = f
+				break
+			}
+		}
+		if todo != nil {
+			shrunk[todo] = true
+			if err := e.shrink(ctx, todo); err != nil {
+				return e.ended(ctx, err)
+			}
+			continue
+		}
+		if len(e.unmasks) > 0 {
+			u := e.unmasks[0]
+			e.unmasks = e.unmasks[1:]
+			if err := e.unmask(ctx, u); err != nil {
+				return e.ended(ctx, err)
+			}
+			continue
+		}
+		// Approaches take turns; one whose case no longer fits the
+		// budget gives its turn away.
+		ran := false
+		for range e.res.Approaches {
+			srch := e.res.Approaches[next%len(e.res.Approaches)]
+			next++
+			s, origin := srch.searcher.Next()
+			if !e.afford(srch, s) {
+				continue
+			}
+			if err := e.explore(ctx, srch, s, origin); err != nil {
+				return e.ended(ctx, err)
+			}
+			ran = true
+			break
+		}
+		if !ran {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ended is what a loop's error means: the budget's end is no error.
+func (e *explorer) ended(ctx context.Context, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(e.deadline) {
+		return nil
+	}
+	return err
+}
+
+// afford reports whether one more run of s fits in the budget.
+func (e *explorer) afford(srch *Search, s Schedule) bool {
+	return time.Now().Add(cost(s) + srch.overhead).Before(e.deadline)
+}
+
+// cost is what a run of s takes at least: its duration, and the last hold,
+// which a holder finishes after the run's end.
+func cost(s Schedule) time.Duration { return s.Duration + max(s.Workload.Hold.A, s.Workload.Hold.B) }
+
+// run runs schedule s as case name, and measures what a case costs
+// beyond its duration.
+func (e *explorer) run(ctx context.Context, srch *Search, s Schedule, name string) (runner.CaseResult, error) {
+	c, err := e.cs.caseOf(s, name)
+	if err != nil {
+		return runner.CaseResult{}, err
+	}
+	t0 := time.Now()
+	res, err := e.sess.RunCase(ctx, c)
+	if err == nil && ctx.Err() == nil {
+		took := time.Since(t0) - cost(s)
+		srch.overhead = (srch.overhead + max(took, 0)) / 2
+	}
+	return res, err
+}
+
+// explore runs one exploring case and looks at what it showed.
+func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin Origin) error {
+	e.res.Runs++
+	srch.Runs++
+	n := e.res.Runs
+	name := fmt.Sprintf("e%04d", n)
+	how := fmt.Sprintf("fresh #%d", origin.Fresh)
+	if origin.Fresh < 0 {
+		how = fmt.Sprintf("mutant #%d", origin.Mutant)
+	}
+	e.begin(fmt.Sprintf("%s %s (%s): %s", name, srch.Approach, how, s.Summary()))
+	res, err := e.run(ctx, srch, s, name)
+	if err != nil {
+		return err
+	}
+	srch.searcher.Feedback(n, s, caseTransitions(res))
+	ss := sightings(res.Check, res.Events)
+	primary, also := primaries(ss)
+	kinds := faultKinds(res.Events)
+	if len(kinds) == 0 {
+		kinds = s.Kinds()
+	}
+	allKnown := true
+	for _, p := range primary {
+		// One finding per class and approach, and per judgement: a class
+		// known under some faults and new under others is two findings.
+		j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, p.Class)
+		allKnown = allKnown && j.Known
+		if j.Known {
+			e.queueUnmask(srch, p.Class, s, j.Because, n)
+		}
+		if f := e.finding(srch.Approach, p.Class, j.Known); f != nil {
+			f.Seen++
+			continue
+		}
+		f := &Finding{Approach: srch.Approach, Class: p.Class, Known: j.Known, Why: j.Why, Run: n, After: time.Since(e.start),
+			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Original: s, hits: 1, tries: 1}
+		for _, a := range also {
+			f.Also = append(f.Also, a.Class)
+		}
+		e.res.Findings = append(e.res.Findings, f)
+		if err := e.writeFound(f); err != nil {
+			return err
+		}
+	}
+	// A consequence no rule predicts, beside a double grant a rule does
+	// predict, is a finding of its own (a fenced store that lost an
+	// update); beside a new one, it is part of that one.
+	for _, a := range also {
+		if !allKnown {
+			break
+		}
+		if f := e.finding(srch.Approach, a.Class, false); f != nil {
+			f.Seen++
+			continue
+		}
+		if j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, a.Class); !j.Known {
+			f := &Finding{Approach: srch.Approach, Class: a.Class, Why: j.Why, Run: n, After: time.Since(e.start),
+				Case: name, Seen: 1, Proof: a.Proof, Stated: a.Stated, Original: s, hits: 1, tries: 1}
+			e.res.Findings = append(e.res.Findings, f)
+			if err := e.writeFound(f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// caseTransitions are the transitions a case reached, its classes of
+// violation among them.
+func caseTransitions(res runner.CaseResult) []string {
+	t := transitions(res.Events)
+	for _, s := range sightings(res.Check, res.Events) {
+		t = append(t, Violation+string(s.Class))
+	}
+	return t
+}
+
+func (e *explorer) finding(approach string, c verdict.Outcome, known bool) *Finding {
+	for _, f := range e.res.Findings {
+		if f.Approach == approach && f.Class == c && f.Known == known {
+			return f
+		}
+	}
+	return nil
+}
+
+func (e *explorer) search(approach string) *Search {
+	for _, s := range e.res.Approaches {
+		if s.Approach == approach {
+			return s
+		}
+	}
+	return nil
+}
+
+// shrink shrinks finding f, each candidate run on the session.
+func (e *explorer) shrink(ctx context.Context, f *Finding) error {
+	srch := e.search(f.Approach)
+	idx := slices.Index(e.res.Findings, f) + 1
+	sh := e.shrinker(srch, f.Class, fmt.Sprintf("f%d-s", idx), "shrinking")
+	out, err := sh.Shrink(ctx, f.Original, f.hits, f.tries)
+	// How often the final schedule shows it: more runs of it, while the
+	// shrink's share of the budget lasts.
+	for err == nil && out.Confirmed && out.Tries < reproRuns && sh.Afford(out.Schedule) {
+		var t Trial
+		if t, err = sh.Oracle(ctx, out.Schedule); err == nil {
+			out.Runs++
+			out.Tries++
+			if t.Shown {
+				out.Hits++
+				out.Last = t
+			}
+		}
+	}
+	f.Shrunk = &out
+	if out.Confirmed && len(out.Steps) > 0 {
+		// Judged again on what is left: a known class may turn out new
+		// once the faults that a rule spoke for are gone.
+		j := e.cfg.Expect.Judge(srch.approach, out.Schedule.Kinds(), out.Schedule.Workload, f.Class)
+		f.Known, f.Why = j.Known, j.Why
+	}
+	if werr := e.writeFound(f); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// shrinker runs schedules of srch's approach for class c, its cases named
+// prefix and a number, for at most shrinkShare of the budget from now.
+func (e *explorer) shrinker(srch *Search, c verdict.Outcome, prefix, doing string) *Shrinker {
+	limit := time.Now().Add(time.Duration(shrinkShare * float64(e.cfg.Budget)))
+	k := 0
+	return &Shrinker{Runs: e.cfg.Runs, Scale: srch.Profile.Scale,
+		Afford: func(s Schedule) bool {
+			return e.afford(srch, s) && time.Now().Add(cost(s)+srch.overhead).Before(limit)
+		},
+		Oracle: func(ctx context.Context, s Schedule) (Trial, error) {
+			k++
+			e.res.ShrinkRuns++
+			name := fmt.Sprintf("%s%03d", prefix, k)
+			e.begin(fmt.Sprintf("%s: %s %s of %s (%d faults, %v)", name, doing, c, srch.Approach, len(s.Faults), s.Duration))
+			res, err := e.run(ctx, srch, s, name)
+			if err != nil {
+				return Trial{}, err
+			}
+			return trial(res, name, c), nil
+		}}
+}
+
+// queueUnmask queues run n's schedule s, which showed class c known by
+// the rules of columns of fault kinds because, to run again without those
+// faults: if c still shows, no rule predicted what the others did (a
+// planted cache that answers "held" after any lost lease shows a double
+// grant under a server restart, which a rule predicts, and under a pause,
+// which none does).
+func (e *explorer) queueUnmask(srch *Search, c verdict.Outcome, s Schedule, because []string, n int) {
+	if len(because) == 0 {
+		return
+	}
+	rest := s.Clone()
+	rest.Faults = slices.DeleteFunc(rest.Faults, func(f Fault) bool { return contains(because, mechanism(f.Kind)) })
+	if len(rest.Faults) == 0 || len(rest.Faults) == len(s.Faults) {
+		return
+	}
+	key := srch.Approach + " " + string(c)
+	what := key + " without " + strings.Join(because, ",") + ": " + rest.Summary()
+	if e.tried[key] >= maxUnmask || e.tried[what] > 0 {
+		return
+	}
+	e.tried[key]++
+	e.tried[what]++
+	e.unmasks = append(e.unmasks, unmasking{srch: srch, class: c, s: rest, run: n})
+}
+
+// unmask runs a known class's schedule without the faults its rules spoke
+// for; if most runs still show it and no rule predicts it under what is
+// left, it is a new finding.
+func (e *explorer) unmask(ctx context.Context, u unmasking) error {
+	if e.finding(u.srch.Approach, u.class, false) != nil {
+		return nil // already known to be new
+	}
+	sh := e.shrinker(u.srch, u.class, fmt.Sprintf("u%d-", u.run), "unmasking")
+	out, err := sh.Reproduce(ctx, u.s)
+	if err != nil || !out.Confirmed {
+		return err
+	}
+	j := e.cfg.Expect.Judge(u.srch.approach, u.s.Kinds(), u.s.Workload, u.class)
+	if j.Known {
+		return nil
+	}
+	f := &Finding{Approach: u.srch.Approach, Class: u.class, Why: j.Why, Run: u.run, After: time.Since(e.start),
+		Case: out.Last.Case, Seen: 1, Proof: out.Last.Proof, Stated: out.Last.Stated, Original: u.s, Unmasked: true,
+		hits: out.Hits, tries: out.Tries}
+	e.res.Findings = append(e.res.Findings, f)
+	return e.writeFound(f)
+}
+
+// trial is what case name's result says of class c.
+func trial(res runner.CaseResult, name string, c verdict.Outcome) Trial {
+	for _, x := range sightings(res.Check, res.Events) {
+		if x.Class == c {
+			return Trial{Shown: true, Case: name, Proof: x.Proof, Stated: x.Stated}
+		}
+	}
+	return Trial{Case: name}
+}
+
+// begin notes the case about to run and tells the caller.
+func (e *explorer) begin(doing string) {
+	e.mu.Lock()
+	e.now = Progress{Runs: e.res.Runs, ShrinkRuns: e.res.ShrinkRuns, Findings: len(e.res.Findings), New: e.res.New(), Doing: doing}
+	e.mu.Unlock()
+	e.caseProgress(runner.Status{})
+}
+
+// caseProgress tells the caller where things stand, with the running
+// case's own progress (the runner calls it a few times a second).
+func (e *explorer) caseProgress(st runner.Status) {
+	if e.cfg.Progress == nil {
+		return
+	}
+	e.mu.Lock()
+	p := e.now
+	e.mu.Unlock()
+	p.Left, p.Case = max(time.Until(e.deadline.Add(closing)), 0), st
+	e.cfg.Progress(p)
+}
+
+// config is the exploration's settings, for results.json.
+func (e *explorer) config() map[string]any {
+	c := e.cfg
+	return map[string]any{"approaches": c.Approaches, "faults": c.Faults, "budget": c.Budget.String(), "seed": c.Seed,
+		"steer": c.Steer, "runs_per_candidate": max(c.Runs, 3), "command": c.Command}
+}
+
+// writeFound writes finding f's scenario file, atomically.
+func (e *explorer) writeFound(f *Finding) error {
+	name := filepath.Join("found", foundName(f)+".yaml")
+	if f.File != "" && f.File != name {
+		// Judged again after its shrink: the file is renamed.
+		if err := os.Remove(filepath.Join(e.res.Dir, f.File)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("results: %w", err)
+		}
+	}
+	f.File = name
+	return writeFileAtomic(filepath.Join(e.res.Dir, f.File), f.scenario(e.res))
+}
+
+// usageError is bad usage (runner.ErrUsage), its message unchanged.
+type usageError struct{ err error }
+
+func (u usageError) Error() string   { return u.err.Error() }
+func (u usageError) Unwrap() []error { return []error{runner.ErrUsage, u.err} }
+
+func usage(err error) error { return usageError{err} }
+
+// writeFileAtomic writes data through report's atomic writer, making the
+// folder first.
+func writeFileAtomic(path string, data []byte) error {
+	if err := mkdirFor(path); err != nil {
+		return err
+	}
+	return report.WriteFileAtomic(path, data)
+}

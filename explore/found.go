@@ -1,0 +1,117 @@
+package explore
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/verdict"
+)
+
+// words say what each class of violation is, for the found files.
+var words = map[verdict.Outcome]string{
+	verdict.DoubleGrantBothValid: "two clients held the lock at once while both their leases were valid: the lock service granted it twice",
+	verdict.DoubleGrantOutlived:  "two clients held the lock at once: one of them went on past its own lease",
+	verdict.Revoked:              "the lock was taken from a holder that was still working, and the holder was told",
+	verdict.PhantomRelease:       "a release succeeded for a client that did not hold the lock",
+	verdict.NeverGranted:         "a client held the lock in a way no order of the operations allows",
+	verdict.NonLinearizable:      "the history of the lock is not linearizable",
+	verdict.LostUpdate:           "an update of the protected counter was lost: a holder wrote back a value read before another holder's write",
+	verdict.StaleWrite:           "the store accepted a write from a holder whose lock had passed to another",
+	verdict.TaskTwice:            "a task was processed twice",
+	verdict.TokenRegressed:       "fencing tokens went backwards: a later grant carried a smaller token",
+}
+
+// foundName is the file name (without .yaml) of a finding: its approach
+// and its class, and "known" for a class a rule predicts.
+func foundName(f *Finding) string {
+	name := f.Approach + "--" + fileSafe(f.Class)
+	if f.Known {
+		name += "--known"
+	}
+	return name
+}
+
+// scenario is the finding's scenario file: its smallest schedule so far,
+// the outcome stated in expect:, and a comment saying what it shows, in
+// words, with the events that prove it.
+func (f *Finding) scenario(r *Result) []byte {
+	s := f.Schedule()
+	var c []string
+	line := func(format string, args ...any) { c = append(c, fmt.Sprintf(format, args...)) }
+	what := words[f.Class]
+	if what == "" {
+		what = string(f.Class)
+	}
+	faults := "no fault"
+	if len(s.Faults) > 0 {
+		faults = strings.Join(s.Kinds(), " + ")
+	}
+	line("%s under %s: %s (%s).", f.Approach, faults, what, f.Class)
+	if len(f.Also) > 0 {
+		also := make([]string, len(f.Also))
+		for i, a := range f.Also {
+			also[i] = string(a)
+		}
+		line("The same run also showed: %s.", strings.Join(also, ", "))
+	}
+	c = append(c, "")
+	status := "NEW"
+	if f.Known {
+		status = "known"
+	}
+	line("%s: %s.", status, f.Why)
+	c = append(c, "")
+	if f.Unmasked {
+		line("Found by locklab explore (seed %d): run %d showed it under faults a rule predicts it for; without them it",
+			r.Seed, f.Run)
+		line("showed again (case %s, %s into the search), where no rule predicts it.", f.Case, f.After.Round(time.Second))
+	} else {
+		line("Found by locklab explore (seed %d) in run %d (case %s), %s into the search; %d exploring run(s) showed it.",
+			r.Seed, f.Run, f.Case, f.After.Round(time.Second), f.Seen)
+	}
+	line("The events that prove it, in %s:", filepath.Join(r.Dir, "history.jsonl"))
+	proof, at := f.Proof, f.Case
+	if f.Shrunk != nil && f.Shrunk.Last.Shown {
+		proof, at = f.Shrunk.Last.Proof, f.Shrunk.Last.Case
+	}
+	line("  case %s: %s", at, proof)
+	c = append(c, "")
+	switch sh := f.Shrunk; {
+	case sh == nil || !sh.Confirmed && !sh.Refuted:
+		line("Not shrunk (the search ended first): this is the schedule that found it.")
+	case sh.Refuted:
+		line("Not shrunk: the schedule that found it showed it in %d of its %d runs, not in most of them.", sh.Hits, sh.Tries)
+	case len(sh.Steps) == 0:
+		line("Confirmed in %d runs (shown in %d of %d); no smaller schedule showed it in most of its runs.", sh.Runs, sh.Hits, sh.Tries)
+		if sh.Stopped != "" {
+			line("(The shrink stopped early: %s.)", sh.Stopped)
+		}
+	default:
+		o := f.Original
+		line("Shrunk in %d runs from %d fault(s), %d clients, %v to %d fault(s), %d clients, %v; each step kept only if most of its runs (of %d) showed it:",
+			sh.Runs, len(o.Faults), o.Workload.Clients, o.Duration, len(s.Faults), s.Workload.Clients, s.Duration, sh.RunsPer)
+		for _, st := range sh.Steps {
+			line("  - %s", st)
+		}
+		if sh.Stopped != "" {
+			line("(The shrink stopped early: %s.)", sh.Stopped)
+		}
+		line("This schedule showed it in %d of its %d runs here.", sh.Hits, sh.Tries)
+	}
+	line("locklab run on this file runs it again: exit 0 when it shows it again.")
+	stated := f.Stated
+	if stated == "" {
+		stated = f.Class
+	}
+	return s.Scenario(ScenarioFile{Name: foundName(f), Comment: c, Expect: []string{string(stated)}})
+}
+
+func mkdirFor(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package explore
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/scenario"
+	"github.com/locklab/locklab/workload"
+)
+
+// profileOf is the profile of a built-in approach as explore makes it,
+// with the runner's availability check (pure: no server starts).
+func profileOf(t *testing.T, name string, only ...string) Profile {
+	t.Helper()
+	reg := all.Registry()
+	a, err := reg.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cases{reg: reg}.profile(a, only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestProfileHasOnlyFaultsTheApproachCanTake(t *testing.T) {
+	for _, tc := range []struct {
+		approach   string
+		want, not  []string
+		wantShapes []chaos.Selector
+	}{
+		{approach: "redis-setnx-px-lua",
+			want: []string{"client-pause", "client-crash", "client-clock", "server-pause", "server-kill", "server-restart", "server-clock", "drop-replies", "slow-replies", "partition"},
+			// server-isolate needs containers; failover the Sentinels.
+			not:        []string{"server-isolate", "failover"},
+			wantShapes: []chaos.Selector{{Node: chaos.NodeFirst}, {Client: chaos.ClientHolder, Key: "0"}, {Client: chaos.ClientHolder, Key: "0", Node: chaos.NodeAll}}},
+		// etcd is a Go program libfaketime cannot reach.
+		{approach: "etcd-lease", want: []string{"client-pause", "server-kill", "partition"}, not: []string{"server-clock", "failover"},
+			wantShapes: []chaos.Selector{{Node: chaos.NodeLeader}, {Node: chaos.NodeMinority}}},
+		{approach: "redis-sentinel-lua", want: []string{"failover", "client-pause"}, not: []string{"server-isolate"}},
+	} {
+		p := profileOf(t, tc.approach)
+		kinds := p.Kinds()
+		for _, k := range tc.want {
+			if !slices.Contains(kinds, k) {
+				t.Errorf("%s: %s missing from %v", tc.approach, k, kinds)
+			}
+		}
+		for _, k := range tc.not {
+			if slices.Contains(kinds, k) {
+				t.Errorf("%s: %s offered, but it cannot act here", tc.approach, k)
+			}
+		}
+		for _, sel := range tc.wantShapes {
+			if !slices.ContainsFunc(p.Options, func(o Option) bool { return reflect.DeepEqual(o.Target, sel) }) {
+				t.Errorf("%s: no option on %s", tc.approach, sel)
+			}
+		}
+		for _, o := range p.Options {
+			// A client fault on a client, a server fault on a node.
+			switch o.Kind {
+			case "client-pause", "client-crash", "client-clock":
+				if o.Target.Kind() != chaos.TargetClient {
+					t.Errorf("%s: %v", tc.approach, o)
+				}
+			case "server-pause", "server-kill", "server-restart", "server-clock", "failover":
+				if o.Target.Kind() != chaos.TargetNode {
+					t.Errorf("%s: %v", tc.approach, o)
+				}
+			}
+		}
+	}
+}
+
+func TestProfileRefusesFaultsThatCannotAct(t *testing.T) {
+	reg := all.Registry()
+	a, _ := reg.Get("etcd-lease")
+	if _, err := (cases{reg: reg}).profile(a, []string{"server-clock"}); err == nil {
+		t.Error("server-clock on etcd-lease accepted")
+	}
+	if _, err := (cases{reg: reg}).profile(a, []string{"no-such-fault"}); err == nil {
+		t.Error("an unknown fault accepted")
+	}
+	p, err := (cases{reg: reg}).profile(a, []string{"client-pause", "partition"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Kinds(); !reflect.DeepEqual(got, []string{"client-pause", "partition"}) {
+		t.Errorf("--faults client-pause,partition: kinds %v", got)
+	}
+}
+
+func TestGenerateIsSeeded(t *testing.T) {
+	p := profileOf(t, "redis-setnx-px-lua")
+	for i := range 20 {
+		a, b := Generate(p, 7, i), Generate(p, 7, i)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("schedule %d of seed 7 differs between calls:\n%s\n%s", i, a.Summary(), b.Summary())
+		}
+	}
+	same := 0
+	for i := range 20 {
+		if reflect.DeepEqual(Generate(p, 7, i), Generate(p, 8, i)) {
+			same++
+		}
+	}
+	if same > 0 {
+		t.Errorf("%d of 20 schedules are the same under seeds 7 and 8", same)
+	}
+	for j := range 20 {
+		parent := Generate(p, 7, j)
+		if a, b := Mutate(p, parent, 7, j), Mutate(p, parent, 7, j); !reflect.DeepEqual(a, b) {
+			t.Fatalf("mutation %d differs between calls", j)
+		}
+	}
+}
+
+// Every schedule, fresh or mutated, keeps the generator's bounds: one to
+// four faults, each among the profile's options, inside the run; lengths
+// scaled to the lease; holds that stay within a fifth of the lease unless
+// the holder is careful or renews; and it reads back as a scenario file.
+func TestGeneratedSchedulesStayInBounds(t *testing.T) {
+	reg := all.Registry()
+	for _, name := range []string{"redis-setnx-px-lua", "zk-sequential", "etcd-lease", "redis-redlock", "mysql-for-update"} {
+		p := profileOf(t, name)
+		seen := map[string]bool{}
+		counts := map[int]bool{}
+		for i := range 300 {
+			s := Generate(p, 42, i)
+			if i%2 == 1 {
+				s = Mutate(p, Generate(p, 42, i-1), 42, i)
+			}
+			checkBounds(t, p, s)
+			counts[len(s.Faults)] = true
+			for _, f := range s.Faults {
+				seen[f.Kind] = true
+			}
+			sc, err := scenario.Parse(s.Scenario(ScenarioFile{Name: "t"}), reg)
+			if err != nil {
+				t.Fatalf("%s: schedule %d does not read back: %v\n%s", name, i, err, s.Scenario(ScenarioFile{Name: "t"}))
+			}
+			if len(sc.Faults) != len(s.Faults) || sc.Duration != s.Duration || sc.Seed != s.Seed || sc.Workload.Hold != s.Workload.Hold {
+				t.Fatalf("%s: schedule %d read back differently", name, i)
+			}
+			if i < 30 { // the runner's own check, a few times per approach
+				if _, err := (cases{reg: reg}).caseOf(s, "t"); err != nil {
+					t.Fatalf("%s: schedule %d refused by the runner: %v\n%s", name, i, err, s.Summary())
+				}
+			}
+		}
+		for n := minFaults; n <= maxFaults; n++ {
+			if !counts[n] {
+				t.Errorf("%s: no schedule with %d faults in 300", name, n)
+			}
+		}
+		for _, k := range p.Kinds() {
+			if !seen[k] {
+				t.Errorf("%s: %s never drawn in 300 schedules", name, k)
+			}
+		}
+	}
+}
+
+func checkBounds(t *testing.T, p Profile, s Schedule) {
+	t.Helper()
+	w := s.Workload
+	T := p.Scale(w)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s: %s: "+format, append([]any{p.Approach, s.Summary()}, args...)...)
+	}
+	if n := len(s.Faults); n < minFaults || n > maxFaults {
+		fail("%d faults", n)
+	}
+	if w.Clients < minClients || w.Clients > maxClients || w.Keys < 1 || w.Keys > 2 {
+		fail("clients %d, keys %d", w.Clients, w.Keys)
+	}
+	if s.Duration < minDuration || s.Duration > maxDuration {
+		fail("duration %v", s.Duration)
+	}
+	switch {
+	case w.HonourLease && w.Renew:
+		fail("careful and renewing at once")
+	case w.HonourLease && !p.TTL, w.Renew && !p.Renewal, w.Fenced && (!p.Fencing || w.Kind != workload.Counter):
+		fail("a workload setting the approach cannot take")
+	case !w.HonourLease && !w.Renew && w.Hold.B > T/5:
+		fail("hold up to %v with a lease of %v and neither care nor renewal", w.Hold.B, T)
+	}
+	for _, f := range s.Faults {
+		if !slices.ContainsFunc(p.Options, func(o Option) bool { return o.Kind == f.Kind && reflect.DeepEqual(o.Target, f.Target) }) {
+			fail("%s on %s is not among the profile's options", f.Kind, f.Target)
+		}
+		if f.At < edge || f.End() > s.Duration-edge {
+			fail("%s from %v to %v in a run of %v", f.Kind, f.At, f.End(), s.Duration)
+		}
+		if f.For > maxFor*T || (f.For == 0) != (f.Kind == "client-crash" || f.Kind == "server-restart") {
+			fail("%s lasts %v (scale %v)", f.Kind, f.For, T)
+		}
+		if f.When != "" && f.Target.Client != chaos.ClientHolder {
+			fail("%s waits for a holder but targets %s", f.Kind, f.Target)
+		}
+		if l := f.Param("latency"); l != "" {
+			d, _ := time.ParseDuration(l)
+			if d < 20*time.Millisecond || d > T/2 {
+				fail("latency %v with a lease of %v", d, T)
+			}
+		}
+	}
+}
+
+// A schedule of an approach from nowhere (the in-memory lock: no server,
+// goroutine clients) can still take a client clock fault.
+func TestProfileOfAnApproachWithoutServers(t *testing.T) {
+	reg := impls.NewRegistry()
+	reg.Register(impls.Approach{Name: "mem", Caps: impls.Capabilities{TTL: true}, Safe: true})
+	a, _ := reg.Get("mem")
+	p, err := (cases{reg: reg}).profile(a, []string{"client-clock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Kinds(); !reflect.DeepEqual(got, []string{"client-clock"}) {
+		t.Fatalf("kinds %v", got)
+	}
+	if _, err := (cases{reg: reg}).profile(a, []string{"server-pause"}); err == nil {
+		t.Error("server-pause accepted for an approach without servers")
+	}
+}

@@ -1,0 +1,170 @@
+package explore
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/scenario"
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+// Expectations tell a violation known from new by the matrix's rules
+// (matrix/expectations.yaml): a violation is known when a column whose
+// scenario uses only fault kinds the case used too has a rule for the
+// approach that predicts it; new otherwise.
+type Expectations struct {
+	M *matrix.Matrix
+	// Servers maps each approach the matrix knows by name onto its server
+	// kind: a column applies to an approach it does not list (one from a
+	// file, or a planted one) when it lists approaches of the same kind.
+	Servers map[string]impls.Server
+}
+
+// NewExpectations reads what the matrix m (loaded against reg) expects.
+func NewExpectations(m *matrix.Matrix, reg *impls.Registry) Expectations {
+	e := Expectations{M: m, Servers: map[string]impls.Server{}}
+	for _, a := range reg.All() {
+		e.Servers[a.Name] = a.Server
+	}
+	return e
+}
+
+// sameMechanism names the fault a column of another kind speaks for:
+// server-kill is a server restart whose downtime lasts its `for`.
+var sameMechanism = map[string]string{"server-kill": "server-restart"}
+
+func mechanism(kind string) string {
+	if m, ok := sameMechanism[kind]; ok {
+		return m
+	}
+	return kind
+}
+
+// Judgement is whether a violation is known, and why.
+type Judgement struct {
+	Known bool
+	// Why names the rule that predicts it (known), or the rules that speak
+	// for the approach under these faults and predict otherwise (new).
+	Why string
+	// Because are the fault kinds of the columns whose rules predict it:
+	// a run without them that still shows it shows something no rule
+	// predicted (see explorer.unmask). Empty when a rule predicts it with
+	// no fault, or when only the hazard of every lease does.
+	Because []string
+}
+
+// Judge says whether approach a showing class c under a case with fault
+// kinds kinds and workload w is known.
+//
+// A double grant's consequences (a lost update, a revoked lock, a stale
+// write) are known where a rule predicts a double grant, unless a rule of
+// those columns forbids them (a fenced store must lose no update). A
+// holder that outlived its lease (and what follows from it) is known of
+// every approach whose leases end (a TTL, a session, a loss signal): the
+// hazard of every lease that Kleppmann 2016 and shared/FAULTS.md §0
+// describe, whatever fault kept the holder busy past its lease.
+func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c verdict.Outcome) Judgement {
+	var predicted, forbidden, other, because []string
+	for _, f := range e.M.Faults {
+		if !e.relevant(f, a, kinds, w) {
+			continue
+		}
+		r, ok := e.M.RuleFor(f.Name, a)
+		if !ok {
+			continue
+		}
+		desc := fmt.Sprintf("%s, rule %s, expects %s", f.Name, r.Match, r.Expect)
+		switch {
+		case slices.ContainsFunc(r.Expect.Forbidden, func(o verdict.Outcome) bool { return matches(c, o) }):
+			forbidden = append(forbidden, desc)
+		case slices.ContainsFunc(r.Expect.Outcomes, func(o verdict.Outcome) bool { return matches(c, o) }):
+			predicted = append(predicted, desc)
+			because = append(because, columnKinds(f)...)
+		case consequences[c] && slices.ContainsFunc(r.Expect.Outcomes, isDoubleGrant):
+			predicted = append(predicted, desc+" (a double grant, which this follows from)")
+			because = append(because, columnKinds(f)...)
+		default:
+			other = append(other, desc)
+		}
+	}
+	switch {
+	case len(predicted) > 0 && !(consequences[c] && len(forbidden) > 0):
+		return Judgement{Known: true, Why: "matrix: " + predicted[0], Because: because}
+	case len(forbidden) == 0 && leaseEnds(a) && (c == verdict.DoubleGrantOutlived || consequences[c] && !(fencedAway[c] && w.Fenced && a.Caps.Fencing)):
+		return Judgement{Known: true, Why: "a holder outlived its lease: the hazard of every lease (Kleppmann 2016; shared/FAULTS.md §0)"}
+	}
+	why := fmt.Sprintf("no rule of matrix/expectations.yaml predicts %s for %s under %s", c, a.Name, strings.Join(kinds, " + "))
+	switch {
+	case len(forbidden) > 0:
+		why += "; forbidden by " + strings.Join(forbidden, "; ")
+	case len(other) > 0:
+		why += "; the rules that speak: " + strings.Join(other, "; ")
+	}
+	return Judgement{Why: why}
+}
+
+// columnKinds are the fault kinds column f's scenario injects, as
+// mechanisms (server-kill as server-restart).
+func columnKinds(f matrix.Fault) []string {
+	var out []string
+	for _, ft := range f.Scenario.Faults {
+		if k := mechanism(ft.Fault.Kind()); !contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// relevant reports whether column f speaks for approach a in a case with
+// fault kinds kinds and workload w: its scenario uses no fault kind the
+// case did not (a column without faults speaks for every case), it runs
+// a (or, for an approach it does not know, approaches of a's server
+// kind), and where its clients write to the store, they fence as the
+// case's do.
+func (e Expectations) relevant(f matrix.Fault, a impls.Approach, kinds []string, w workload.Spec) bool {
+	var mine []string
+	for _, k := range kinds {
+		mine = append(mine, mechanism(k))
+	}
+	for _, k := range columnKinds(f) {
+		if !contains(mine, k) {
+			return false
+		}
+	}
+	if !e.runs(f.Scenario, a) {
+		return false
+	}
+	sw := f.Scenario.Workload
+	if sw.Kind == workload.Counter || sw.Kind == workload.Tasks {
+		return sw.Fenced == (w.Fenced && a.Caps.Fencing)
+	}
+	return true
+}
+
+// runs reports whether scenario s runs approach a, or, when a is not an
+// approach the matrix knows, approaches of a's server kind.
+func (e Expectations) runs(s *scenario.Scenario, a impls.Approach) bool {
+	if _, known := e.Servers[a.Name]; known {
+		return contains(s.Approaches, a.Name)
+	}
+	return slices.ContainsFunc(s.Approaches, func(n string) bool { return e.Servers[n] == a.Server })
+}
+
+// fencedAway are the consequences a fenced store prevents.
+var fencedAway = map[verdict.Outcome]bool{verdict.LostUpdate: true, verdict.StaleWrite: true, verdict.TaskTwice: true}
+
+// matches reports whether an observed class satisfies an expected one
+// ("double-grant" matches either kind).
+func matches(observed, expected verdict.Outcome) bool {
+	return observed == expected || expected == verdict.DoubleGrant && isDoubleGrant(observed)
+}
+
+// leaseEnds reports whether an approach's locks end without their holder:
+// a TTL, a session, or a signal that the lock is gone.
+func leaseEnds(a impls.Approach) bool {
+	return a.Caps.TTL || a.Caps.LossSignal || a.CrashFreedAfter > 0
+}

@@ -1,0 +1,206 @@
+package explore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/impls/memlock"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/scenario"
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+// The shrinker on real runs of the in-memory lock with a planted timing
+// bug (a lock's expiry judged by the asking client's clock): a client
+// whose clock jumps ahead takes a held lock. From two clock faults (one
+// that matters, one that does not), four clients, two keys and a counter
+// workload, it comes down to the one fault that matters on a plainer
+// workload, and every schedule it kept showed the violation in most of
+// its runs, as the final one still does.
+func TestShrinkOnTheInMemoryLock(t *testing.T) {
+	svc := memlock.NewService(1)
+	svc.ClientClockExpiry = true
+	reg := impls.NewRegistry()
+	reg.Register(svc.Approach("mem-clock-bug"))
+	cs := cases{reg: reg}
+	a, _ := reg.Get("mem-clock-bug")
+	p, err := cs.profile(a, []string{"client-clock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl := 100 * time.Millisecond
+	start := Schedule{Approach: a.Name, Duration: 800 * time.Millisecond, Seed: 5,
+		Workload: workload.Spec{Kind: workload.Counter, Clients: 4, Keys: 2, TTL: ttl, AcquireTimeout: 200 * time.Millisecond,
+			Hold: workload.Dist{Kind: "uniform", A: 5 * time.Millisecond, B: 15 * time.Millisecond}},
+		Faults: []Fault{
+			// Behind: the client sees locks live longer; harmless.
+			{Kind: "client-clock", Target: chaos.Selector{Client: "1"}, Params: []Param{{"offset", "-400ms"}}, At: 200 * time.Millisecond, For: 300 * time.Millisecond},
+			// Ahead by more than a lease, for most of the run.
+			{Kind: "client-clock", Target: chaos.Selector{Client: "0"}, Params: []Param{{"offset", "800ms"}}, At: 300 * time.Millisecond, For: 300 * time.Millisecond},
+		}}
+	first, err := cs.caseOf(start, "template")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := (&runner.Runner{}).Open(context.Background(), runner.Plan{Kind: "test", Cases: []runner.Case{first}, ResultsDir: t.TempDir(), Lean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background(), nil)
+	class := verdict.DoubleGrantBothValid
+	// Every run the shrinker asked for, and what it showed.
+	type run struct {
+		s     string
+		shown bool
+	}
+	var runs []run
+	oracle := func(ctx context.Context, s Schedule) (Trial, error) {
+		c, err := cs.caseOf(s, fmt.Sprintf("s%03d", len(runs)))
+		if err != nil {
+			return Trial{}, err
+		}
+		res, err := sess.RunCase(ctx, c)
+		if err != nil {
+			return Trial{}, err
+		}
+		tr := trial(res, c.Name, class)
+		runs = append(runs, run{string(s.Scenario(ScenarioFile{Name: "x"})), tr.Shown})
+		return tr, nil
+	}
+	// The schedule must show it to start with.
+	tr, err := oracle(context.Background(), start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Shown {
+		t.Fatal("the planted bug did not show under a client clock 800ms ahead")
+	}
+	sh := &Shrinker{Oracle: oracle, Scale: p.Scale, MaxRuns: 20}
+	out, err := sh.Shrink(context.Background(), start, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.Schedule
+	t.Logf("%d runs, steps %v; final: %s", out.Runs, out.Steps, s.Summary())
+	if !out.Confirmed || len(out.Steps) == 0 {
+		t.Fatalf("nothing shrunk: confirmed %v, %d/%d", out.Confirmed, out.Hits, out.Tries)
+	}
+	if len(s.Faults) != 1 || s.Faults[0].Target.Client != "0" {
+		t.Errorf("the fault that matters is not the one left: %s", s.Summary())
+	}
+	if s.Workload.Keys != 1 || s.Workload.Clients > 3 || s.Duration >= start.Duration {
+		t.Errorf("not smaller: %s", s.Summary())
+	}
+	// Every schedule kept (the final one among them) showed the class in
+	// most of the runs it was given.
+	kept := map[string]bool{string(s.Scenario(ScenarioFile{Name: "x"})): true}
+	tally := map[string][2]int{}
+	for _, r := range runs {
+		x := tally[r.s]
+		x[1]++
+		if r.shown {
+			x[0]++
+		}
+		tally[r.s] = x
+	}
+	for key := range kept {
+		if x := tally[key]; 2*x[0] <= x[1] {
+			t.Errorf("kept a schedule shown in %d of its %d runs", x[0], x[1])
+		}
+	}
+	if 2*out.Hits <= out.Tries {
+		t.Errorf("final schedule: %d of %d runs", out.Hits, out.Tries)
+	}
+	// Its scenario file reads back, states the class, and runs as a case.
+	sc, err := scenario.Parse(s.Scenario(ScenarioFile{Name: "found", Expect: []string{string(class)}}), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := sc.ExpectFor(a); !ok || len(e.Outcomes) != 1 || e.Outcomes[0] != class {
+		t.Errorf("expect: %v", e)
+	}
+}
+
+// A search on an in-memory lock that grants twice under plain contention,
+// cut short (a Ctrl-C) as soon as it has a finding: the finding is kept,
+// unshrunk, as a scenario file that loads; results.json and index.html say
+// what was found and that the search was interrupted.
+func TestExploreKeepsFindingsWhenInterrupted(t *testing.T) {
+	svc := memlock.NewService(1)
+	svc.Racy = true
+	reg := impls.NewRegistry()
+	reg.Register(svc.Approach("mem-racy"))
+	m, err := matrix.Load(matrix.Shipped, all.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := Config{Registry: reg, Approaches: []string{"mem-racy"}, Faults: []string{"client-clock"}, Budget: time.Minute,
+		Seed: 2, Steer: true, Expect: NewExpectations(m, all.Registry()), ResultsDir: t.TempDir(),
+		Progress: func(p Progress) {
+			if p.Findings > 0 {
+				cancel() // Ctrl-C
+			}
+		}}
+	res, err := Run(ctx, cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the interruption", err)
+	}
+	if res == nil || !res.Interrupted || len(res.Findings) == 0 {
+		t.Fatalf("result %+v", res)
+	}
+	f := res.Findings[0]
+	for _, x := range res.Findings {
+		t.Logf("found %s (known %v) in run %d of %d, %v in", x.Class, x.Known, x.Run, res.Runs, x.After.Round(time.Millisecond))
+	}
+	if f.Known || f.Class != verdict.DoubleGrantBothValid {
+		t.Errorf("first finding %s known=%v: %s", f.Class, f.Known, f.Why)
+	}
+	sc, err := scenario.Load(filepath.Join(res.Dir, f.File), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Faults) != len(f.Original.Faults) {
+		t.Errorf("the file holds %d faults, the schedule that found it %d", len(sc.Faults), len(f.Original.Faults))
+	}
+	b, err := os.ReadFile(filepath.Join(res.Dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rj struct {
+		Complete bool    `json:"complete"`
+		Explore  Summary `json:"explore"`
+	}
+	if err := json.Unmarshal(b, &rj); err != nil {
+		t.Fatal(err)
+	}
+	if rj.Complete || !rj.Explore.Interrupted || len(rj.Explore.Findings) != len(res.Findings) || rj.Explore.New == 0 {
+		t.Errorf("results.json: complete %v, explore %+v", rj.Complete, rj.Explore)
+	}
+	html, err := os.ReadFile(filepath.Join(res.Dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Interrupted", f.File, string(f.Class)} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("index.html does not say %q", want)
+		}
+	}
+	j, err := res.JUnit()
+	if err != nil || !bytes.Contains(j, []byte("<failure")) {
+		t.Errorf("JUnit of a new finding has no failure: %v\n%s", err, j)
+	}
+}

@@ -1,0 +1,146 @@
+package planted_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/explore"
+	"github.com/locklab/locklab/explore/planted"
+	"github.com/locklab/locklab/fleet"
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/scenario"
+	"github.com/locklab/locklab/verdict"
+)
+
+// workerArg makes this test binary a `locklab worker` that knows the
+// planted approaches: a client-crash needs its clients in processes.
+const workerArg = "locklab-planted-worker"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == workerArg {
+		if err := fleet.ServeWorker(context.Background(), registry(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// registry is every built-in approach and the planted ones: registered
+// here, in a test, and nowhere else.
+func registry() *impls.Registry {
+	reg := all.Registry()
+	planted.Register(reg)
+	return reg
+}
+
+// The planted release bug (a compare-and-delete that times out is retried
+// as a plain DEL) is found on real Redis within the budget, told new, and
+// shrunk to a scenario file of at most two faults that locklab run
+// reproduces; redis-setnx-px-lua, explored beside it under the same faults
+// (all of which its expectations call safe), shows nothing new.
+func TestExploreFindsAPlantedBugOnRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := matrix.Load(matrix.Shipped, all.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry()
+	bug, correct := planted.UncheckedRelease.Name, "redis-setnx-px-lua"
+	budget := 90 * time.Second
+	cfg := explore.Config{Registry: reg, Approaches: []string{bug, correct},
+		// The faults the matrix calls safe for a TTL lock on one node.
+		Faults: []string{"slow-replies", "drop-replies", "server-pause", "client-crash"},
+		Budget: budget, Seed: 1, Steer: true, Expect: explore.NewExpectations(m, all.Registry()),
+		ResultsDir: t.TempDir(), Runner: &runner.Runner{Log: t.Logf, WorkerArgv: []string{exe, workerArg}}}
+	start := time.Now()
+	res, err := explore.Run(context.Background(), cfg)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d exploring runs, %d shrink runs in %v", res.Runs, res.ShrinkRuns, took.Round(time.Second))
+	if took > budget+budget/10 {
+		t.Errorf("took %v, budget %v: more than 10%% over", took, budget)
+	}
+	var found *explore.Finding
+	for _, f := range res.Findings {
+		t.Logf("%s %s known=%v run %d after %v: %s", f.Approach, f.Class, f.Known, f.Run, f.After.Round(time.Second), f.Why)
+		switch {
+		case f.Approach == correct && !f.Known:
+			t.Errorf("a new finding for %s under faults its expectations call safe: %s: %s", correct, f.Class, f.Proof)
+		case f.Approach == bug && f.Class == verdict.DoubleGrantBothValid && !f.Known:
+			found = f
+		}
+	}
+	if found == nil {
+		t.Fatalf("the planted bug was not found in %d runs", res.Runs)
+	}
+	sh := found.Shrunk
+	if sh == nil || !sh.Confirmed {
+		t.Fatalf("the finding was not confirmed: %+v", sh)
+	}
+	t.Logf("shrunk in %d runs: %s (shown in %d of %d)", sh.Runs, found.Schedule().Summary(), sh.Hits, sh.Tries)
+	if n := len(found.Schedule().Faults); n > 2 {
+		t.Errorf("shrunk to %d faults, want at most 2", n)
+	}
+	// The file is a scenario: it loads, states the class, and runs.
+	path := filepath.Join(res.Dir, found.File)
+	sc, err := scenario.Load(path, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := reg.Get(bug)
+	if e, ok := sc.ExpectFor(a); !ok || len(e.Outcomes) != 1 || e.Outcomes[0] != verdict.DoubleGrantBothValid {
+		t.Errorf("%s expects %v", found.File, e.Outcomes)
+	}
+	// locklab run's plan of it, three times: it shows it again (the
+	// shrink kept it for showing it in most of its runs).
+	p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: t.TempDir(), Runs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := (&runner.Runner{Log: t.Logf, WorkerArgv: []string{exe, workerArg}}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agreed := 0
+	for _, v := range out.Verdicts {
+		if v.Status == verdict.Agrees {
+			agreed++
+		}
+	}
+	t.Logf("locklab run of %s: as expected in %d of %d runs", found.File, agreed, len(out.Verdicts))
+	if agreed == 0 {
+		t.Errorf("the found file did not reproduce in 3 runs")
+	}
+	// results.json carries the exploration.
+	b, err := os.ReadFile(filepath.Join(res.Dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rj struct {
+		Explore explore.Summary `json:"explore"`
+	}
+	if err := json.Unmarshal(b, &rj); err != nil {
+		t.Fatal(err)
+	}
+	if rj.Explore.New < 1 || rj.Explore.Runs != res.Runs || len(rj.Explore.Approaches) != 2 {
+		t.Errorf("results.json explore: %+v", rj.Explore)
+	}
+}

@@ -1,0 +1,319 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+// Oracle runs a schedule once and reports whether the run showed the
+// class of violation being shrunk.
+type Oracle func(ctx context.Context, s Schedule) (Trial, error)
+
+// Trial is one run of a schedule: whether it showed the violation, and
+// where (its case, and the violation in words).
+type Trial struct {
+	Shown       bool
+	Case, Proof string
+	Stated      verdict.Outcome // as a scenario file states it (Sighting.Stated)
+}
+
+// Shrinker delta-debugs a schedule towards the smallest one that still
+// shows a violation: fewer faults, a shorter run, fewer clients and keys,
+// shorter faults placed earlier, a plainer workload. A candidate is kept
+// only if most of its runs show the violation (a flaky reproduction is not
+// a reproduction); it is dropped at its first run that cannot make a
+// majority any more.
+type Shrinker struct {
+	Oracle Oracle
+	// Runs is how many runs decide a candidate (default 3); most of them
+	// must show the violation.
+	Runs int
+	// MaxRuns bounds the oracle's runs over the whole shrink (0: none).
+	MaxRuns int
+	// Afford reports whether there is time for one more run of s; nil:
+	// always. The shrink stops, keeping what it has, when there is not.
+	Afford func(s Schedule) bool
+	// Scale is the schedule's time scale (Profile.Scale): a run is not
+	// cut shorter than the last fault's end plus one of it.
+	Scale func(workload.Spec) time.Duration
+}
+
+// Shrunk is what a shrink produced.
+type Shrunk struct {
+	Schedule Schedule // the smallest schedule kept (the original if none was)
+	// Confirmed: the original showed the violation in most of its runs;
+	// Refuted: it did not, and nothing was shrunk. Neither: the shrink
+	// stopped before it knew.
+	Confirmed, Refuted bool
+	Runs               int      // the oracle's runs, all told
+	Steps              []string // what each kept candidate changed, in order
+	// Hits and Tries are the runs of the final schedule that showed the
+	// violation, of those it had; Last is its last run that showed it
+	// (none when the original was not run again).
+	Hits, Tries int
+	Last        Trial
+	Stopped     string // why it stopped early ("" when no candidate was left)
+	RunsPer     int    // the runs that decide a candidate
+}
+
+// Shrink shrinks s, which showed the violation in hits of tries runs
+// already (the run that found it: 1 of 1).
+func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Shrunk, error) {
+	out := Shrunk{Schedule: s, RunsPer: sh.runs()}
+	d, err := sh.decide(ctx, s, hits, tries, &out.Runs)
+	out.Hits, out.Tries, out.Last = d.hits, d.tries, d.last
+	if err != nil {
+		return out, stopped(&out, err)
+	}
+	if !d.ok {
+		out.Refuted = true
+		return out, nil
+	}
+	out.Confirmed = true
+	// Passes over the candidates, in order; a kept one replaces the
+	// schedule and the pass goes on from the same place in the new
+	// schedule's list, so the same cut is tried again at once (a fault
+	// halved until it no longer shows the violation). A candidate refused
+	// in a pass is tried again only in the next, which runs only if the
+	// pass kept one.
+	for pass := 0; pass < maxPasses; pass++ {
+		progress := false
+		for i := 0; ; i++ {
+			cs := sh.candidates(out.Schedule)
+			if i >= len(cs) {
+				break
+			}
+			d, err := sh.decide(ctx, cs[i].s, 0, 0, &out.Runs)
+			if err != nil {
+				return out, stopped(&out, err)
+			}
+			if d.ok {
+				out.Schedule, out.Hits, out.Tries, out.Last = cs[i].s, d.hits, d.tries, d.last
+				out.Steps = append(out.Steps, cs[i].what)
+				progress = true
+				i-- // the same place in the new list
+			}
+		}
+		if !progress {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Reproduce runs s until most of Runs runs show the violation
+// (Confirmed) or can no longer (Refuted); it shrinks nothing.
+func (sh *Shrinker) Reproduce(ctx context.Context, s Schedule) (Shrunk, error) {
+	out := Shrunk{Schedule: s, RunsPer: sh.runs()}
+	d, err := sh.decide(ctx, s, 0, 0, &out.Runs)
+	out.Hits, out.Tries, out.Last = d.hits, d.tries, d.last
+	if err != nil {
+		return out, stopped(&out, err)
+	}
+	out.Confirmed, out.Refuted = d.ok, !d.ok
+	return out, nil
+}
+
+func (sh *Shrinker) runs() int {
+	if sh.Runs <= 0 {
+		return 3
+	}
+	return sh.Runs
+}
+
+// decision is how a schedule's runs came out.
+type decision struct {
+	ok          bool
+	hits, tries int
+	last        Trial // its last run that showed the violation
+}
+
+// decide runs c until most of the runs show the violation (ok) or can no
+// longer, counting on the hits and tries it starts with; *runs counts the
+// oracle's runs against MaxRuns.
+func (sh *Shrinker) decide(ctx context.Context, c Schedule, hits, tries int, runs *int) (decision, error) {
+	d := decision{hits: hits, tries: tries}
+	need := sh.runs()/2 + 1
+	for d.hits < need && d.tries-d.hits <= sh.runs()-need {
+		if err := ctx.Err(); err != nil {
+			return d, err
+		}
+		if sh.MaxRuns > 0 && *runs >= sh.MaxRuns {
+			return d, errStop("the shrink's run limit")
+		}
+		if sh.Afford != nil && !sh.Afford(c) {
+			return d, errStop("the budget")
+		}
+		t, err := sh.Oracle(ctx, c)
+		*runs++
+		if err != nil {
+			return d, err
+		}
+		d.tries++
+		if t.Shown {
+			d.hits++
+			d.last = t
+		}
+	}
+	d.ok = d.hits >= need
+	return d, nil
+}
+
+// maxPasses bounds the passes over the candidates: a first pass does most
+// of the work, and a second picks up what the first made possible (a run
+// that can be shorter once a fault is gone).
+const maxPasses = 2
+
+// minCut is the smallest length or option value a shrink halves further.
+const minCut = 100 * time.Millisecond
+
+// errStop ends a shrink early without failing it.
+type errStop string
+
+func (e errStop) Error() string { return "out of " + string(e) }
+
+// stopped notes why a shrink stopped: a limit keeps what it has (no
+// error); anything else (the end of ctx) is the caller's.
+func stopped(out *Shrunk, err error) error {
+	var stop errStop
+	if errors.As(err, &stop) {
+		out.Stopped = stop.Error()
+		return nil
+	}
+	out.Stopped = err.Error()
+	return err
+}
+
+type candidate struct {
+	what string
+	s    Schedule
+}
+
+// candidates are the smaller schedules to try next: the cuts of time
+// first (every fault moved earlier, the run shortened), which make every
+// later run cheaper; then a fault dropped, a client or a key fewer, the
+// workload made plainer, each fault shortened and its options halved.
+func (sh *Shrinker) candidates(s Schedule) []candidate {
+	var out []candidate
+	add := func(what string, c Schedule) { out = append(out, candidate{what, c}) }
+	scale := time.Second
+	if sh.Scale != nil {
+		scale = sh.Scale(s.Workload)
+	}
+	lastEnd := time.Duration(0)
+	for _, f := range s.Faults {
+		lastEnd = max(lastEnd, f.End())
+	}
+	// Everything earlier: the faults start soon after the clients, and the
+	// run is shorter by as much.
+	if first := firstAt(s); first > 2*edge/5+grain {
+		shift := first - 2*edge/5
+		c := s.Clone()
+		for i := range c.Faults {
+			c.Faults[i].At -= shift
+		}
+		c.Duration -= shift
+		add(fmt.Sprintf("everything %v earlier", shift), c)
+	}
+	if d := round(max(s.Duration/2, lastEnd+scale)); d < s.Duration-grain {
+		c := s.Clone()
+		c.Duration = d
+		add(fmt.Sprintf("ran %v instead of %v", d, s.Duration), c)
+	}
+	for i, f := range s.Faults {
+		c := s.Clone()
+		c.Faults = slices.Delete(c.Faults, i, i+1)
+		add(fmt.Sprintf("dropped %s on %s", f.Kind, f.Target), c)
+	}
+	if s.Workload.Clients > minClients {
+		// Two clients are the fewest a double grant needs: tried at once.
+		c := s.Clone()
+		c.Workload.Clients = minClients
+		add(fmt.Sprintf("%d clients instead of %d", minClients, s.Workload.Clients), c)
+	}
+	if s.Workload.Clients > 1 {
+		c := s.Clone()
+		c.Workload.Clients--
+		add(fmt.Sprintf("%d clients instead of %d", c.Workload.Clients, s.Workload.Clients), c)
+	}
+	if s.Workload.Keys > 1 {
+		c := s.Clone()
+		c.Workload.Keys = 1
+		add("one key", c)
+	}
+	w := s.Workload
+	plainer := []struct {
+		on   bool
+		what string
+		off  func(*workload.Spec)
+	}{
+		{w.Kind != workload.Mutex, "a plain mutex workload", func(w *workload.Spec) { w.Kind, w.Fenced = workload.Mutex, false }},
+		{w.Renew, "no renewal", func(w *workload.Spec) { w.Renew = false }},
+		{w.HonourLease, "a holder that ignores its lease", func(w *workload.Spec) { w.HonourLease = false }},
+		{w.Fenced, "unfenced writes", func(w *workload.Spec) { w.Fenced = false }},
+	}
+	all, n := s.Clone(), 0
+	var whats []string
+	for _, p := range plainer {
+		if p.on {
+			p.off(&all.Workload)
+			whats = append(whats, p.what)
+			n++
+		}
+	}
+	if n > 1 {
+		// All at once first; one by one if that was too much.
+		add(strings.Join(whats, ", "), all)
+	}
+	for _, p := range plainer {
+		if p.on {
+			c := s.Clone()
+			p.off(&c.Workload)
+			add(p.what, c)
+		}
+	}
+	for i, f := range s.Faults {
+		if f.For > minCut {
+			c := s.Clone()
+			c.Faults[i].For = round(f.For / 2)
+			add(fmt.Sprintf("%s for %v instead of %v", f.Kind, c.Faults[i].For, f.For), c)
+		}
+		for _, p := range f.Params {
+			if v, ok := halve(p.Value); ok {
+				c := s.Clone()
+				c.Faults[i].setParam(p.Name, v)
+				add(fmt.Sprintf("%s %s %s instead of %s", f.Kind, p.Name, v, p.Value), c)
+			}
+		}
+	}
+	return out
+}
+
+// halve halves a duration option ("400ms" -> "200ms") larger than minCut;
+// other values are left alone.
+func halve(v string) (string, bool) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d.Abs() <= minCut {
+		return "", false
+	}
+	return dur(round(d / 2)), true
+}
+
+// firstAt is when the schedule's first fault starts (0 without faults).
+func firstAt(s Schedule) time.Duration {
+	if len(s.Faults) == 0 {
+		return 0
+	}
+	first := s.Faults[0].At
+	for _, f := range s.Faults {
+		first = min(first, f.At)
+	}
+	return first
+}

@@ -1,0 +1,165 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/workload"
+)
+
+// big is a schedule with one fault that matters (the clock set back by 2s
+// for a second) among others that do not.
+func big() Schedule {
+	return Schedule{Approach: "a", Duration: 6 * time.Second, Seed: 3,
+		Workload: workload.Spec{Kind: workload.Counter, Clients: 4, Keys: 2, TTL: time.Second, Renew: true,
+			Hold: workload.Dist{Kind: "uniform", A: 500 * time.Millisecond, B: time.Second}},
+		Faults: []Fault{
+			{Kind: "drop-replies", Target: chaos.Selector{Node: chaos.NodeFirst}, At: 700 * time.Millisecond, For: time.Second},
+			{Kind: "client-clock", Target: chaos.Selector{Client: chaos.ClientRandom}, Params: []Param{{"offset", "-2s"}}, At: time.Second, For: time.Second},
+			{Kind: "server-pause", Target: chaos.Selector{Node: chaos.NodeFirst}, At: 2 * time.Second, For: 1500 * time.Millisecond},
+		}}
+}
+
+// needsClock is a deterministic stand-in for a lock with a timing bug:
+// the violation shows whenever some client's clock is set back by at
+// least a second for at least 200 ms, with two clients or more.
+func needsClock(s Schedule) bool {
+	if s.Workload.Clients < 2 {
+		return false
+	}
+	for _, f := range s.Faults {
+		off, _ := time.ParseDuration(f.Param("offset"))
+		if f.Kind == "client-clock" && off <= -time.Second && f.For >= 200*time.Millisecond {
+			return true
+		}
+	}
+	return false
+}
+
+func TestShrinkConvergesToTheSmallestSchedule(t *testing.T) {
+	calls := 0
+	sh := &Shrinker{Oracle: func(_ context.Context, s Schedule) (Trial, error) {
+		calls++
+		return Trial{Shown: needsClock(s), Case: fmt.Sprint(calls)}, nil
+	}}
+	out, err := sh.Shrink(context.Background(), big(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.Schedule
+	if !out.Confirmed || !needsClock(s) {
+		t.Fatalf("confirmed %v; the final schedule does not show it: %s", out.Confirmed, s.Summary())
+	}
+	f := s.Faults
+	if len(f) != 1 || f[0].Kind != "client-clock" || f[0].Param("offset") != "-1s" || f[0].For != 250*time.Millisecond || f[0].At != 200*time.Millisecond {
+		t.Errorf("faults: %s", s.Summary())
+	}
+	w := s.Workload
+	if w.Clients != 2 || w.Keys != 1 || w.Kind != workload.Mutex || w.Renew {
+		t.Errorf("workload: %s", s.Summary())
+	}
+	// The run is cut to the last fault's end plus a second (the scale).
+	if s.Duration != 1450*time.Millisecond {
+		t.Errorf("duration %v, want 1.45s", s.Duration)
+	}
+	// Every kept step took two runs, every refused one two; the final
+	// schedule's last hit is its second run.
+	if out.Runs != calls || out.Hits != 2 || out.Tries != 2 || out.Runs > 45 {
+		t.Errorf("runs %d (oracle calls %d), final %d/%d", out.Runs, calls, out.Hits, out.Tries)
+	}
+	t.Logf("%d runs, steps: %v", out.Runs, out.Steps)
+	if len(out.Steps) == 0 {
+		t.Error("no step recorded")
+	}
+}
+
+// A candidate that shows the violation once and then not (1 of 3 runs)
+// is never kept; one that shows it in 2 of 3 is.
+func TestShrinkKeepsOnlyMajorityReproductions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pattern []bool // a candidate's runs, in order
+		keep    bool
+		runs    int // runs a candidate takes
+	}{
+		{"once, then never", []bool{true, false, false}, false, 3},
+		{"never", []bool{false, false, true}, false, 2},
+		{"twice in a row", []bool{true, true, false}, true, 2},
+		{"two of three", []bool{false, true, true}, true, 3},
+		{"first and last", []bool{true, false, true}, true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			orig := big()
+			seen := map[string]int{}
+			var decided []string
+			sh := &Shrinker{Oracle: func(_ context.Context, s Schedule) (Trial, error) {
+				key := string(s.Scenario(ScenarioFile{Name: "x"}))
+				if key == string(orig.Scenario(ScenarioFile{Name: "x"})) {
+					return Trial{Shown: true}, nil
+				}
+				n := seen[key]
+				seen[key]++
+				if n == 0 {
+					decided = append(decided, key)
+				}
+				return Trial{Shown: tc.pattern[n]}, nil
+			}}
+			// Only the first candidate is given a chance: a run limit ends
+			// the shrink after it.
+			sh.MaxRuns = 1 + tc.runs
+			out, err := sh.Shrink(context.Background(), orig, 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(decided) != 1 || seen[decided[0]] != tc.runs {
+				t.Fatalf("%d candidates tried, the first %d times; want 1, %d times", len(decided), seen[decided[0]], tc.runs)
+			}
+			kept := len(out.Steps) == 1
+			if kept != tc.keep {
+				t.Fatalf("kept = %v, want %v (steps %v)", kept, tc.keep, out.Steps)
+			}
+			if !tc.keep && string(out.Schedule.Scenario(ScenarioFile{Name: "x"})) != string(orig.Scenario(ScenarioFile{Name: "x"})) {
+				t.Error("the schedule changed though no candidate was kept")
+			}
+			if out.Stopped == "" {
+				t.Error("a shrink stopped by its run limit does not say so")
+			}
+		})
+	}
+}
+
+// A schedule that does not show the violation again in most runs is not
+// shrunk at all.
+func TestShrinkRefusesAnUnconfirmedOriginal(t *testing.T) {
+	n := 0
+	sh := &Shrinker{Oracle: func(_ context.Context, s Schedule) (Trial, error) {
+		n++
+		return Trial{}, nil
+	}}
+	out, err := sh.Shrink(context.Background(), big(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Confirmed || !out.Refuted || n != 2 || out.Hits != 1 || out.Tries != 3 || len(out.Steps) != 0 {
+		t.Fatalf("confirmed %v after %d runs (%d/%d), steps %v", out.Confirmed, n, out.Hits, out.Tries, out.Steps)
+	}
+}
+
+// A budget that runs out keeps what was shrunk so far.
+func TestShrinkStopsWhenTheBudgetEnds(t *testing.T) {
+	left := 7
+	sh := &Shrinker{
+		Oracle: func(_ context.Context, s Schedule) (Trial, error) { return Trial{Shown: needsClock(s)}, nil },
+		Afford: func(Schedule) bool { left--; return left >= 0 },
+	}
+	out, err := sh.Shrink(context.Background(), big(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Runs != 7 || out.Stopped == "" || !out.Confirmed || len(out.Steps) == 0 || !needsClock(out.Schedule) {
+		t.Fatalf("runs %d, stopped %q, steps %v", out.Runs, out.Stopped, out.Steps)
+	}
+}

@@ -100,6 +100,9 @@ func writeSummary(path, kind string, res *report.Results) error {
 		for _, v := range r.Violations {
 			fmt.Fprintf(&b, "- %s\n", v)
 		}
+		if s := report.StallLine(r); s != "" {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
 		if r.FirstError != "" {
 			fmt.Fprintf(&b, "- first error: %s\n", r.FirstError)
 		}

@@ -66,7 +66,11 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 	}
 	s.slots = make(chan struct{}, maxCases)
 	s.base = caseEnv{history: history.Discard{}, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
-		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout}
+		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout,
+		stall: p.stallProbe()}
+	if s.base.stall != nil {
+		res.StallThreshold = s.base.stall.Threshold.Seconds()
+	}
 	if s.base.healthTimeout <= 0 {
 		s.base.healthTimeout = defaultHealthTimeout
 	}
@@ -107,6 +111,7 @@ func (s *session) ensureServers(ctx context.Context, c Case) error {
 	}
 	s.servers, s.serversFor = cl, c.servers()
 	s.r.logf("cluster ready in %.2fs: %d nodes", time.Since(started).Seconds(), len(cl.Nodes()))
+	s.watchContainers(ctx)
 	for kind, v := range cl.Versions {
 		s.res.Versions[string(kind)] = v
 	}

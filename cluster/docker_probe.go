@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
@@ -26,10 +29,12 @@ const probePath = "/locklab-probe"
 // local images, Debian's as the host's), in a container beside the
 // servers: from a server image of theirs, on their network, in the
 // engine's scheduling of containers, where the servers starve when the
-// machine does. out reads what it prints, from a goroutine of its own,
-// until the container ends; the container goes with the cluster (and with
-// locklab: it carries the session's labels, which the guard removes).
-// Only a Docker cluster has one.
+// machine does. The program must print a line once it runs: RunProbe
+// waits for it (a program the image cannot run is an error, with what it
+// said). out reads what it prints after that, from a goroutine of its
+// own, until the container ends; the container goes with the cluster (and
+// with locklab: it carries the session's labels, which the guard
+// removes). Only a Docker cluster has one.
 func (c *Cluster) RunProbe(ctx context.Context, argv []string, out func(io.Reader)) error {
 	d := c.docker
 	if d == nil {
@@ -85,9 +90,33 @@ func (c *Cluster) RunProbe(ctx context.Context, argv []string, out func(io.Reade
 		logs.Close()
 		w.Close()
 	}()
+	br := bufio.NewReader(r)
+	first := make(chan error, 1)
 	go func() {
-		out(r)
+		_, err := br.ReadString('\n')
+		first <- err
+	}()
+	select {
+	case err = <-first:
+	case <-time.After(probeStartTimeout):
+		err = fmt.Errorf("no word within %v", probeStartTimeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		r.Close()
+		ctr := &dockerContainer{cli: d.cli, id: tc.GetContainerID(), name: probeName}
+		said := ctr.logTail(5)
+		ctr.remove(context.Background())
+		return fmt.Errorf("probe container %s: %v: %s", strings.Join(argv, " "), err, said)
+	}
+	go func() {
+		out(br)
 		r.Close()
 	}()
 	return nil
 }
+
+// probeStartTimeout bounds how long a probe's container may take to say
+// it runs: a loaded machine starts containers in seconds.
+const probeStartTimeout = 30 * time.Second

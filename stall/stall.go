@@ -119,10 +119,13 @@ func Minus(s Span, cuts []Span) []Span {
 }
 
 // Serve runs a probe until ctx ends and writes each stall to w as one JSON
-// line ({"start":ns,"end":ns}): `locklab probe`, the probe in a container
-// beside the servers, whose lines locklab reads from the container's
-// output.
+// line ({"start":ns,"end":ns}), after a first line saying it runs
+// ({"running":true}): `locklab probe`, the probe in a container beside the
+// servers, whose lines locklab reads from the container's output.
 func Serve(ctx context.Context, p Probe, now func() int64, w io.Writer) error {
+	if _, err := io.WriteString(w, `{"running":true}`+"\n"); err != nil {
+		return err
+	}
 	var werr error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -137,7 +140,8 @@ func Serve(ctx context.Context, p Probe, now func() int64, w io.Writer) error {
 }
 
 // Read reads the lines Serve writes and hands each stall to fn, until r
-// ends. A line that is not a stall (the container's own noise) is skipped.
+// ends. A line that is not a stall (the first, the container's own noise)
+// is skipped.
 func Read(r io.Reader, fn func(Span)) error {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,5 +229,52 @@ duration: 5s
 	_, res := readResults(t, results)
 	if len(res.Runs) != 1 || res.Runs[0].StallCount < 1 || res.Runs[0].LongestStall < 1.4 {
 		t.Errorf("results.json does not count the worker's stall: %+v", res.Runs)
+	}
+}
+
+// A lab that stood still in the fault window that decides an expected-safe
+// case cannot say the lock was safe under the fault: the run reports what
+// it saw, but its comparison is "inconclusive: the lab stalled", in words
+// and in results.json, and locklab exits 4 (undecided), neither 0 nor 1.
+func TestLabStalledInTheFaultWindowIsUndecided(t *testing.T) {
+	tmp := enterableTempDir(t)
+	results := filepath.Join(tmp, "results")
+	scen := filepath.Join(tmp, "slow.yaml")
+	if err := os.WriteFile(scen, []byte(`name: slow
+approaches: [redis-setnx-px-lua]
+workload: {clients: 2, ttl: 10s}
+duration: 5s
+faults:
+  - {fault: slow-replies, target: {node: all}, latency: 1ms, at: 1s, for: 3s}
+expect:
+  redis-setnx-px-lua: [safe]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := locklab(tmp, "run", "--results", results, scen)
+	hist, out := startRunning(t, cmd, results)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(hist); bytes.Contains(b, []byte(`"type":"ok","f":"nemesis","value":{"id":1,"op":"start"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fault never took effect\n%s", out)
+		}
+	}
+	stopFor(t, cmd.Process.Pid, 500*time.Millisecond)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitUndecided {
+		t.Fatalf("exit %v, want %d (undecided)\n%s", err, exitUndecided, out)
+	}
+	if !strings.Contains(out.String(), "undecided: inconclusive: the lab stalled (locklab for 0.5") {
+		t.Errorf("the run does not say the lab stalled:\n%s", out)
+	}
+	_, res := readResults(t, results)
+	if r := res.Runs[0]; !r.LabStalled || r.Status != "undecided" || r.StallCount < 1 || r.Missed {
+		t.Errorf("results.json: status %q, lab stalled %v, %d stalls, missed %v", r.Status, r.LabStalled, r.StallCount, r.Missed)
+	}
+	if res.Verdict.Undecided != 1 {
+		t.Errorf("results.json verdict: %+v, want one undecided case", res.Verdict)
 	}
 }

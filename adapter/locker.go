@@ -85,7 +85,6 @@ type call struct {
 	deadline time.Time     // timeout_ms from when it was sent
 	pausedAt time.Duration // the process's paused time when it was sent
 	answer   chan Message  // the answer, from the reader
-	done     chan struct{} // closed once msg or err is set
 	msg      Message
 	lease    *lease // an acquire's lease, made when its ok was read
 	err      error
@@ -205,7 +204,9 @@ func helloFor(spec *Spec, env impls.Env) (Hello, error) {
 
 // handshake sends hello and waits for ready, up to the start-timeout.
 func (l *Locker) handshake(ctx context.Context, hello Hello) error {
-	_ = l.send(hello) // an adapter gone already is told by the reader
+	if b, err := encodeLine(hello); err == nil {
+		_ = l.write(b) // an adapter gone already is told by the reader
+	}
 	t := time.NewTimer(l.spec.StartTimeout)
 	defer t.Stop()
 	select {
@@ -364,58 +365,64 @@ func (l *Locker) do(ctx context.Context, req Request) (*call, error) {
 		timeout = max(time.Until(dl), 0)
 	}
 	req.Type, req.TimeoutMs = "request", timeout.Milliseconds()
-	c := &call{answer: make(chan Message, 1), done: make(chan struct{})}
+	c := &call{answer: make(chan Message, 1)}
 	l.mu.Lock()
 	l.lastID++
 	req.ID = l.lastID
 	c.req, c.sentAt, c.deadline, c.pausedAt = req, l.clk.Now(), time.Now().Add(timeout), l.pausedLocked()
 	l.pending = c
 	l.mu.Unlock()
-	_ = l.send(req) // an adapter gone is told by the reader
-	go l.await(c)
-	select {
-	case <-c.done:
+	_ = l.write(req.appendLine(nil)) // an adapter gone is told by the reader
+	// The caller waits in its own goroutine: the reader's hand-off is the
+	// only one between the adapter's line and the caller (a goroutine per
+	// call cost a second wake-up per request, a third of the protocol's
+	// overhead at one client).
+	if l.await(ctx, c) {
+		<-l.turn
 		return c, c.err
-	case <-ctx.Done():
 	}
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return nil, fmt.Errorf("%w: stopped waiting for the adapter's answer to %s", impls.ErrIndeterminate, req.Op)
-	}
-	<-c.done // a deadline: the adapter answers by then, info if need be
-	return c, c.err
-}
-
-// await waits for c's answer, frees the turn, and calls the adapter broken
-// if none comes in time. Time the process spent paused does not count: a
-// stopped adapter cannot answer.
-func (l *Locker) await(c *call) {
-	defer func() {
-		close(c.done)
+	go func() {
+		l.await(context.Background(), c)
 		<-l.turn
 	}()
+	return nil, fmt.Errorf("%w: stopped waiting for the adapter's answer to %s", impls.ErrIndeterminate, req.Op)
+}
+
+// await waits for c's answer and calls the adapter broken if none comes
+// in time; time the process spent paused does not count (a stopped
+// adapter cannot answer). It returns false, the answer still to come,
+// when ctx is cancelled first; a deadline of ctx is not waited out
+// early: the adapter answers by then, info if need be.
+func (l *Locker) await(ctx context.Context, c *call) bool {
+	t := time.NewTimer(max(time.Until(l.allowed(c)), 0))
+	defer t.Stop()
+	cancelled := ctx.Done()
 	for {
-		t := time.NewTimer(max(time.Until(l.allowed(c)), 0))
 		select {
 		case m := <-c.answer:
-			t.Stop()
 			c.msg = m
-			return
+			return true
 		case <-l.dead:
-			t.Stop()
 			select {
 			case m := <-c.answer:
 				c.msg = m
 			default:
 				c.err = l.deadErr
 			}
-			return
+			return true
 		case <-t.C:
-			if time.Now().Before(l.allowed(c)) {
-				continue // a pause moved the limit
+			if d := time.Until(l.allowed(c)); d > 0 {
+				t.Reset(d) // a pause moved the limit
+				continue
 			}
 			c.err = l.fail(fmt.Sprintf("gave no answer to request %d (%s) within its timeout_ms (%d) plus %v",
 				c.req.ID, c.req.Op, c.req.TimeoutMs, l.grace()))
-			return
+			return true
+		case <-cancelled:
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return false
+			}
+			cancelled = nil
 		}
 	}
 }
@@ -445,14 +452,11 @@ func (l *Locker) pausedLocked() time.Duration {
 	return l.pauses
 }
 
-func (l *Locker) send(v any) error {
-	b, err := encodeLine(v)
-	if err != nil {
-		return err
-	}
+// write writes one line to the adapter.
+func (l *Locker) write(line []byte) error {
 	l.inMu.Lock()
 	defer l.inMu.Unlock()
-	_, err = l.stdin.Write(b)
+	_, err := l.stdin.Write(line)
 	return err
 }
 
@@ -557,7 +561,7 @@ func (l *Locker) Close() error {
 		l.lastID++
 		id := l.lastID
 		l.mu.Unlock()
-		_ = l.send(Request{Type: "request", ID: id, Op: OpClose})
+		_ = l.write(Request{Type: "request", ID: id, Op: OpClose}.appendLine(nil))
 		l.inMu.Lock()
 		_ = l.stdin.Close()
 		l.inMu.Unlock()

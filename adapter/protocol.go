@@ -114,15 +114,21 @@ type wireMessage struct {
 
 // Parse checks one line from an adapter (without its newline). Its error
 // says what the adapter did, as "printed ...", for a one-line report.
-func Parse(line []byte) (Message, error) {
+func Parse(line []byte) (Message, error) { return parse(line, scanFlat) }
+
+// parse is Parse with the fast reader given (tests compare it with none).
+func parse(line []byte, scan func([]byte, *wireMessage) bool) (Message, error) {
 	m := Message{ValidMs: -1}
 	var w wireMessage
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return m, fmt.Errorf("printed a line that is not a JSON object: %s", quote(line))
 	}
-	if err := json.Unmarshal(trimmed, &w); err != nil {
-		return m, fmt.Errorf("printed a line that is not a JSON object (%v): %s", err, quote(line))
+	if !scan(trimmed, &w) {
+		w = wireMessage{}
+		if err := json.Unmarshal(trimmed, &w); err != nil {
+			return m, fmt.Errorf("printed a line that is not a JSON object (%v): %s", err, quote(line))
+		}
 	}
 	if w.Type == nil {
 		return m, fmt.Errorf("printed a message without a type: %s", quote(line))
@@ -171,7 +177,13 @@ func Parse(line []byte) (Message, error) {
 }
 
 func (m *Message) parseOK(w wireMessage) error {
-	if present(w.Token) {
+	if present(w.Token) && isInteger(w.Token) {
+		t, err := strconv.ParseUint(string(w.Token), 10, 64)
+		if err != nil {
+			return fmt.Errorf("token %s is not a non-negative integer", w.Token)
+		}
+		m.Token, m.HasToken = t, true
+	} else if present(w.Token) {
 		var n json.Number
 		if err := json.Unmarshal(w.Token, &n); err != nil || !isNumber(w.Token) {
 			return fmt.Errorf("token %s is not a non-negative integer", w.Token)
@@ -184,7 +196,13 @@ func (m *Message) parseOK(w wireMessage) error {
 	}
 	if present(w.ValidMs) {
 		var v float64
-		if err := json.Unmarshal(w.ValidMs, &v); err != nil || v < 0 {
+		var err error
+		if isInteger(w.ValidMs) {
+			v, err = strconv.ParseFloat(string(w.ValidMs), 64) // as encoding/json reads a number
+		} else {
+			err = json.Unmarshal(w.ValidMs, &v)
+		}
+		if err != nil || v < 0 {
 			return fmt.Errorf("valid_ms %s is not a non-negative number", w.ValidMs)
 		}
 		m.ValidMs = v
@@ -203,6 +221,13 @@ func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "
 func integer(raw json.RawMessage, name string) (int64, error) {
 	if !present(raw) {
 		return 0, fmt.Errorf("no %s", name)
+	}
+	if isInteger(raw) {
+		v, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s %s is not an integer", name, raw)
+		}
+		return v, nil
 	}
 	var n json.Number
 	if err := json.Unmarshal(raw, &n); err != nil || !isNumber(raw) {
@@ -232,4 +257,169 @@ func encodeLine(v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// The lines of the protocol's hot path (a request, its answer) are read
+// and written without reflection: at one client, encoding/json's cost
+// was a measurable part of the protocol's overhead against the same lock
+// in-process. Anything the fast paths do not take (escapes, nesting,
+// whitespace, fractions, unknown keys) goes through encoding/json, so the
+// result is always what encoding/json gives.
+
+// scanFlat reads a flat object of the message's known keys whose values
+// are plain strings or literals into w (a literal where a number belongs
+// is judged as encoding/json's RawMessage would be); false: let
+// encoding/json decide.
+func scanFlat(b []byte, w *wireMessage) bool {
+	return scanObject(b, func(key string, str, num []byte) bool {
+		if str != nil {
+			s := string(str)
+			switch key {
+			case "type":
+				w.Type = &s
+			case "error":
+				w.Error = &s
+			case "reason":
+				w.Reason = &s
+			default:
+				return false // a string where a number belongs: encoding/json's error
+			}
+			return true
+		}
+		switch key {
+		case "protocol":
+			w.Protocol = num
+		case "id":
+			w.ID = num
+		case "lease":
+			w.Lease = num
+		case "token":
+			w.Token = num
+		case "valid_ms":
+			w.ValidMs = num
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// scanObject walks a flat JSON object whose values are strings without
+// escapes, integers or booleans, calling field with each (str non-nil for
+// a string, else lit: the integer, true or false; both slices of b). It returns false, having called
+// field for some fields only, on anything else or when field does.
+func scanObject(b []byte, field func(key string, str, lit []byte) bool) bool {
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return false
+	}
+	if len(b) == 2 {
+		return true
+	}
+	p := 1
+	for {
+		key, next, ok := plainString(b, p)
+		if !ok || next >= len(b) || b[next] != ':' {
+			return false
+		}
+		p = next + 1
+		if p >= len(b) {
+			return false
+		}
+		if b[p] == '"' {
+			var str []byte
+			if str, p, ok = plainString(b, p); !ok || !field(string(key), str, nil) {
+				return false
+			}
+		} else {
+			q := p
+			for q < len(b) && (b[q] == '-' || b[q] >= '0' && b[q] <= '9' || b[q] >= 'a' && b[q] <= 'z') {
+				q++
+			}
+			lit := b[p:q]
+			if !isInteger(lit) && string(lit) != "true" && string(lit) != "false" || !field(string(key), nil, lit) {
+				return false
+			}
+			p = q
+		}
+		switch {
+		case p < len(b)-1 && b[p] == ',':
+			p++
+		case p == len(b)-1: // the closing brace
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// plainString reads a JSON string at b[p] holding printable ASCII and no
+// escapes; it returns its contents and where it ends.
+func plainString(b []byte, p int) ([]byte, int, bool) {
+	if p >= len(b) || b[p] != '"' {
+		return nil, p, false
+	}
+	for q := p + 1; q < len(b); q++ {
+		switch c := b[q]; {
+		case c == '"':
+			return b[p+1 : q], q + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x7f:
+			return nil, q, false
+		}
+	}
+	return nil, p, false
+}
+
+// isInteger says whether raw is a JSON integer: an optional minus, then 0
+// or digits without a leading zero.
+func isInteger(raw []byte) bool {
+	if len(raw) > 0 && raw[0] == '-' {
+		raw = raw[1:]
+	}
+	if len(raw) == 0 || (raw[0] == '0' && len(raw) > 1) {
+		return false
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendLine appends r as one JSON line, as json.Marshal writes it.
+func (r Request) appendLine(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = appendString(b, r.Type)
+	b = append(b, `,"id":`...)
+	b = strconv.AppendInt(b, r.ID, 10)
+	b = append(b, `,"op":`...)
+	b = appendString(b, r.Op)
+	if r.Key != "" {
+		b = append(b, `,"key":`...)
+		b = appendString(b, r.Key)
+	}
+	b = append(b, `,"ttl_ms":`...)
+	b = strconv.AppendInt(b, r.TTLMs, 10)
+	b = append(b, `,"wait":`...)
+	b = strconv.AppendBool(b, r.Wait)
+	b = append(b, `,"timeout_ms":`...)
+	b = strconv.AppendInt(b, r.TimeoutMs, 10)
+	if r.Lease != 0 {
+		b = append(b, `,"lease":`...)
+		b = strconv.AppendInt(b, r.Lease, 10)
+	}
+	return append(b, "}\n"...)
 }

@@ -125,3 +125,42 @@ func BenchmarkCycle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCycleSideBySide alternates one in-process cycle and one cycle
+// through the protocol on the same Redis, so both see the same machine:
+// adapter/in-process is the ratio of their cycles per second (the
+// protocol's overhead goal: at least 0.8 at one client).
+func BenchmarkCycleSideBySide(b *testing.B) {
+	ep := startRedis(b)
+	inProcess, err := all.Registry().Get("redis-setnx-px-lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var lockers [2]impls.Locker
+	for i, a := range []impls.Approach{inProcess, reference(b).Approach()} {
+		if lockers[i], err = a.New(ctx, impls.Env{Endpoints: ep, Clock: &clock.Skewable{}, ClientID: i + 1}); err != nil {
+			b.Fatal(err)
+		}
+		defer lockers[i].Close()
+	}
+	key := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	var spent [2]time.Duration
+	b.ResetTimer()
+	for range b.N {
+		for i, l := range lockers {
+			start := time.Now()
+			lease, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 10 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := lease.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+			spent[i] += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "in-process-ns/cycle")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "adapter-ns/cycle")
+	b.ReportMetric(float64(spent[0])/float64(spent[1]), "adapter/in-process")
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -31,24 +32,24 @@ func Serve(ctx context.Context, a impls.Approach, in io.Reader, out io.Writer) e
 		return fmt.Errorf("first line is not a hello: %.100q", sc.Bytes())
 	}
 	if h.Protocol != Version {
-		_ = w.send(map[string]any{"type": TypeError, "reason": fmt.Sprintf("protocol %d: this adapter speaks %d", h.Protocol, Version)})
+		_ = w.send(reply{Type: TypeError, Reason: fmt.Sprintf("protocol %d: this adapter speaks %d", h.Protocol, Version)})
 		return fmt.Errorf("protocol %d", h.Protocol)
 	}
 	clk := &clock.Skewable{}
 	l, err := a.New(ctx, impls.Env{Endpoints: endpointsOf(h), Clock: clk, ClientID: h.Client})
 	if err != nil {
-		_ = w.send(map[string]any{"type": TypeError, "reason": err.Error()})
+		_ = w.send(reply{Type: TypeError, Reason: err.Error()})
 		return err
 	}
 	s := &server{l: l, w: w, clk: clk, leases: map[int64]impls.Lease{}, stopLost: map[int64]func(){}}
 	defer s.stopAll()
-	if err := w.send(map[string]any{"type": TypeReady, "protocol": Version}); err != nil {
+	if err := w.send(reply{Type: TypeReady, Protocol: Version}); err != nil {
 		l.Close()
 		return err
 	}
 	for sc.Scan() {
-		var r Request
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		r, err := parseRequest(sc.Bytes())
+		if err != nil {
 			l.Close()
 			return fmt.Errorf("bad request: %.100q", sc.Bytes())
 		}
@@ -76,34 +77,32 @@ type server struct {
 }
 
 // serve answers one request.
-func (s *server) serve(ctx context.Context, r Request) map[string]any {
+func (s *server) serve(ctx context.Context, r Request) reply {
 	received := s.clk.Now()
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(r.TimeoutMs)*time.Millisecond)
 	defer cancel()
-	answer := map[string]any{"type": TypeOK, "id": r.ID}
+	answer := reply{Type: TypeOK, ID: r.ID, ValidMs: -1}
 	switch r.Op {
 	case OpAcquire:
 		ls, err := s.l.Acquire(ctx, r.Key, impls.AcquireOptions{TTL: time.Duration(r.TTLMs) * time.Millisecond, Try: !r.Wait})
 		if err != nil {
 			return failure(r.ID, err)
 		}
-		if t, ok := ls.Token(); ok {
-			answer["token"] = t
-		}
-		s.validMs(answer, ls, received)
+		answer.Token, answer.HasToken = ls.Token()
+		answer.ValidMs = validMs(ls, received)
 		s.hold(r.ID, ls)
 	case OpRelease, OpExtend:
 		s.mu.Lock()
 		ls := s.leases[r.Lease]
 		s.mu.Unlock()
 		if ls == nil {
-			return map[string]any{"type": TypeFail, "id": r.ID, "error": FailNotHeld, "reason": fmt.Sprintf("no lease %d", r.Lease)}
+			return reply{Type: TypeFail, ID: r.ID, Error: FailNotHeld, Reason: fmt.Sprintf("no lease %d", r.Lease)}
 		}
 		if r.Op == OpExtend {
 			if err := ls.Extend(ctx, time.Duration(r.TTLMs)*time.Millisecond); err != nil {
 				return failure(r.ID, err)
 			}
-			s.validMs(answer, ls, received)
+			answer.ValidMs = validMs(ls, received)
 			return answer
 		}
 		err := ls.Release(ctx)
@@ -114,17 +113,19 @@ func (s *server) serve(ctx context.Context, r Request) map[string]any {
 			return failure(r.ID, err)
 		}
 	default:
-		return map[string]any{"type": TypeFail, "id": r.ID, "error": FailUnsupported, "reason": fmt.Sprintf("unknown op %q", r.Op)}
+		return reply{Type: TypeFail, ID: r.ID, Error: FailUnsupported, Reason: fmt.Sprintf("unknown op %q", r.Op)}
 	}
 	return answer
 }
 
 // validMs says how long ls has left, counted from when the request came
-// (locklab counts from when it sent it, a little earlier: it errs short).
-func (s *server) validMs(answer map[string]any, ls impls.Lease, received time.Time) {
+// (locklab counts from when it sent it, a little earlier: it errs short);
+// -1 where it does not expire.
+func validMs(ls impls.Lease, received time.Time) int64 {
 	if vu := ls.ValidUntil(); !vu.IsZero() {
-		answer["valid_ms"] = max(vu.Sub(received).Milliseconds(), 0)
+		return max(vu.Sub(received).Milliseconds(), 0)
 	}
+	return -1
 }
 
 // hold keeps ls under id and, where the approach can tell, sends `lost`
@@ -136,7 +137,7 @@ func (s *server) hold(id int64, ls impls.Lease) {
 		go func() {
 			select {
 			case <-lost:
-				_ = s.w.send(map[string]any{"type": TypeLost, "lease": id, "reason": "the lock client says the lock is gone"})
+				_ = s.w.send(reply{Type: TypeLost, Lease: id, Reason: "the lock client says the lock is gone"})
 			case <-done:
 			}
 		}()
@@ -168,17 +169,17 @@ func (s *server) stopAll() {
 
 // failure is the answer an impls error stands for: what is not certainly
 // a failure is info.
-func failure(id int64, err error) map[string]any {
+func failure(id int64, err error) reply {
 	for _, f := range []struct {
 		err  error
 		code string
 	}{{impls.ErrNotAcquired, FailNotAcquired}, {impls.ErrNotHeld, FailNotHeld}, {impls.ErrUnavailable, FailUnavailable},
 		{impls.ErrUnsupported, FailUnsupported}, {impls.ErrInvalidKey, FailInvalidKey}} {
 		if errors.Is(err, f.err) {
-			return map[string]any{"type": TypeFail, "id": id, "error": f.code, "reason": err.Error()}
+			return reply{Type: TypeFail, ID: id, Error: f.code, Reason: err.Error()}
 		}
 	}
-	return map[string]any{"type": TypeInfo, "id": id, "reason": err.Error()}
+	return reply{Type: TypeInfo, ID: id, Reason: err.Error()}
 }
 
 // endpointsOf is the hello's servers as a built-in approach reads them.
@@ -195,17 +196,108 @@ func endpointsOf(h Hello) impls.Endpoints {
 // lineWriter writes whole JSON lines, one at a time (answers and lost
 // events come from different goroutines).
 type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
 }
 
-func (w *lineWriter) send(v any) error {
-	b, err := encodeLine(v)
-	if err != nil {
-		return err
-	}
+func (w *lineWriter) send(r reply) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_, err = w.w.Write(b)
+	w.buf = r.appendLine(w.buf[:0])
+	_, err := w.w.Write(w.buf)
 	return err
+}
+
+// reply is one line an adapter writes; the zero values of ID, Lease and
+// Protocol, an empty Error or Reason, and a ValidMs below 0 are left out.
+type reply struct {
+	Type     string
+	ID       int64
+	Lease    int64
+	Protocol int
+	Error    string
+	Reason   string
+	Token    uint64
+	HasToken bool
+	ValidMs  int64
+}
+
+func (r reply) appendLine(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = appendString(b, r.Type)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{`,"id":`, r.ID}, {`,"lease":`, r.Lease}, {`,"protocol":`, int64(r.Protocol)}} {
+		if f.v != 0 {
+			b = append(b, f.name...)
+			b = strconv.AppendInt(b, f.v, 10)
+		}
+	}
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendString(b, r.Error)
+	}
+	if r.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendString(b, r.Reason)
+	}
+	if r.HasToken {
+		b = append(b, `,"token":`...)
+		b = strconv.AppendUint(b, r.Token, 10)
+	}
+	if r.ValidMs >= 0 && r.Type == TypeOK {
+		b = append(b, `,"valid_ms":`...)
+		b = strconv.AppendInt(b, r.ValidMs, 10)
+	}
+	return append(b, "}\n"...)
+}
+
+// parseRequest reads one request line: the shape locklab writes without
+// reflection, anything else through encoding/json.
+func parseRequest(line []byte) (Request, error) {
+	var r Request
+	ok := scanObject(line, func(key string, str, lit []byte) bool {
+		if str != nil {
+			switch key {
+			case "type":
+				r.Type = string(str)
+			case "op":
+				r.Op = string(str)
+			case "key":
+				r.Key = string(str)
+			default:
+				return false
+			}
+			return true
+		}
+		if key == "wait" && !isInteger(lit) {
+			r.Wait = string(lit) == "true"
+			return true
+		}
+		n, err := strconv.ParseInt(string(lit), 10, 64)
+		if err != nil {
+			return false
+		}
+		switch key {
+		case "id":
+			r.ID = n
+		case "ttl_ms":
+			r.TTLMs = n
+		case "timeout_ms":
+			r.TimeoutMs = n
+		case "lease":
+			r.Lease = n
+		default:
+			return false
+		}
+		return true
+	})
+	if ok {
+		return r, nil
+	}
+	r = Request{}
+	err := json.Unmarshal(line, &r)
+	return r, err
 }

@@ -16,12 +16,12 @@ type Checker struct {
 	events    int
 }
 
-// New returns a checker; linear=false skips the linearizability check
-// (which keeps every operation in memory).
-func New(linear bool) *Checker {
-	c := &Checker{mutex: NewMutex(), resources: NewResources()}
+// New returns a checker judging under model; linear=false skips the
+// linearizability check (which keeps every operation in memory).
+func New(model Model, linear bool) *Checker {
+	c := &Checker{mutex: NewMutex(model), resources: NewResources()}
 	if linear {
-		c.linear = NewLinear()
+		c.linear = NewLinear(model)
 	}
 	return c
 }
@@ -41,6 +41,8 @@ func (c *Checker) Intervals() map[string][]Interval { return c.mutex.Intervals()
 
 // Verdict is everything the checks found.
 type Verdict struct {
+	// Model is what the history was judged against.
+	Model         Model         `json:"model"`
 	Events        int           `json:"events"`
 	Keys          int           `json:"keys"`
 	Origin        int64         `json:"origin_ns"`
@@ -50,7 +52,12 @@ type Verdict struct {
 	RefusedWrites int           `json:"refused_stale_requests"`
 	// Classes counts the violations by class.
 	Classes map[Class]int `json:"classes"`
-	Linear  []KeyResult   `json:"linearizability,omitempty"`
+	// Anomalies are reported but are no violations: under the lease model,
+	// releases answered "not held" (RevokedInRelease).
+	Anomalies []Violation `json:"anomalies,omitempty"`
+	// LockLoss is how soon holders were told that their lock was gone.
+	LockLoss LockLoss    `json:"lock_loss"`
+	Linear   []KeyResult `json:"linearizability,omitempty"`
 	// Linearizable: LinYes, LinNo or LinSkipped. The mutex check is exact
 	// on every history (see Mutex): it never comes back undecided.
 	Linearizable LinStatus `json:"linearizable"`
@@ -76,17 +83,21 @@ type Options struct {
 // check, in one sweep per key: a failed operation never happened; an
 // indeterminate acquire may take effect after its invocation or never, and
 // "never" is the most permissive choice unless its process later releases
-// the key; an indeterminate release (or a crash) may take effect at its
-// invocation, the most permissive choice. Every tenure then certainly
-// covers [acquire returned, release invoked], so disjoint tenures must be
-// ordered by those spans, and a greedy placement succeeds exactly when no
-// two spans overlap: the history is linearizable iff there is no double
-// grant and no phantom release. porcupine only draws the failing keys.
+// the key; an indeterminate release may take effect at its invocation, the
+// most permissive choice. The model says what else ends a tenure: under
+// the lease model a failed release ends it at its invocation and a crash
+// at the crash; under the mutex model nothing does. Every tenure then
+// certainly covers [acquire returned, release invoked] (the release that
+// ends it), so disjoint tenures must be ordered by those spans, and a
+// greedy placement succeeds exactly when no two spans overlap: the history
+// is linearizable iff there is no double grant (under the mutex model, a
+// grant to the holder itself is one) and no phantom release. porcupine
+// only draws the failing keys.
 func (c *Checker) Verdict(ctx context.Context, opt Options) (Verdict, error) {
 	if opt.TimeLimit == 0 {
 		opt.TimeLimit = 10 * time.Second
 	}
-	v := Verdict{Events: c.events, Origin: c.mutex.Origin(), Linearizable: LinSkipped, Classes: map[Class]int{}}
+	v := Verdict{Model: c.mutex.Model(), Events: c.events, Origin: c.mutex.Origin(), Linearizable: LinSkipped, Classes: map[Class]int{}}
 	keys := map[string]bool{}
 	for _, k := range c.mutex.Keys() {
 		keys[k] = true
@@ -94,17 +105,19 @@ func (c *Checker) Verdict(ctx context.Context, opt Options) (Verdict, error) {
 	for k := range c.resources.current {
 		keys[k] = true
 	}
-	v.DoubleGrants = c.mutex.DoubleGrants()
+	ts := c.mutex.sortedIntervals()
+	v.DoubleGrants = c.mutex.doubleGrants(ts)
 	revoked := map[int64]bool{}
 	for _, d := range v.DoubleGrants {
-		v.Violations = append(v.Violations, Violation{Kind: d.Class(), Key: d.Key,
-			Events: []int64{d.Held.StartIndex, d.Second.StartIndex}, Text: d.Describe(v.Origin)})
-		if d.Held.Learned != 0 && !revoked[d.Held.StartIndex] {
+		v.Violations = append(v.Violations, Violation{Kind: d.Class(), Key: d.Key, Events: d.Events(), Text: d.Describe(v.Origin)})
+		// A holder that never released says how it learned in the double
+		// grant's own words.
+		if d.Kind != NeverReleased && d.Held.Learned != 0 && !revoked[d.Held.StartIndex] {
 			revoked[d.Held.StartIndex] = true
 			rel := func(t int64) string { return fmt.Sprintf("%.6f s", time.Duration(t-v.Origin).Seconds()) }
 			v.Violations = append(v.Violations, Violation{Kind: Revoked, Key: d.Key, Events: []int64{d.Held.StartIndex, d.Second.StartIndex},
-				Text: fmt.Sprintf("client %d's lock on %s was taken away: client %d was granted it at %s while client %d held it since %s; client %d was told at %s (not held, or its lock was lost)",
-					d.Held.Proc, d.Key, d.Second.Proc, rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), d.Held.Proc, rel(d.Held.Learned))})
+				Text: fmt.Sprintf("client %d's hold on %s was taken away: client %d was granted it at %s while client %d held it since %s; client %d was told at %s (not held, or its lock was lost)",
+					d.Held.Proc, lockName(d.Key), d.Second.Proc, rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), d.Held.Proc, rel(d.Held.Learned))})
 		}
 	}
 	v.Phantoms = c.mutex.Phantoms()
@@ -115,14 +128,18 @@ func (c *Checker) Verdict(ctx context.Context, opt Options) (Verdict, error) {
 		}
 		v.Violations = append(v.Violations, Violation{Kind: PhantomRelease, Key: p.Key, Events: []int64{p.InvokeIdx, p.Index},
 			Text: fmt.Sprintf("client %d's release of %s succeeded at %.6f s although it did not hold the lock (%s)",
-				p.Proc, p.Key, time.Duration(p.T-v.Origin).Seconds(), from)})
+				p.Proc, lockName(p.Key), time.Duration(p.T-v.Origin).Seconds(), from)})
 	}
-	v.Violations = append(v.Violations, TokenOrder(c.mutex)...)
+	v.Violations = append(v.Violations, tokenOrder(ts)...)
 	v.Violations = append(v.Violations, c.resources.Violations...)
 	v.RefusedWrites = c.resources.Refused
 	for _, x := range v.Violations {
 		v.Classes[x.Kind]++
 	}
+	if v.Model == ModelLease {
+		v.Anomalies = revokedInRelease(ts, v.Origin)
+	}
+	v.LockLoss = lockLoss(ts)
 	if c.linear != nil {
 		failing := map[string]int64{} // key -> when its first violation came
 		first := func(k string, t int64) {

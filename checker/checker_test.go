@@ -18,7 +18,7 @@ import (
 
 func verdict(t testing.TB, evs []history.Event, opt Options) Verdict {
 	t.Helper()
-	c := New(true)
+	c := New(ModelLease, true)
 	for i, e := range evs {
 		e.Index = int64(i)
 		c.Add(e)
@@ -176,7 +176,7 @@ func TestTimeLimitBoundsPorcupineNotTheVerdict(t *testing.T) {
 	clean = append(clean, ev(999, history.Invoke, A, "k", 1000), ev(999, history.OK, A, "k", 1001))
 	overlap := append(append([]history.Event(nil), clean...), ev(998, history.Invoke, A, "k", 1002), ev(998, history.OK, A, "k", 1003))
 
-	l := NewLinear()
+	l := NewLinear(ModelLease)
 	for _, e := range overlap {
 		l.Add(e)
 	}
@@ -249,7 +249,7 @@ func fencedManyKeys() []history.Event {
 
 // checkLongKey checks one key's linearizability alone.
 func checkLongKey(evs []history.Event) ([]KeyResult, error) {
-	l := NewLinear()
+	l := NewLinear(ModelLease)
 	for _, e := range evs {
 		l.Add(e)
 	}

@@ -12,10 +12,19 @@ const (
 	DoubleGrantBothValid Class = "double grant: " + BothValid
 	// DoubleGrantOutlived: the first holder went on past its own lease.
 	DoubleGrantOutlived Class = "double grant: " + OutlivedLease
+	// DoubleGrantNeverReleased (mutex model): the second grant came after
+	// the first holder's release failed or it crashed, or went to the
+	// holder itself: nothing had freed the lock.
+	DoubleGrantNeverReleased Class = "double grant: " + NeverReleased
 	// Revoked is a lock taken away from its holder: another client was
 	// granted it while the holder still held it, and the holder was told
 	// (its release or extend answered "not held", or a Lost signal).
 	Revoked Class = "revoked"
+	// RevokedInRelease (lease model) is no violation but an anomaly: a
+	// holder's release was answered "not held". Its lease had gone before
+	// the release reached the server: the lock was granted to another
+	// while the release was in flight, or to nobody meanwhile.
+	RevokedInRelease Class = "revoked during release"
 	// PhantomRelease is a release that succeeded for a process that did
 	// not hold the lock.
 	PhantomRelease Class = "phantom release"

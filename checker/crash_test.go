@@ -36,7 +36,7 @@ func TestCrashedHolderEndsItsTenure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := New(true)
+			c := New(ModelLease, true)
 			for _, e := range tt.events {
 				c.Add(e)
 			}

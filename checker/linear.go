@@ -71,6 +71,7 @@ var mutexModel = porcupine.Model{
 // indeterminate ones (info, or no completion at all) may have happened at
 // any time after their invocation, so they return at infinity.
 type Linear struct {
+	model   Model
 	pending map[procKey]pendingOp
 	ops     map[string][]rawOp
 	holding map[procKey]bool // who holds what, for crashes
@@ -94,18 +95,23 @@ type pendingOp struct {
 	call int64
 }
 
-// NewLinear returns an empty collector.
-func NewLinear() *Linear {
-	return &Linear{pending: map[procKey]pendingOp{}, ops: map[string][]rawOp{}, holding: map[procKey]bool{}}
+// NewLinear returns an empty collector for model: it tells what a crash
+// does (the failed releases that end a tenure under the lease model are
+// left out here, as every failed operation: porcupine only draws).
+func NewLinear(model Model) *Linear {
+	return &Linear{model: model, pending: map[procKey]pendingOp{}, ops: map[string][]rawOp{}, holding: map[procKey]bool{}}
 }
 
 // Add feeds one event, in history order.
 func (l *Linear) Add(ev history.Event) {
 	if ev.F == history.Crash {
-		// A crashed holder's lock is freed by the server at some time
-		// after the crash (a TTL, a session timeout, a dropped
-		// connection), or never: as a release invoked at the crash whose
-		// outcome is unknown.
+		// Under the lease model, a crashed holder's lock is freed by the
+		// server at some time after the crash (a TTL, a session timeout, a
+		// dropped connection), or never: as a release invoked at the crash
+		// whose outcome is unknown. Under the mutex model nothing expires.
+		if l.model == ModelMutex {
+			return
+		}
 		for pk := range l.holding {
 			if pk.proc == ev.Proc {
 				delete(l.holding, pk)

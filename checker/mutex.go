@@ -16,7 +16,8 @@ import (
 // when the history ended): it extends to the end of time.
 const Open = math.MaxInt64
 
-// Interval is one holder's tenure: [acquire ok, release invoke].
+// Interval is one holder's tenure: [acquire ok, release invoke], the
+// release being the one that ended it under the model (see Model).
 type Interval struct {
 	Key        string
 	Proc       int
@@ -32,6 +33,81 @@ type Interval struct {
 	// (its release or extend answered "not held", or a Lost signal): the
 	// lock was taken away, not given back. 0 = never told.
 	Learned int64
+	// Fate is what else befell the tenure, which few do: nil, nothing.
+	// (Kept apart, a long run's millions of tenures stay small.)
+	Fate *Fate
+}
+
+// Fate is what befell a tenure besides its grant and its release.
+type Fate struct {
+	// Signal is when the lock itself told the holder, while it held, that
+	// the lock was gone: a Lost signal or an extend answered "not held"
+	// (0: never); SignalIndex is that event. SignalLease is the lease end
+	// the holder believed in just before (0: none known).
+	Signal, SignalIndex, SignalLease int64
+	// Failed is the first release of this tenure that failed: under the
+	// lease model the one that ended it, under the mutex model one that
+	// never happened (the tenure went on). nil: none failed.
+	Failed *FailedRelease
+	// Crashed is when the holder's process crashed holding the lock
+	// (CrashIndex its event); 0: it did not.
+	Crashed, CrashIndex int64
+	// Regranted (mutex model) is when the holder was first granted the
+	// lock again while it held it; 0: never.
+	Regranted int64
+}
+
+// beyond reports whether the tenure went on past what ends it under the
+// lease model (a failed release, a crash) or took in a grant of its own
+// (mutex model): the holder's beliefs about its lease from then on are of
+// a lease the model does not see, and must not change how the grants
+// that came during its own lease are classified.
+func (iv Interval) beyond() bool {
+	return iv.cut() != 0 || iv.fate().Regranted != 0
+}
+
+// fate is what befell the tenure (the zero Fate: nothing).
+func (iv Interval) fate() Fate {
+	if iv.Fate == nil {
+		return Fate{}
+	}
+	return *iv.Fate
+}
+
+// note changes what befell the tenure, on a copy: earlier copies of the
+// interval (a double grant's) keep what they said.
+func (iv *Interval) note(change func(*Fate)) {
+	f := iv.fate()
+	change(&f)
+	iv.Fate = &f
+}
+
+// FailedRelease is a release answered "fail": it certainly did not take
+// effect.
+type FailedRelease struct {
+	Invoke, Answer           int64 // times of its invoke and its answer
+	InvokeIndex, AnswerIndex int64
+	Error                    string
+}
+
+// cut is where the holder's certain span would end under the lease model
+// although its tenure goes on under the mutex model: its first failed
+// release's invocation, or its crash, whichever came first (0: neither).
+func (iv Interval) cut() int64 {
+	f := iv.fate()
+	c := f.Crashed
+	if f.Failed != nil && (c == 0 || f.Failed.Invoke < c) {
+		c = f.Failed.Invoke
+	}
+	return c
+}
+
+// toldNotHeld reports whether a failed release's error tells its holder
+// that the lock was no longer its own. Every failed release does (a
+// "not held", Jepsen's :not-held, etcd's "lease not found"), except one
+// that never reached the server: locklab's "unavailable".
+func toldNotHeld(err string) bool {
+	return !strings.Contains(strings.ToLower(err), "unavailable")
 }
 
 // Kinds of double grant.
@@ -43,27 +119,55 @@ const (
 	// (a pause, a slow request): the service was entitled to grant again;
 	// only fencing saves the resource.
 	OutlivedLease = "holder outlived its lease"
+	// NeverReleased (mutex model only): the second grant came after the
+	// first holder's release had failed (or it had crashed, or, granted
+	// again itself, made no release in between): nothing expires, so it
+	// still held the lock.
+	NeverReleased = "holder never released"
 )
 
 // DoubleGrant is two holders at once on one key.
 type DoubleGrant struct {
 	Key    string
-	Kind   string   // BothValid or OutlivedLease
+	Kind   string   // BothValid, OutlivedLease or NeverReleased
 	Held   Interval // the earlier holder
 	Second Interval // the holder granted while Held was still held
 }
 
 // Class is the violation class of the double grant.
 func (d DoubleGrant) Class() Class {
-	if d.Kind == OutlivedLease {
+	switch d.Kind {
+	case OutlivedLease:
 		return DoubleGrantOutlived
+	case NeverReleased:
+		return DoubleGrantNeverReleased
 	}
 	return DoubleGrantBothValid
+}
+
+// Events are the events that prove the double grant: the holder's grant,
+// what left it holding (a failed release, a crash) when the kind says so,
+// and the second grant.
+func (d DoubleGrant) Events() []int64 {
+	evs := []int64{d.Held.StartIndex}
+	if d.Kind == NeverReleased {
+		fate := d.Held.fate()
+		if f := fate.Failed; f != nil && f.Invoke <= d.Second.Start {
+			evs = append(evs, f.InvokeIndex, f.AnswerIndex)
+		}
+		if fate.Crashed != 0 && fate.Crashed <= d.Second.Start {
+			evs = append(evs, fate.CrashIndex)
+		}
+	}
+	return append(evs, d.Second.StartIndex)
 }
 
 // Describe says what happened in words, with times relative to origin.
 func (d DoubleGrant) Describe(origin int64) string {
 	rel := func(t int64) string { return fmt.Sprintf("%.6f s", time.Duration(t-origin).Seconds()) }
+	if d.Kind == NeverReleased {
+		return d.describeNeverReleased(rel)
+	}
 	released := "never released it"
 	if d.Held.End != Open {
 		released = "released at " + rel(d.Held.End)
@@ -73,8 +177,37 @@ func (d DoubleGrant) Describe(origin int64) string {
 		lease = fmt.Sprintf("; its lease ran to %s", rel(d.Held.ValidUntil))
 	}
 	return fmt.Sprintf("client %d acquired %s at %s while client %d held it since %s and %s%s: %s (events %d, %d)",
-		d.Second.Proc, d.Key, rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), released, lease, d.Kind,
+		d.Second.Proc, lockName(d.Key), rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), released, lease, d.Kind,
 		d.Second.StartIndex, d.Held.StartIndex)
+}
+
+// describeNeverReleased names, as Knossos would, which grant came while
+// whose lock was never released, and why it was still held.
+func (d DoubleGrant) describeNeverReleased(rel func(int64) string) string {
+	var why []string
+	fate := d.Held.fate()
+	if f := fate.Failed; f != nil && f.Invoke <= d.Second.Start {
+		e := ""
+		if f.Error != "" {
+			e = " (" + f.Error + ")"
+		}
+		why = append(why, fmt.Sprintf("its release invoked at %s failed at %s%s, and a failed operation never happened", rel(f.Invoke), rel(f.Answer), e))
+	}
+	if fate.Crashed != 0 && fate.Crashed <= d.Second.Start {
+		why = append(why, fmt.Sprintf("it crashed at %s, and nothing expires", rel(fate.Crashed)))
+	}
+	if len(why) == 0 {
+		why = append(why, "it made no release in between, and the mutex has no re-entry")
+	}
+	who := fmt.Sprintf("client %d acquired %s at %s while client %d held it", d.Second.Proc, lockName(d.Key), rel(d.Second.Start), d.Held.Proc)
+	if d.Second.Proc == d.Held.Proc {
+		who = fmt.Sprintf("client %d acquired %s again at %s while it held it", d.Second.Proc, lockName(d.Key), rel(d.Second.Start))
+	}
+	evs := make([]string, 0, 4)
+	for _, e := range d.Events() {
+		evs = append(evs, fmt.Sprint(e))
+	}
+	return fmt.Sprintf("%s since %s and never released it: %s (events %s)", who, rel(d.Held.Start), strings.Join(why, "; "), strings.Join(evs, ", "))
 }
 
 type procKey struct {
@@ -83,14 +216,23 @@ type procKey struct {
 }
 
 // Mutex collects holder intervals from a stream of events and finds double
-// grants. Only acquires that returned ok count as grants: a failed acquire
-// did not happen, and an indeterminate one proves nothing on its own.
+// grants and phantom releases, under its Model. Only acquires that returned
+// ok count as grants: a failed acquire did not happen, and an indeterminate
+// one proves nothing on its own.
 type Mutex struct {
+	model     Model
 	open      map[procKey]Interval
 	intervals map[string][]Interval
-	// closed is where each process's last closed interval on a key sits in
-	// intervals, for a release whose answer ("not held") comes after.
-	closed map[procKey]int
+	// closing is where the interval a release's invocation closed sits in
+	// intervals (lease model), until that release's answer: a "not held"
+	// tells the holder its lock had been taken away.
+	closing map[procKey]int
+	// releasing is a holder's release in flight (mutex model): the tenure
+	// ends at its invocation if it succeeds or is indeterminate, and goes on
+	// if it fails.
+	releasing map[procKey]releaseCall
+	// regrants (mutex model): a holder granted the lock again.
+	regrants []DoubleGrant
 	// infoAcquire: an acquire whose outcome is unknown; if the process
 	// later releases the key, the acquire took effect (Knossos: it may
 	// take effect at any time after its invocation, or never).
@@ -111,6 +253,10 @@ type Mutex struct {
 	seen        bool
 }
 
+type releaseCall struct {
+	t, index int64
+}
+
 // Phantom is a release that succeeded for a process that did not hold the
 // lock: no order of events allows it.
 type Phantom struct {
@@ -122,11 +268,14 @@ type Phantom struct {
 	LastHolder int // the process that held the key before, -1 if none
 }
 
-// NewMutex returns an empty checker.
-func NewMutex() *Mutex {
-	return &Mutex{open: map[procKey]Interval{}, intervals: map[string][]Interval{}, closed: map[procKey]int{},
-		infoAcquire: map[procKey]bool{}, unheld: map[procKey]int64{}, pointRelease: map[procKey]pointRel{}}
+// NewMutex returns an empty checker judging under model.
+func NewMutex(model Model) *Mutex {
+	return &Mutex{model: model, open: map[procKey]Interval{}, intervals: map[string][]Interval{}, closing: map[procKey]int{},
+		releasing: map[procKey]releaseCall{}, infoAcquire: map[procKey]bool{}, unheld: map[procKey]int64{}, pointRelease: map[procKey]pointRel{}}
 }
+
+// Model is the model the checker judges under.
+func (m *Mutex) Model() Model { return m.model }
 
 type pointRel struct {
 	t     int64 // the release's invocation
@@ -145,62 +294,64 @@ func (m *Mutex) Add(ev history.Event) {
 		m.origin, m.seen = ev.T, true
 	}
 	pk := procKey{ev.Proc, ev.Key}
+	if ev.Type == history.Invoke && (ev.F == history.Acquire || ev.F == history.Release) {
+		// A new call while a release had no answer: that release stays
+		// indeterminate, so it took effect at its invocation at the
+		// earliest (the most permissive choice).
+		m.endRelease(pk)
+		delete(m.closing, pk)
+	}
 	switch {
 	case ev.F == history.Crash:
-		// A crashed holder does nothing more: its tenure ends here, and
-		// the server may give the lock to someone else later. What it
-		// had in flight stays indeterminate.
-		for opk := range m.pointRelease {
-			if opk.proc == ev.Proc {
-				delete(m.pointRelease, opk)
-			}
-		}
-		for opk := range m.infoAcquire {
-			if opk.proc == ev.Proc {
-				delete(m.infoAcquire, opk)
-			}
-		}
-		for opk, iv := range m.open {
-			if opk.proc == ev.Proc {
-				delete(m.open, opk)
-				iv.End, iv.EndIndex = ev.T, ev.Index
-				m.closeInterval(opk, iv)
-			}
-		}
+		m.crash(ev)
 	case ev.F == history.Acquire && ev.Type == history.OK:
 		delete(m.infoAcquire, pk)
-		if _, held := m.open[pk]; held {
-			return // re-entry by the holder: the tenure goes on
+		m.endRelease(pk) // a grant with no invoke before it: the release it followed is indeterminate
+		if iv, held := m.open[pk]; held {
+			if m.model == ModelMutex {
+				// Acquire needs the lock free, and only its holder's own
+				// release frees it: no order of events allows this grant.
+				m.regrants = append(m.regrants, DoubleGrant{Key: ev.Key, Kind: NeverReleased, Held: iv,
+					Second: Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
+						ValidUntil: ev.ValidUntil, Token: ev.Token}})
+				if iv.fate().Regranted == 0 {
+					iv.note(func(f *Fate) { f.Regranted = ev.T })
+					m.open[pk] = iv
+				}
+			}
+			return // the tenure goes on (a lease lock's re-entry by its holder)
 		}
 		m.open[pk] = Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
 			ValidUntil: ev.ValidUntil, Token: ev.Token}
 	case ev.F == history.Acquire && ev.Type == history.Info:
-		m.infoAcquire[pk] = true
+		if _, held := m.open[pk]; !held {
+			m.infoAcquire[pk] = true
+		}
 	case ev.F == history.Extend && ev.Type == history.OK:
-		if iv, held := m.open[pk]; held && ev.ValidUntil != 0 {
+		if iv, held := m.open[pk]; held && ev.ValidUntil != 0 && !iv.beyond() {
 			iv.ValidUntil = ev.ValidUntil
 			m.open[pk] = iv
 		}
 	case (ev.F == history.Extend && ev.Type == history.Fail && strings.Contains(ev.Error, "not held")) || ev.F == history.Lost:
-		if iv, held := m.open[pk]; held && iv.Learned == 0 {
-			iv.Learned = ev.T
+		if iv, held := m.open[pk]; held {
+			if iv.Learned == 0 {
+				iv.Learned = ev.T
+			}
+			if iv.fate().Signal == 0 {
+				iv.note(func(f *Fate) { f.Signal, f.SignalIndex, f.SignalLease = ev.T, ev.Index, iv.ValidUntil })
+			}
 			m.open[pk] = iv
 		}
 	case ev.F == history.Release && ev.Type == history.Fail:
-		delete(m.unheld, pk)
-		if _, ok := m.pointRelease[pk]; ok {
-			// The acquire it followed never took effect, it seems; its
-			// earlier tenure has nothing to learn from this.
-			delete(m.pointRelease, pk)
-			return
-		}
-		// Told the lock was no longer its own: it was taken away.
-		if i, ok := m.closed[pk]; ok && m.intervals[ev.Key][i].Learned == 0 {
-			m.intervals[ev.Key][i].Learned = ev.T
-		}
+		m.releaseFailed(pk, ev)
 	case ev.F == history.Release && ev.Type == history.Info:
+		m.endRelease(pk)
+		delete(m.closing, pk)
 		delete(m.pointRelease, pk) // it may not have taken effect
+		delete(m.unheld, pk)
 	case ev.F == history.Release && ev.Type == history.OK:
+		m.endRelease(pk)
+		delete(m.closing, pk)
 		if p, ok := m.pointRelease[pk]; ok {
 			delete(m.pointRelease, pk)
 			m.pointChecks = append(m.pointChecks, pointCheck{pk: pk, rel: p, okT: ev.T, okIndex: ev.Index})
@@ -224,13 +375,115 @@ func (m *Mutex) Add(ev history.Event) {
 			m.unheld[pk] = ev.Index
 			return
 		}
-		if ev.ValidUntil != 0 {
+		if ev.ValidUntil != 0 && !iv.beyond() {
 			iv.ValidUntil = ev.ValidUntil // its belief as it lets go
+		}
+		if m.model == ModelMutex {
+			// Its answer decides: a failed release never happened.
+			m.open[pk] = iv
+			m.releasing[pk] = releaseCall{t: ev.T, index: ev.Index}
+			return
 		}
 		delete(m.open, pk)
 		iv.End, iv.EndIndex = ev.T, ev.Index
-		m.closeInterval(pk, iv)
+		m.closing[pk] = m.closeInterval(iv)
 	}
+}
+
+// crash records that a process died. Under the lease model a crashed
+// holder does nothing more: its tenure ends here, and the server may give
+// the lock to someone else later. Under the mutex model nothing expires:
+// its tenure goes on. What it had in flight stays indeterminate.
+func (m *Mutex) crash(ev history.Event) {
+	forget(m.pointRelease, ev.Proc)
+	forget(m.infoAcquire, ev.Proc)
+	forget(m.unheld, ev.Proc)
+	forget(m.closing, ev.Proc)
+	for opk, iv := range m.open {
+		if opk.proc != ev.Proc {
+			continue
+		}
+		if iv.fate().Crashed == 0 {
+			iv.note(func(f *Fate) { f.Crashed, f.CrashIndex = ev.T, ev.Index })
+		}
+		if m.model == ModelMutex {
+			m.open[opk] = iv
+			continue
+		}
+		delete(m.open, opk)
+		iv.End, iv.EndIndex = ev.T, ev.Index
+		m.closeInterval(iv)
+	}
+}
+
+// forget drops what m knows of proc, on every key.
+func forget[V any](m map[procKey]V, proc int) {
+	for pk := range m {
+		if pk.proc == proc {
+			delete(m, pk)
+		}
+	}
+}
+
+// releaseFailed takes a release answered "fail": it did not take effect.
+func (m *Mutex) releaseFailed(pk procKey, ev history.Event) {
+	if _, ok := m.unheld[pk]; ok {
+		delete(m.unheld, pk) // a non-holder's release, refused: nothing happened
+		return
+	}
+	if _, ok := m.pointRelease[pk]; ok {
+		// The acquire it followed never took effect, it seems; under the
+		// mutex model the release never happened, so that acquire still
+		// may, as it could before.
+		delete(m.pointRelease, pk)
+		if m.model == ModelMutex {
+			m.infoAcquire[pk] = true
+		}
+		return
+	}
+	f := FailedRelease{Answer: ev.T, AnswerIndex: ev.Index, Error: ev.Error}
+	tell := func(iv *Interval) {
+		if iv.fate().Failed == nil {
+			iv.note(func(fate *Fate) { fate.Failed = &f })
+		}
+		if iv.Learned == 0 && toldNotHeld(ev.Error) {
+			iv.Learned = ev.T // told the lock was no longer its own: it was taken away
+		}
+	}
+	if m.model == ModelMutex {
+		r, ok := m.releasing[pk]
+		if !ok {
+			return
+		}
+		delete(m.releasing, pk)
+		iv := m.open[pk]
+		f.Invoke, f.InvokeIndex = r.t, r.index
+		tell(&iv)
+		m.open[pk] = iv // it still holds
+		return
+	}
+	i, ok := m.closing[pk]
+	if !ok {
+		return
+	}
+	delete(m.closing, pk)
+	iv := &m.intervals[pk.key][i]
+	f.Invoke, f.InvokeIndex = iv.End, iv.EndIndex
+	tell(iv)
+}
+
+// endRelease ends the tenure of pk at its release in flight, if one is
+// (mutex model): the release succeeded, or may have.
+func (m *Mutex) endRelease(pk procKey) {
+	r, ok := m.releasing[pk]
+	if !ok {
+		return
+	}
+	delete(m.releasing, pk)
+	iv := m.open[pk]
+	delete(m.open, pk)
+	iv.End, iv.EndIndex = r.t, r.index
+	m.closeInterval(iv)
 }
 
 // settlePoints decides every point release answered so far, against the
@@ -244,8 +497,9 @@ func (m *Mutex) settlePoints() {
 		byKey[c.pk.key] = append(byKey[c.pk.key], c)
 	}
 	m.pointChecks = nil
+	all := m.Intervals()
 	for key, checks := range byKey {
-		busy := m.busySpans(key)
+		busy := busySpans(all[key])
 		for _, c := range checks {
 			if !pointFits(busy, c.rel.t, c.okT) {
 				m.phantoms = append(m.phantoms, Phantom{Key: key, Proc: c.pk.proc, T: c.okT, Index: c.okIndex, InvokeIdx: c.rel.index,
@@ -256,21 +510,15 @@ func (m *Mutex) settlePoints() {
 	sort.SliceStable(m.phantoms, func(i, j int) bool { return m.phantoms[i].T < m.phantoms[j].T })
 }
 
-// busySpans merges every certain span on key ([acquire ok, release
-// invoke], open ones to the end of time) into disjoint spans sorted by
-// start. Spans that only touch stay apart: instants that tie may be ordered
-// either way, so a one-instant tenure fits between them. The releasing
-// process's own spans can be in the union: they all ended before its
-// indeterminate acquire was invoked.
-func (m *Mutex) busySpans(key string) [][2]int64 {
-	var spans [][2]int64
-	for _, iv := range m.intervals[key] {
+// busySpans merges the certain spans of a key's tenures (open ones to the
+// end of time) into disjoint spans sorted by start. Spans that only touch
+// stay apart: instants that tie may be ordered either way, so a one-instant
+// tenure fits between them. The releasing process's own spans can be in
+// the union: they all ended before its indeterminate acquire was invoked.
+func busySpans(ivs []Interval) [][2]int64 {
+	spans := make([][2]int64, 0, len(ivs))
+	for _, iv := range ivs {
 		spans = append(spans, [2]int64{iv.Start, iv.End})
-	}
-	for pk, iv := range m.open {
-		if pk.key == key {
-			spans = append(spans, [2]int64{iv.Start, iv.End})
-		}
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
 	var merged [][2]int64
@@ -291,9 +539,11 @@ func pointFits(busy [][2]int64, from, to int64) bool {
 	return i < 0 || busy[i][1] <= to
 }
 
-func (m *Mutex) closeInterval(pk procKey, iv Interval) {
-	m.closed[pk] = len(m.intervals[iv.Key])
+// closeInterval files a tenure that ended, returning where it sits among
+// its key's intervals.
+func (m *Mutex) closeInterval(iv Interval) int {
 	m.intervals[iv.Key] = append(m.intervals[iv.Key], iv)
+	return len(m.intervals[iv.Key]) - 1
 }
 
 // lastHolder is the process whose tenure on key started last, other than
@@ -339,21 +589,34 @@ func (m *Mutex) Keys() []string {
 // Origin is the earliest event time seen, for relative times in reports.
 func (m *Mutex) Origin() int64 { return m.origin }
 
-// Intervals returns every holder interval, open ones included, per key.
+// Intervals returns every holder interval, open ones included, per key. A
+// release still unanswered when the history ends (mutex model) is
+// indeterminate: its tenure ends at its invocation.
 func (m *Mutex) Intervals() map[string][]Interval {
 	out := make(map[string][]Interval, len(m.intervals))
 	for k, ivs := range m.intervals {
 		out[k] = append([]Interval(nil), ivs...)
 	}
-	for _, iv := range m.open {
+	for pk, iv := range m.open {
+		if r, ok := m.releasing[pk]; ok {
+			iv.End, iv.EndIndex = r.t, r.index
+		}
 		out[iv.Key] = append(out[iv.Key], iv)
 	}
 	return out
 }
 
+// tenures are every key's intervals in grant order, the keys in order:
+// what the checks after the sweep read, built once (a long run has
+// millions).
+type tenures struct {
+	keys []string
+	all  map[string][]Interval
+}
+
 // sortedIntervals returns the keys in order and each key's intervals in
 // grant order.
-func (m *Mutex) sortedIntervals() ([]string, map[string][]Interval) {
+func (m *Mutex) sortedIntervals() tenures {
 	all := m.Intervals()
 	keys := make([]string, 0, len(all))
 	for k, ivs := range all {
@@ -366,30 +629,48 @@ func (m *Mutex) sortedIntervals() ([]string, map[string][]Interval) {
 		})
 	}
 	sort.Strings(keys)
-	return keys, all
+	return tenures{keys: keys, all: all}
 }
 
 // DoubleGrants returns every interval that began while an earlier holder's
-// interval on the same key had not yet ended, sorted by key and time.
-func (m *Mutex) DoubleGrants() []DoubleGrant {
+// interval on the same key had not yet ended, and (mutex model) every
+// grant to a process that already held the key, sorted by key and time.
+func (m *Mutex) DoubleGrants() []DoubleGrant { return m.doubleGrants(m.sortedIntervals()) }
+
+func (m *Mutex) doubleGrants(t tenures) []DoubleGrant {
 	var out []DoubleGrant
-	keys, all := m.sortedIntervals()
-	for _, k := range keys {
-		ivs := all[k]
+	for _, k := range t.keys {
+		ivs := t.all[k]
 		// Sweep: reach is the interval that extends furthest so far.
 		var reach Interval
 		for i, iv := range ivs {
 			if i > 0 && iv.Start < reach.End {
-				kind := BothValid
-				if reach.ValidUntil != 0 && iv.Start >= reach.ValidUntil {
-					kind = OutlivedLease
-				}
-				out = append(out, DoubleGrant{Key: k, Kind: kind, Held: reach, Second: iv})
+				out = append(out, DoubleGrant{Key: k, Kind: m.kind(reach, iv), Held: reach, Second: iv})
 			}
 			if i == 0 || iv.End > reach.End {
 				reach = iv
 			}
 		}
 	}
+	if len(m.regrants) > 0 {
+		out = append(out, m.regrants...)
+		sort.SliceStable(out, func(i, j int) bool {
+			if out[i].Key != out[j].Key {
+				return out[i].Key < out[j].Key
+			}
+			return out[i].Second.Start < out[j].Second.Start
+		})
+	}
 	return out
+}
+
+// kind classifies a grant that came while held was held.
+func (m *Mutex) kind(held, second Interval) string {
+	if c := held.cut(); m.model == ModelMutex && c != 0 && second.Start >= c {
+		return NeverReleased
+	}
+	if held.ValidUntil != 0 && second.Start >= held.ValidUntil {
+		return OutlivedLease
+	}
+	return BothValid
 }

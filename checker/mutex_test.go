@@ -19,7 +19,7 @@ const (
 )
 
 func run(evs []history.Event) []DoubleGrant {
-	m := NewMutex()
+	m := NewMutex(ModelLease)
 	for i, e := range evs {
 		e.Index = int64(i)
 		m.Add(e)

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -11,38 +10,100 @@ import (
 
 // oracleOp is one lock operation as the brute-force oracle sees it.
 type oracleOp struct {
-	proc      int
-	acquire   bool
-	call, ret int64 // ret = MaxInt64: indeterminate (info or never completed)
+	proc    int
+	acquire bool
+	// call, ret: the op takes effect at one instant in [call, ret];
+	// ret = MaxInt64 for one that may take effect at any time after call.
+	call, ret int64
+	// optional: it may also never take effect (indeterminate).
+	optional bool
+	// ifHeld (lease model): a release answered "not held". It takes effect
+	// at its invocation, freeing the lock if its process holds it, and
+	// does nothing otherwise.
+	ifHeld bool
 }
 
-// linearizable decides, by exhaustive search, whether some order of the
-// operations is legal for an owner-aware mutex starting free (acquire when
-// free makes the caller the holder; release by the holder frees it), where
-// every ok operation takes effect at one instant within [call, ret] and
-// every indeterminate one at one instant after its call, or never
-// (Knossos's semantics). Small histories only: it is exponential.
+// oracleOps reads a history as the model says: under both, an ok op takes
+// effect within [invoke, answer], an indeterminate one (info, or never
+// answered) at any time after its invocation or never, a failed acquire
+// never. A failed release never happened under the mutex model; under the
+// lease model it ends its process's tenure at its invocation. A crash
+// frees nothing under the mutex model; under the lease model it is a
+// release invoked at the crash, indeterminate.
+func oracleOps(evs []history.Event, model Model) []oracleOp {
+	type call struct {
+		acquire bool
+		t       int64
+	}
+	pending := map[int]call{}
+	var ops []oracleOp
+	indeterminate := func(p int, c call) {
+		ops = append(ops, oracleOp{proc: p, acquire: c.acquire, call: c.t, ret: math.MaxInt64, optional: true})
+	}
+	for _, e := range evs {
+		if e.F == history.Crash {
+			if c, ok := pending[e.Proc]; ok {
+				delete(pending, e.Proc)
+				indeterminate(e.Proc, c)
+			}
+			if model == ModelLease {
+				indeterminate(e.Proc, call{acquire: false, t: e.T})
+			}
+			continue
+		}
+		if e.F != history.Acquire && e.F != history.Release {
+			continue
+		}
+		if e.Type == history.Invoke {
+			if c, ok := pending[e.Proc]; ok {
+				indeterminate(e.Proc, c)
+			}
+			pending[e.Proc] = call{acquire: e.F == history.Acquire, t: e.T}
+			continue
+		}
+		c := pending[e.Proc]
+		delete(pending, e.Proc)
+		switch {
+		case e.Type == history.OK:
+			ops = append(ops, oracleOp{proc: e.Proc, acquire: c.acquire, call: c.t, ret: e.T})
+		case e.Type == history.Info:
+			indeterminate(e.Proc, c)
+		case !c.acquire && model == ModelLease:
+			ops = append(ops, oracleOp{proc: e.Proc, call: c.t, ret: c.t, ifHeld: true})
+		}
+	}
+	for p, c := range pending {
+		indeterminate(p, c)
+	}
+	return ops
+}
+
+// oracleLinearizable decides, by exhaustive search, whether some order of
+// the operations is legal for an owner-aware mutex starting free (acquire
+// when free makes the caller the holder; release by the holder frees it),
+// each op at one instant within its window, no later op before an earlier
+// one's instant (Wing and Gong's search). Small histories only: it is
+// exponential.
 func oracleLinearizable(ops []oracleOp) bool {
 	placed := make([]bool, len(ops))
-	var search func(holder int, done int) bool
-	search = func(holder int, done int) bool {
-		// Every ok operation placed: the rest are indeterminate, and may
-		// never take effect.
-		allOK := true
+	var search func(holder int, now int64) bool
+	search = func(holder int, now int64) bool {
+		// The ops that must take effect bound what can come next: none
+		// may be placed after a must-op's window closed.
 		minRet := int64(math.MaxInt64)
+		done := true
 		for i, o := range ops {
-			if !placed[i] && o.ret != math.MaxInt64 {
-				allOK = false
+			if !placed[i] && !o.optional {
+				done = false
 				minRet = min(minRet, o.ret)
 			}
 		}
-		if allOK {
-			return true
+		if done {
+			return true // the rest may never take effect
 		}
 		for i, o := range ops {
-			// o can come next if no unplaced ok operation returned before
-			// o was called (real-time order).
-			if placed[i] || o.call > minRet {
+			at := max(now, o.call)
+			if placed[i] || at > o.ret || at > minRet {
 				continue
 			}
 			next := holder
@@ -51,27 +112,36 @@ func oracleLinearizable(ops []oracleOp) bool {
 				next = o.proc
 			case !o.acquire && holder == o.proc:
 				next = -1
+			case o.ifHeld:
 			default:
 				continue
 			}
 			placed[i] = true
-			if search(next, done+1) {
+			if search(next, at) {
 				return true
 			}
 			placed[i] = false
 		}
 		return false
 	}
-	return search(-1, 0)
+	return search(-1, math.MinInt64)
 }
 
-// randomHistory builds a small one-key history from a lock service that is
-// correct, or that now and then grants twice or frees a lock its holder did
-// not release (buggy), with replies lost at random: each process acquires,
-// holds, releases, and stops for good after an indeterminate outcome
-// (Jepsen's rule), except, with keepGoing, after half its lost acquires:
-// then it releases as if it held (a client that does not follow the rule).
-func randomHistory(rng *rand.Rand, procs int, buggy, keepGoing bool) ([]history.Event, []oracleOp) {
+// historyKind sets what a random history's lock service and clients do.
+type historyKind struct {
+	buggy     bool // now and then grants twice, or frees a lock its holder did not release
+	expiring  bool // a lease now and then runs out under its holder (a crashed holder's too)
+	crashes   bool // clients now and then crash
+	keepGoing bool // half the clients whose acquire was lost release as if they held
+}
+
+// randomHistory builds a small one-key history: each process acquires,
+// holds, releases; a release the service refuses (its holder's lease ran
+// out, or a buggy service gave the lock away) is answered "not held" and
+// the process goes on; replies are lost at random, after which the process
+// stops for good (Jepsen's rule), except, with keepGoing, after half its
+// lost acquires: then it releases as if it held.
+func randomHistory(rng *rand.Rand, procs int, k historyKind) []history.Event {
 	type state struct {
 		next    int64 // when it may start its next operation
 		holding bool
@@ -81,16 +151,26 @@ func randomHistory(rng *rand.Rand, procs int, buggy, keepGoing bool) ([]history.
 	ps := make([]state, procs)
 	holder := -1
 	var evs []history.Event
-	var ops []oracleOp
 	t := int64(0)
 	for step := 0; step < 40; step++ {
 		p := rng.IntN(procs)
 		s := &ps[p]
-		if s.retired || s.ops >= 3 {
+		if s.retired || s.ops >= 4 {
 			continue
 		}
 		t += int64(1 + rng.IntN(3))
 		call := max(t, s.next)
+		if k.expiring && holder != -1 && rng.IntN(6) == 0 {
+			holder = -1 // the lease ran out under its holder
+		}
+		if k.crashes && rng.IntN(12) == 0 {
+			evs = append(evs, history.Event{Proc: p, Type: history.Info, F: history.Crash, T: call})
+			s.retired = true
+			if holder == p && k.expiring {
+				holder = -1
+			}
+			continue
+		}
 		acquire := !s.holding
 		f := history.Release
 		if acquire {
@@ -100,35 +180,28 @@ func randomHistory(rng *rand.Rand, procs int, buggy, keepGoing bool) ([]history.
 		// The service applies the operation (or not) at call+1.
 		applied := false
 		switch {
-		case acquire && (holder == -1 || (buggy && rng.IntN(2) == 0)):
+		case acquire && (holder == -1 || (k.buggy && rng.IntN(2) == 0)):
 			holder, applied = p, true
-		case !acquire && (holder == p || (buggy && rng.IntN(3) == 0)):
+		case !acquire && (holder == p || (k.buggy && rng.IntN(3) == 0)):
 			holder, applied = -1, true
 		}
 		ret := call + 2 + int64(rng.IntN(4))
-		lost := rng.IntN(5) == 0
 		switch {
-		case lost:
-			evs = append(evs, history.Event{Proc: p, Type: history.Info, F: f, Key: "k", T: ret})
-			ops = append(ops, oracleOp{proc: p, acquire: acquire, call: call, ret: math.MaxInt64})
-			if acquire && keepGoing && rng.IntN(2) == 0 {
+		case rng.IntN(5) == 0: // the reply is lost
+			evs = append(evs, history.Event{Proc: p, Type: history.Info, F: f, Key: "k", T: ret, Error: "reply lost"})
+			if acquire && k.keepGoing && rng.IntN(2) == 0 {
 				s.holding = true // releases next, as if the acquire took effect
 			} else {
 				s.retired = true
 			}
 		case applied:
 			evs = append(evs, history.Event{Proc: p, Type: history.OK, F: f, Key: "k", T: ret})
-			ops = append(ops, oracleOp{proc: p, acquire: acquire, call: call, ret: ret})
 			s.holding = acquire
 		case acquire:
-			evs = append(evs, history.Event{Proc: p, Type: history.Fail, F: f, Key: "k", T: ret})
+			evs = append(evs, history.Event{Proc: p, Type: history.Fail, F: f, Key: "k", T: ret, Error: "already held"})
 		default:
-			// A release the service refused: the buggy service lost the
-			// holder's lock. Retire the process so the oracle's model
-			// (no expiry) and the checker agree on what it means.
-			evs = append(evs, history.Event{Proc: p, Type: history.Info, F: f, Key: "k", T: ret})
-			ops = append(ops, oracleOp{proc: p, acquire: false, call: call, ret: math.MaxInt64})
-			s.retired = true
+			evs = append(evs, history.Event{Proc: p, Type: history.Fail, F: f, Key: "k", T: ret, Error: "not held"})
+			s.holding = false
 		}
 		s.next, s.ops = ret+1, s.ops+1
 	}
@@ -137,7 +210,7 @@ func randomHistory(rng *rand.Rand, procs int, buggy, keepGoing bool) ([]history.
 	for i := range evs {
 		evs[i].Index = int64(i)
 	}
-	return evs, ops
+	return evs
 }
 
 func sortEvents(evs []history.Event) {
@@ -148,30 +221,48 @@ func sortEvents(evs []history.Event) {
 	}
 }
 
-// The exact check agrees with the brute-force oracle on thousands of small
-// histories from correct and buggy services with lost replies.
+// The exact check agrees with the brute-force oracle, under each model, on
+// thousands of small histories from correct, expiring and buggy services,
+// with lost replies, refused releases and crashes. Both verdicts come up often under each model, the models disagree on
+// many histories, and the lease model's revocations during a release come
+// up in histories it calls linearizable.
 func TestExactCheckAgreesWithBruteForceOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 7))
-	counts := map[bool]int{}
-	for i := 0; i < 8000; i++ {
-		evs, ops := randomHistory(rng, 2+rng.IntN(3), i%2 == 1, i%4 >= 2)
-		want := oracleLinearizable(ops)
-		c := New(true)
-		for _, e := range evs {
-			c.Add(e)
+	counts := map[Model]map[bool]int{ModelMutex: {}, ModelLease: {}}
+	differ, revocations := 0, 0
+	for i := 0; i < 12000; i++ {
+		k := historyKind{buggy: i%2 == 1, keepGoing: i%4 >= 2, expiring: i%3 != 0, crashes: i%5 >= 2}
+		evs := randomHistory(rng, 2+rng.IntN(3), k)
+		got := map[Model]bool{}
+		for _, model := range Models {
+			want := oracleLinearizable(oracleOps(evs, model))
+			v := checkAll(t, model, evs)
+			got[model] = v.Linearizable == LinYes
+			if got[model] != want {
+				t.Fatalf("history %d (%+v), model %s: checker says linearizable=%v, oracle %v\n%v", i, k, model, got[model], want, evs)
+			}
+			// No resource in these histories: safe is linearizable, and a
+			// revocation during a release (an anomaly) changes neither.
+			if v.Safe() != want {
+				t.Fatalf("history %d, model %s: linearizable=%v but Safe()=%v (%v)", i, model, want, v.Safe(), v.Violations)
+			}
+			if model == ModelLease && want {
+				revocations += len(v.Anomalies)
+			}
+			counts[model][want]++
 		}
-		v, err := c.Verdict(context.Background(), Options{})
-		if err != nil {
-			t.Fatal(err)
+		if got[ModelMutex] != got[ModelLease] {
+			differ++
 		}
-		got := v.Linearizable == "yes"
-		if got != want {
-			t.Fatalf("history %d: checker says linearizable=%v, oracle %v\n%v", i, got, want, evs)
-		}
-		counts[want]++
 	}
-	if counts[true] < 500 || counts[false] < 500 {
-		t.Fatalf("the generator must give both verdicts often: %v", counts)
+	for _, model := range Models {
+		if counts[model][true] < 1000 || counts[model][false] < 1000 {
+			t.Fatalf("model %s: the generator must give both verdicts often: %v", model, counts[model])
+		}
 	}
-	t.Logf("agreed on %d linearizable and %d non-linearizable histories", counts[true], counts[false])
+	if differ < 500 || revocations < 500 {
+		t.Fatalf("the models disagreed on %d histories, and linearizable lease histories held %d revocations during a release: want many of each", differ, revocations)
+	}
+	t.Logf("agreed on %v; the models disagreed on %d histories; %d revocations during a release reported in linearizable lease histories",
+		counts, differ, revocations)
 }

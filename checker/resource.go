@@ -100,11 +100,12 @@ func (r *Resources) Add(ev history.Event) {
 
 // TokenOrder checks that successive holders of a key got strictly
 // increasing fencing tokens (in the order of their grants).
-func TokenOrder(m *Mutex) []Violation {
+func TokenOrder(m *Mutex) []Violation { return tokenOrder(m.sortedIntervals()) }
+
+func tokenOrder(t tenures) []Violation {
 	var out []Violation
-	keys, all := m.sortedIntervals()
-	for _, k := range keys {
-		ivs := all[k]
+	for _, k := range t.keys {
+		ivs := t.all[k]
 		var prev *Interval
 		for i := range ivs {
 			iv := &ivs[i]
@@ -114,7 +115,7 @@ func TokenOrder(m *Mutex) []Violation {
 			if prev != nil && *iv.Token <= *prev.Token {
 				out = append(out, Violation{Kind: TokenRegressed, Key: k, Events: []int64{prev.StartIndex, iv.StartIndex},
 					Text: fmt.Sprintf("client %d got %s with token %d after client %d had it with token %d",
-						iv.Proc, k, *iv.Token, prev.Proc, *prev.Token)})
+						iv.Proc, lockName(k), *iv.Token, prev.Proc, *prev.Token)})
 			}
 			prev = iv
 		}

@@ -68,11 +68,19 @@ func contended(seed uint64, clients, grants int) []history.Event {
 	return evs
 }
 
-func checkAll(t testing.TB, evs []history.Event) Verdict { return checkWith(t, true, evs) }
+func checkAll(t testing.TB, model Model, evs []history.Event) Verdict {
+	return checkModel(t, model, true, evs)
+}
 
-// checkWith runs the whole checker over evs, linearizability included or not.
+// checkWith runs the whole checker over evs under the lease model,
+// linearizability included or not.
 func checkWith(t testing.TB, linear bool, evs []history.Event) Verdict {
-	c := New(linear)
+	return checkModel(t, ModelLease, linear, evs)
+}
+
+// checkModel runs the whole checker over evs under model.
+func checkModel(t testing.TB, model Model, linear bool, evs []history.Event) Verdict {
+	c := New(model, linear)
 	for _, e := range evs {
 		c.Add(e)
 	}
@@ -84,34 +92,38 @@ func checkWith(t testing.TB, linear bool, evs []history.Event) Verdict {
 }
 
 // A busy key with 64 clients, lost replies and no quiescent point is
-// decided (porcupine gave up on such keys), valid by construction; one
-// grant moved into another's tenure is found.
+// decided under each model (porcupine gave up on such keys), valid by
+// construction; one grant moved into another's tenure is found.
 func TestBusyKeyIsDecided(t *testing.T) {
-	evs := contended(1, 64, 100_000)
-	if v := checkAll(t, evs); v.Linearizable != "yes" || len(v.Violations) != 0 {
-		t.Fatalf("a correct service's history: linearizable %s, %d violations", v.Linearizable, len(v.Violations))
-	}
-	// Inject: one client's grant while the previous holder still holds.
-	for i := len(evs) / 2; i < len(evs); i++ {
-		if evs[i].F == history.Acquire && evs[i].Type == history.OK {
-			for j := i + 1; j < len(evs); j++ {
-				if evs[j].Proc == evs[i].Proc && evs[j].F == history.Release && evs[j].Type == history.Invoke {
-					evs[j].T += 10_000 // the holder releases much later: later grants overlap it
-					sort.SliceStable(evs, func(a, b int) bool { return evs[a].T < evs[b].T })
-					v := checkAll(t, evs)
-					if v.Linearizable != "no" || len(v.DoubleGrants) == 0 {
-						t.Fatalf("an injected overlap was not found: %s", v.Linearizable)
+	for _, model := range Models {
+		t.Run(string(model), func(t *testing.T) {
+			evs := contended(1, 64, 100_000)
+			if v := checkAll(t, model, evs); v.Linearizable != "yes" || len(v.Violations) != 0 {
+				t.Fatalf("a correct service's history: linearizable %s, %d violations", v.Linearizable, len(v.Violations))
+			}
+			// Inject: one client's grant while the previous holder still holds.
+			for i := len(evs) / 2; i < len(evs); i++ {
+				if evs[i].F == history.Acquire && evs[i].Type == history.OK {
+					for j := i + 1; j < len(evs); j++ {
+						if evs[j].Proc == evs[i].Proc && evs[j].F == history.Release && evs[j].Type == history.Invoke {
+							evs[j].T += 10_000 // the holder releases much later: later grants overlap it
+							sort.SliceStable(evs, func(a, b int) bool { return evs[a].T < evs[b].T })
+							v := checkAll(t, model, evs)
+							if v.Linearizable != "no" || len(v.DoubleGrants) == 0 {
+								t.Fatalf("an injected overlap was not found: %s", v.Linearizable)
+							}
+							return
+						}
 					}
-					return
 				}
 			}
-		}
+			t.Fatal("no grant to inject into")
+		})
 	}
-	t.Fatal("no grant to inject into")
 }
 
 // BenchmarkExactMillionOpsOneKey: one key, 64 clients, lost replies, about
-// a million operations (target: under 2 s and 300 MB).
+// a million operations, under each model (target: under 2 s and 300 MB).
 func BenchmarkExactMillionOpsOneKey(b *testing.B) {
 	evs := contended(2, 64, 480_000)
 	ops := 0
@@ -120,29 +132,37 @@ func BenchmarkExactMillionOpsOneKey(b *testing.B) {
 			ops++
 		}
 	}
-	b.ReportMetric(float64(ops), "ops")
-	b.ReportAllocs()
-	b.ResetTimer()
-	var peak uint64
-	for i := 0; i < b.N; i++ {
-		v := checkAll(b, evs)
-		if v.Linearizable != "yes" {
-			b.Fatal(v.Linearizable)
-		}
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		peak = max(peak, ms.HeapInuse)
+	for _, model := range Models {
+		b.Run(string(model), func(b *testing.B) {
+			b.ReportMetric(float64(ops), "ops")
+			b.ReportAllocs()
+			b.ResetTimer()
+			var peak uint64
+			for i := 0; i < b.N; i++ {
+				v := checkAll(b, model, evs)
+				if v.Linearizable != "yes" {
+					b.Fatal(v.Linearizable)
+				}
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "heap-MB")
+		})
 	}
-	b.ReportMetric(float64(peak)/(1<<20), "heap-MB")
 }
 
 func BenchmarkExactMillionOpsOneKeyNoDrawing(b *testing.B) {
 	evs := contended(2, 64, 480_000)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if v := checkWith(b, false, evs); len(v.Violations) != 0 {
-			b.Fatal(v.Violations[0].Text)
-		}
+	for _, model := range Models {
+		b.Run(string(model), func(b *testing.B) {
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if v := checkModel(b, model, false, evs); len(v.Violations) != 0 {
+					b.Fatal(v.Violations[0].Text)
+				}
+			}
+		})
 	}
 }

@@ -219,7 +219,7 @@ func (s *suite) contend(t T, cycles int, stop func(maxInside int32) bool) (int32
 	var (
 		inside, maxInside atomic.Int32
 		mu                sync.Mutex
-		check             = checker.NewMutex()
+		check             = checker.NewMutex(checker.ModelLease)
 		index             int64
 	)
 	record := func(proc int, typ history.Type, f string, lease impls.Lease) {

@@ -447,6 +447,12 @@ func keyString(k any) string {
 // ReadFileFormat reads a history file as "jsonl" (locklab's), "edn" or
 // "jepsen-json" (Jepsen's); "" detects the format from the file's start.
 func ReadFileFormat(r io.Reader, format, name string, fn func(Event) error) error {
+	return readFormat(r, format, nil, fn)
+}
+
+// readFormat is ReadFileFormat telling begin (when set) the format it
+// reads, detected or given, before the first event.
+func readFormat(r io.Reader, format string, begin func(string), fn func(Event) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(64 << 10)
 	if format == "" {
@@ -456,14 +462,13 @@ func ReadFileFormat(r io.Reader, format, name string, fn func(Event) error) erro
 		br.Discard(3) // a UTF-8 byte order mark, as some editors write, whatever the format
 	}
 	r = br
-	switch format {
-	case "jsonl":
-		return ReadJSONL(r, fn)
-	case "edn":
-		return ReadEDN(r, fn)
-	case "jepsen-json", "json":
-		return ReadJepsenJSON(r, fn)
-	default:
+	read := map[string]func(io.Reader, func(Event) error) error{
+		"jsonl": ReadJSONL, "edn": ReadEDN, "jepsen-json": ReadJepsenJSON, "json": ReadJepsenJSON}[format]
+	if read == nil {
 		return fmt.Errorf("unknown history format %q (want jsonl, edn or jepsen-json)", format)
 	}
+	if begin != nil {
+		begin(format)
+	}
+	return read(r, fn)
 }

@@ -39,7 +39,7 @@ type indexImage struct {
 	Src  template.URL // a data: URL, or the file's name when too large
 }
 
-var indexTemplate = template.Must(template.New("index").Parse(`<!doctype html>
+var indexTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"notes": RunNotes, "models": Models}).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>locklab {{.Kind}} {{.R.RunID}}</title>
 <style>
 body{font-family:sans-serif;margin:1.5em;max-width:1400px}
@@ -55,7 +55,7 @@ h2{margin-top:1.5em;font-size:1.1em}
 {{if not .R.Complete}}<p class="note"><b>Incomplete</b>: {{.R.Note}}</p>{{end}}
 <p><b>Verdict</b>: {{.R.Verdict.AsExpected}} case(s) as expected, {{.R.Verdict.Contradicted}} contradicting their expectation,
 {{.R.Verdict.Undecided}} undecided; {{.R.Verdict.Violations}} violation(s) in all ({{.R.Verdict.DoubleGrants}} double grants),
-{{.R.Verdict.NonLinearizable}} case(s) not linearizable.</p>
+{{.R.Verdict.NonLinearizable}} case(s) not linearizable.{{with models .R.Runs}} Judged under the model {{.}}.{{end}}</p>
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr class="{{.Class}}"><td><a href="#{{.Run.Case}}">{{.Run.Case}}</a></td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
@@ -63,7 +63,7 @@ h2{margin-top:1.5em;font-size:1.1em}
 {{range .Plots}}<p><img src="{{.Src}}" alt="{{.Name}}" title="{{.Name}}"></p>{{end}}
 {{range .Rows}}<h2 id="{{.Run.Case}}">{{.Run.Case}}</h2>
 <p><b>{{.Run.Status}}</b>{{if .Run.Explanation}}: {{.Run.Explanation}}{{end}}</p>
-{{if .Run.Violations}}<ul>{{range .Run.Violations}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{with notes .Run}}<ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Run.Faults}}<p>Faults: {{range .Run.Faults}}{{.Fault}} on {{.Target}} at {{printf "%.1f" .At}} s{{if .For}} for {{printf "%.1f" .For}} s{{end}}{{if .Error}} (failed: {{.Error}}){{end}}; {{end}}</p>{{end}}
 {{if .Run.FirstError}}<p>First error: {{.Run.FirstError}}</p>{{end}}
 {{range .Images}}<p><img src="{{.Src}}" alt="{{.Name}}" title="{{.Name}}"></p>{{end}}
@@ -90,7 +90,7 @@ func WriteIndex(dir, kind string, r *Results) error {
 		row.Cells = []string{run.Approach, fmt.Sprint(run.Clients), fmt.Sprintf("%.0f", run.AcquiresPerSec),
 			FormatMicros(run.Acquire.P50), FormatMicros(run.Acquire.P99), FormatMicros(run.Acquire.Max),
 			FormatMicros(run.HandOff.P50), FormatMicros(run.HandOff.P99), fairness,
-			fmt.Sprint(run.DoubleGrants), fmt.Sprint(run.ViolationCount - run.DoubleGrants), string(run.Linearizable),
+			fmt.Sprint(run.DoubleGrants), fmt.Sprint(run.OtherAnomalies()), string(run.Linearizable),
 			fmt.Sprint(run.Errors + run.Indeterminate), string(run.Status)}
 		for _, a := range run.Artifacts {
 			own[a] = true

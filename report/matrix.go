@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/verdict"
 )
 
@@ -26,10 +27,12 @@ type Matrix struct {
 	Runs      int       `json:"runs_per_cell"`
 	// MinCatchRate: the share of runs a cell expecting a violation had to
 	// catch it in (0: one run was enough).
-	MinCatchRate float64      `json:"min_catch_rate,omitempty"`
-	Approaches   []string     `json:"approaches"`
-	Faults       []string     `json:"faults"`
-	Cells        []MatrixCell `json:"cells"`
+	MinCatchRate float64 `json:"min_catch_rate,omitempty"`
+	// Model is what the runs' histories were judged against.
+	Model      checker.Model `json:"model,omitempty"`
+	Approaches []string      `json:"approaches"`
+	Faults     []string      `json:"faults"`
+	Cells      []MatrixCell  `json:"cells"`
 }
 
 // MatrixCell is one approach under one fault.
@@ -52,12 +55,23 @@ type MatrixCell struct {
 	Undecided        int      `json:"undecided"`
 	// Caught counts the runs that showed the expected violation (catch
 	// rate = Caught/Ran); TimesToViolation how soon after the fault each did.
-	Caught           int            `json:"caught,omitempty"`
-	TimesToViolation []float64      `json:"times_to_violation_s,omitempty"`
-	Operations       int64          `json:"operations"` // grants checked, over all runs
-	Status           verdict.Status `json:"status"`
-	Explanations     []string       `json:"explanations,omitempty"`
-	RunCases         []string       `json:"run_cases,omitempty"` // the cases (timelines: timeline-<case>.png)
+	Caught           int       `json:"caught,omitempty"`
+	TimesToViolation []float64 `json:"times_to_violation_s,omitempty"`
+	Operations       int64     `json:"operations"` // grants checked, over all runs
+	// LockLoss is how soon holders whose lock was taken away were told,
+	// over all runs; nil: none was.
+	LockLoss     *LockLoss      `json:"lock_loss,omitempty"`
+	Status       verdict.Status `json:"status"`
+	Explanations []string       `json:"explanations,omitempty"`
+	RunCases     []string       `json:"run_cases,omitempty"` // the cases (timelines: timeline-<case>.png)
+}
+
+// judged says which model judged the runs, for a sentence's end.
+func (m *Matrix) judged() string {
+	if m.Model == "" {
+		return ""
+	}
+	return ", histories judged under the model " + m.Model.Describe()
 }
 
 // Cell returns the cell of approach a under fault f.
@@ -106,6 +120,9 @@ func (c MatrixCell) short() string {
 	} else {
 		s += fmt.Sprintf("; %d/%d runs clean, %d grants checked", c.Agreed, c.Ran, c.Operations)
 	}
+	if c.LockLoss != nil {
+		s += "; lock loss: " + c.LockLoss.String()
+	}
 	if c.Status != verdict.Agrees {
 		s = "**" + strings.ToUpper(string(c.Status)) + ": " + s + "**"
 	}
@@ -142,8 +159,8 @@ func writeTable(b *bytes.Buffer, m *Matrix, cell func(MatrixCell) string) {
 // mismatches in bold, then each cell's mechanism and source.
 func MatrixMarkdown(m *Matrix) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# The known-outcome matrix\n\nGenerated %s by `%s`, %d run(s) per cell.\n\n",
-		m.Generated.Format("2006-01-02"), m.Command, m.Runs)
+	fmt.Fprintf(&b, "# The known-outcome matrix\n\nGenerated %s by `%s`, %d run(s) per cell%s.\n\n",
+		m.Generated.Format("2006-01-02"), m.Command, m.Runs, m.judged())
 	writeTable(&b, m, MatrixCell.short)
 	b.WriteString("\n## Why each cell is expected so\n\n")
 	for _, f := range m.Faults {

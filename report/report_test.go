@@ -13,6 +13,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/verdict"
 )
 
@@ -216,6 +217,22 @@ func TestMatrixNotChosenAndCatchRates(t *testing.T) {
 	}
 	if html := string(MatrixHTML(m)); !strings.Contains(html, "<td class=na>–</td>") {
 		t.Errorf("matrix.html does not mark the left-out cell:\n%s", html)
+	}
+}
+
+// The matrix says which model judged its runs, and each cell how soon
+// holders were told of a lost lock.
+func TestMatrixModelAndLockLoss(t *testing.T) {
+	m := &Matrix{Runs: 2, Command: "locklab matrix", Model: checker.ModelLease, Approaches: []string{"a"}, Faults: []string{"f"},
+		Cells: []MatrixCell{{Approach: "a", Fault: "f", Applies: true, Expected: []string{"double-grant:outlived"}, ExpectsViolation: true,
+			Observed: []string{"double-grant:outlived"}, Ran: 2, Agreed: 2, Caught: 2, Status: verdict.Agrees,
+			LockLoss: MergeLockLoss(&LockLoss{Told: 1, Samples: []float64{0.8}}, &LockLoss{Told: 1, NotTold: 1, Samples: []float64{1.2}})}}}
+	full := string(MatrixMarkdown(m))
+	for _, want := range []string{"2 run(s) per cell, histories judged under the model lease (a tenure ends at its release's invocation",
+		"caught 2/2; lock loss: 2 holders told 1.200 s after the server freed the lock (median; from 0.800 s after to 1.200 s after); 1 more lost it untold |"} {
+		if !strings.Contains(full, want) {
+			t.Errorf("matrix.md lacks %q:\n%s", want, full)
+		}
 	}
 }
 

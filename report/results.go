@@ -63,26 +63,38 @@ type Run struct {
 	HandOff      Latency          `json:"hand_off"`
 	Fairness     metrics.Fairness `json:"fairness"`
 	DoubleGrants int              `json:"double_grants"`
-	// ViolationCount counts every anomaly: double grants, lost updates,
+	// Model is what the history was judged against (checker.Model);
+	// empty when nothing was checked.
+	Model checker.Model `json:"model,omitempty"`
+	// ViolationCount counts every violation: double grants, lost updates,
 	// stale writes, tasks processed twice, fencing tokens out of order.
-	ViolationCount       int                   `json:"violation_count"`
-	ViolationKinds       map[checker.Class]int `json:"violation_kinds,omitempty"`
-	Violations           []string              `json:"violations,omitempty"` // the first few, described
-	Linearizable         checker.LinStatus     `json:"linearizable"`
-	RefusedStaleRequests int                   `json:"refused_stale_requests,omitempty"`
-	Artifacts            []string              `json:"artifacts,omitempty"` // timeline, visualizations
-	Complete             bool                  `json:"complete"`
-	ViaProxy             bool                  `json:"via_proxy"` // clients went through the fault-injecting proxies
-	Renewals             int64                 `json:"renewals,omitempty"`
-	Lost                 int64                 `json:"lost,omitempty"`     // holders told their lock was gone
-	Replaced             int64                 `json:"replaced,omitempty"` // clients retired (indeterminate outcome, crash) and replaced
-	Crashed              int64                 `json:"crashed,omitempty"`  // client processes killed by a fault
-	Late                 int64                 `json:"late,omitempty"`     // open loop: requests that started behind their schedule
-	Faults               []Fault               `json:"faults,omitempty"`   // what chaos injected, in order
-	Expected             []string              `json:"expected,omitempty"` // the outcomes the case had to show
-	Observed             []string              `json:"observed,omitempty"` // the outcomes it showed
-	Missing              []string              `json:"missing,omitempty"`  // expected outcomes that never showed
-	Status               verdict.Status        `json:"status,omitempty"`
+	ViolationCount int                   `json:"violation_count"`
+	ViolationKinds map[checker.Class]int `json:"violation_kinds,omitempty"`
+	Violations     []string              `json:"violations,omitempty"` // the first few, described
+	// AnomalyCount counts what the check reports that is no violation
+	// (under the lease model, revocations during a release), by class in
+	// AnomalyKinds, the first few described in Anomalies.
+	AnomalyCount int                   `json:"anomaly_count,omitempty"`
+	AnomalyKinds map[checker.Class]int `json:"anomaly_kinds,omitempty"`
+	Anomalies    []string              `json:"anomalies,omitempty"`
+	// LockLoss is how soon holders whose lock was taken away were told;
+	// nil: no holder was.
+	LockLoss             *LockLoss         `json:"lock_loss,omitempty"`
+	Linearizable         checker.LinStatus `json:"linearizable"`
+	RefusedStaleRequests int               `json:"refused_stale_requests,omitempty"`
+	Artifacts            []string          `json:"artifacts,omitempty"` // timeline, visualizations
+	Complete             bool              `json:"complete"`
+	ViaProxy             bool              `json:"via_proxy"` // clients went through the fault-injecting proxies
+	Renewals             int64             `json:"renewals,omitempty"`
+	Lost                 int64             `json:"lost,omitempty"`     // holders told their lock was gone
+	Replaced             int64             `json:"replaced,omitempty"` // clients retired (indeterminate outcome, crash) and replaced
+	Crashed              int64             `json:"crashed,omitempty"`  // client processes killed by a fault
+	Late                 int64             `json:"late,omitempty"`     // open loop: requests that started behind their schedule
+	Faults               []Fault           `json:"faults,omitempty"`   // what chaos injected, in order
+	Expected             []string          `json:"expected,omitempty"` // the outcomes the case had to show
+	Observed             []string          `json:"observed,omitempty"` // the outcomes it showed
+	Missing              []string          `json:"missing,omitempty"`  // expected outcomes that never showed
+	Status               verdict.Status    `json:"status,omitempty"`
 	// Missed: it contradicts only because an expected violation did not
 	// show (verdict.Result.Missed), which repeated runs may tolerate.
 	Missed bool `json:"missed,omitempty"`
@@ -112,6 +124,10 @@ type Stall struct {
 // Safe reports that the run's check found no violation and no
 // non-linearizable key (checker.Verdict.Safe, over what the run keeps).
 func (r Run) Safe() bool { return checker.Safe(r.ViolationCount, r.Linearizable) }
+
+// OtherAnomalies counts what the check found besides double grants: the
+// other violations and the anomalies that are none.
+func (r Run) OtherAnomalies() int { return r.ViolationCount - r.DoubleGrants + r.AnomalyCount }
 
 // Fault is one injection as results.json lists it.
 type Fault struct {

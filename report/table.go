@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/locklab/locklab/checker"
 )
 
 // PrintTable writes the bench table: one row per approach and client count.
@@ -25,7 +27,7 @@ func PrintTable(w io.Writer, runs []Run) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t\n", name, r.Clients, r.AcquiresPerSec,
 			FormatMicros(r.Acquire.P50), FormatMicros(r.Acquire.P99), FormatMicros(r.Acquire.P999),
-			FormatMicros(r.Acquire.Max), FormatMicros(r.LongestStall*1e6), FormatMicros(r.HandOff.P50), FormatMicros(r.HandOff.P99), fairness, r.DoubleGrants, r.ViolationCount-r.DoubleGrants, r.Linearizable, r.Errors+r.Indeterminate)
+			FormatMicros(r.Acquire.Max), FormatMicros(r.LongestStall*1e6), FormatMicros(r.HandOff.P50), FormatMicros(r.HandOff.P99), fairness, r.DoubleGrants, r.OtherAnomalies(), r.Linearizable, r.Errors+r.Indeterminate)
 	}
 	return tw.Flush()
 }
@@ -45,15 +47,16 @@ func FormatMicros(us float64) string {
 }
 
 // PrintRuns prints what a plan's runs showed: the table, each run's
-// violations, and each run's verdict in words.
+// violations and other findings (RunNotes), each run's verdict in words,
+// and the model the histories were judged against.
 func PrintRuns(w io.Writer, runs []Run) {
 	if len(runs) == 0 {
 		return
 	}
 	PrintTable(w, runs)
 	for _, run := range runs {
-		for _, v := range run.Violations {
-			fmt.Fprintf(w, "%s: %s\n", run.Case, v)
+		for _, n := range RunNotes(run) {
+			fmt.Fprintf(w, "%s: %s\n", run.Case, n)
 		}
 		if s := StallLine(run); s != "" {
 			fmt.Fprintf(w, "%s: %s\n", run.Case, s)
@@ -62,6 +65,33 @@ func PrintRuns(w io.Writer, runs []Run) {
 	for _, run := range runs {
 		fmt.Fprintf(w, "%s: %s: %s\n", run.Case, run.Status, run.Explanation)
 	}
+	if m := Models(runs); m != "" {
+		fmt.Fprintf(w, "model: %s\n", m)
+	}
+}
+
+// RunNotes are what a run's check found, one line each: its violations,
+// its anomalies that are none, and how soon holders learned of a lost lock.
+func RunNotes(r Run) []string {
+	notes := append(append([]string(nil), r.Violations...), r.Anomalies...)
+	if r.LockLoss != nil {
+		notes = append(notes, "lock loss: "+r.LockLoss.String())
+	}
+	return notes
+}
+
+// Models says which model judged the runs' histories, in words ("" when
+// none was checked); several are named one by one.
+func Models(runs []Run) string {
+	var names []string
+	seen := map[checker.Model]bool{}
+	for _, r := range runs {
+		if r.Model != "" && !seen[r.Model] {
+			seen[r.Model] = true
+			names = append(names, r.Model.Describe())
+		}
+	}
+	return strings.Join(names, "; ")
 }
 
 // StallLine says how often and how long the lab stalled during a run, and

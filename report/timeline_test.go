@@ -18,7 +18,7 @@ import (
 // window and two injected double grants.
 func busyTimeline() *Timeline {
 	rng := rand.New(rand.NewSource(1))
-	m := checker.NewMutex()
+	m := checker.NewMutex(checker.ModelLease)
 	const clients, keys = 32, 8
 	var idx int64
 	add := func(p int, typ history.Type, f, k string, t int64) {

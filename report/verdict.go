@@ -29,15 +29,24 @@ type Limits struct {
 // ViolationLines describe the first l.Violations violations of v, each as
 // its class and what happened, then how many more there were.
 func ViolationLines(v checker.Verdict, l Limits) []string {
-	return violationLines(v, l, func(c checker.Class) string { return string(c) })
+	return describedLines(v.Violations, l, plainClass)
 }
 
-// violationLines is ViolationLines with each class written by class.
-func violationLines(v checker.Verdict, l Limits, class func(checker.Class) string) []string {
+// AnomalyLines describe v's anomalies that are no violations as
+// ViolationLines does its violations.
+func AnomalyLines(v checker.Verdict, l Limits) []string {
+	return describedLines(v.Anomalies, l, plainClass)
+}
+
+func plainClass(c checker.Class) string { return string(c) }
+
+// describedLines describes the first l.Violations of xs, each class written
+// by class.
+func describedLines(xs []checker.Violation, l Limits, class func(checker.Class) string) []string {
 	var out []string
-	for i, x := range v.Violations {
+	for i, x := range xs {
 		if i == l.Violations {
-			out = append(out, fmt.Sprintf("... and %d more", len(v.Violations)-i))
+			out = append(out, fmt.Sprintf("... and %d more", len(xs)-i))
 			break
 		}
 		out = append(out, class(x.Kind)+": "+x.Text)
@@ -49,6 +58,7 @@ func violationLines(v checker.Verdict, l Limits, class func(checker.Class) strin
 // counts, the first violations described, and the visualizations of
 // failing keys (as paths relative to dir, the results folder).
 func (r *Run) AddVerdict(v checker.Verdict, dir string, l Limits) {
+	r.Model = v.Model
 	r.DoubleGrants = len(v.DoubleGrants)
 	r.ViolationCount = len(v.Violations)
 	r.Linearizable = v.Linearizable
@@ -58,6 +68,15 @@ func (r *Run) AddVerdict(v checker.Verdict, dir string, l Limits) {
 		r.ViolationKinds[x.Kind]++
 	}
 	r.Violations = append(r.Violations, ViolationLines(v, l)...)
+	r.AnomalyCount = len(v.Anomalies)
+	if len(v.Anomalies) > 0 {
+		r.AnomalyKinds = map[checker.Class]int{}
+		for _, x := range v.Anomalies {
+			r.AnomalyKinds[x.Kind]++
+		}
+	}
+	r.Anomalies = append(r.Anomalies, AnomalyLines(v, l)...)
+	r.LockLoss = lockLoss(v.LockLoss)
 	for _, k := range v.Linear {
 		if k.HTML != "" {
 			rel, _ := filepath.Rel(dir, k.HTML)
@@ -67,35 +86,58 @@ func (r *Run) AddVerdict(v checker.Verdict, dir string, l Limits) {
 }
 
 // WriteVerdict writes v in words, as `locklab check` prints it: a header
-// naming what was checked (title), the keys' linearizability, the
-// violations, and a last line "verdict: OK" or "verdict: VIOLATION".
+// naming what was checked (title) and the model it was judged against, the
+// keys' linearizability, the violations, the anomalies that are none, how
+// soon holders learned of a lost lock, and a last line "verdict: OK" or
+// "verdict: VIOLATION".
 func WriteVerdict(w io.Writer, title string, v checker.Verdict, l Limits) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s: %d events, %d keys\n", title, v.Events, v.Keys)
+	fmt.Fprintf(&b, "model: %s\n", v.Model.Describe())
 	writeKeys(&b, v.Linear, l)
 	// The class in capitals: it stands out of the evidence that follows.
 	upper := func(c checker.Class) string { return strings.ToUpper(string(c)) }
-	for _, s := range violationLines(v, l, upper) {
+	for _, s := range describedLines(v.Violations, l, upper) {
+		fmt.Fprintf(&b, "  %s\n", s)
+	}
+	for _, s := range describedLines(v.Anomalies, l, upper) {
 		fmt.Fprintf(&b, "  %s\n", s)
 	}
 	if v.RefusedWrites > 0 {
 		fmt.Fprintf(&b, "  the fenced store refused %d stale requests\n", v.RefusedWrites)
 	}
+	if loss := lockLoss(v.LockLoss); loss != nil {
+		fmt.Fprintf(&b, "  lock loss: %s\n", loss)
+	}
+	also := ""
+	if len(v.Anomalies) > 0 {
+		also = fmt.Sprintf("; %s, no violation", countClasses(v.Anomalies))
+	}
 	switch {
 	case !v.Safe():
-		var classes []string
-		for k, n := range v.Classes {
-			classes = append(classes, fmt.Sprintf("%d %s", n, k))
-		}
-		sort.Strings(classes)
-		fmt.Fprintf(&b, "verdict: VIOLATION: %s (linearizable: %s)\n", strings.Join(classes, ", "), v.Linearizable)
+		fmt.Fprintf(&b, "verdict: VIOLATION: %s (linearizable: %s%s)\n", countClasses(v.Violations), v.Linearizable, also)
 	case v.Linearizable == checker.LinSkipped:
-		fmt.Fprintln(&b, "verdict: OK (no double grant, no resource anomaly; linearizability not checked)")
+		fmt.Fprintf(&b, "verdict: OK (no double grant, no resource anomaly; linearizability not checked%s)\n", also)
 	default:
-		fmt.Fprintln(&b, "verdict: OK (linearizable, no double grant, no resource anomaly)")
+		fmt.Fprintf(&b, "verdict: OK (linearizable, no double grant, no resource anomaly%s)\n", also)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// countClasses says how many of xs there are of each class: "2 lost
+// update, 1 stale write".
+func countClasses(xs []checker.Violation) string {
+	n := map[checker.Class]int{}
+	for _, x := range xs {
+		n[x.Kind]++
+	}
+	var classes []string
+	for k, c := range n {
+		classes = append(classes, fmt.Sprintf("%d %s", c, k))
+	}
+	sort.Strings(classes)
+	return strings.Join(classes, ", ")
 }
 
 // writeKeys lists the keys' linearizability: every key when there are few,
@@ -116,17 +158,21 @@ func writeKeys(b *bytes.Buffer, keys []checker.KeyResult, l Limits) {
 			fmt.Fprintf(b, "  ... %d more keys\n", len(keys)-i)
 			break
 		}
+		key := "key " + r.Key
+		if r.Key == "" {
+			key = "the lock" // Jepsen's histories of one lock name none
+		}
 		switch r.Result {
 		case porcupine.Ok:
-			fmt.Fprintf(b, "  key %s: linearizable (%d operations, %v)\n", r.Key, r.Ops, r.Took.Round(time.Microsecond))
+			fmt.Fprintf(b, "  %s: linearizable (%d operations, %v)\n", key, r.Ops, r.Took.Round(time.Microsecond))
 		case porcupine.Illegal:
-			fmt.Fprintf(b, "  key %s: NOT linearizable (%d operations)", r.Key, r.Ops)
+			fmt.Fprintf(b, "  %s: NOT linearizable (%d operations)", key, r.Ops)
 			if r.HTML != "" {
 				fmt.Fprintf(b, ": see %s", r.HTML)
 			}
 			fmt.Fprintln(b)
 		default:
-			fmt.Fprintf(b, "  key %s: unknown (time limit hit after %v, %d operations)\n", r.Key, r.Took.Round(time.Millisecond), r.Ops)
+			fmt.Fprintf(b, "  %s: unknown (time limit hit after %v, %d operations)\n", key, r.Took.Round(time.Millisecond), r.Ops)
 		}
 	}
 	if many {

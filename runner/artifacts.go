@@ -89,16 +89,20 @@ func writeSummary(path, kind string, res *report.Results) error {
 	}
 	v := res.Verdict
 	fmt.Fprintf(&b, "Verdict: %d case(s) as expected, %d contradicting their expectation, %d undecided; "+
-		"%d violation(s) in all (%d double grants), %d case(s) not linearizable.\n\n```\n",
+		"%d violation(s) in all (%d double grants), %d case(s) not linearizable.\n\n",
 		v.AsExpected, v.Contradicted, v.Undecided, v.Violations, v.DoubleGrants, v.NonLinearizable)
+	if m := report.Models(res.Runs); m != "" {
+		fmt.Fprintf(&b, "Histories judged under the model %s.\n\n", m)
+	}
+	b.WriteString("```\n")
 	if err := report.PrintTable(&b, res.Runs); err != nil {
 		return err
 	}
 	fmt.Fprintf(&b, "```\n\nAcquire latency counts waiting for the lock; release is one round trip.\n\n")
 	for _, r := range res.Runs {
 		fmt.Fprintf(&b, "## %s\n\n%s: %s.\n", r.Case, r.Status, r.Explanation)
-		for _, v := range r.Violations {
-			fmt.Fprintf(&b, "- %s\n", v)
+		for _, n := range report.RunNotes(r) {
+			fmt.Fprintf(&b, "- %s\n", n)
 		}
 		if s := report.StallLine(r); s != "" {
 			fmt.Fprintf(&b, "- %s\n", s)

@@ -204,7 +204,7 @@ func (r *caseRun) startFleet(ctx context.Context) error {
 	r.rec = &checkingRecorder{w: history.Discard{}, observe: r.hold.see, locks: metrics.NewLocks()}
 	if c.Record {
 		r.rec.w = env.history
-		r.rec.check = checker.New(true)
+		r.rec.check = checker.New(checker.ModelLease, true) // locklab's locks are leases
 	}
 	r.prog = &workload.Progress{}
 	r.spec = c.Workload

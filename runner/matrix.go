@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -159,12 +160,15 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 		}
 		tally := verdict.Tally{ExpectsViolation: c.ExpectsViolation()}
 		observed := map[string]bool{}
+		var losses []*report.LockLoss
 		for run := 1; run <= runsPerCell; run++ {
 			r, ok := byCase[CellCaseName(c.Fault, c.Approach, run)]
 			if !ok {
 				continue // not run (interrupted)
 			}
 			mc.Operations += r.Acquired
+			losses = append(losses, r.LockLoss)
+			m.Model = cmp.Or(m.Model, r.Model)
 			for _, o := range r.Observed {
 				observed[o] = true
 			}
@@ -183,6 +187,7 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 			mc.Observed = append(mc.Observed, o)
 		}
 		slices.Sort(mc.Observed)
+		mc.LockLoss = report.MergeLockLoss(losses...)
 		mc.Ran, mc.Agreed, mc.Contradicted, mc.Undecided = tally.Runs, tally.Agreed, tally.Contradicted, tally.Undecided
 		mc.ExpectsViolation = tally.ExpectsViolation
 		if mc.ExpectsViolation {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
@@ -106,8 +107,10 @@ func TestMatrixResultsMinCatchRate(t *testing.T) {
 		t.Fatalf("the shipped matrix changed: client-pause expects %v, none %v", cells[0].Expect, cells[1].Expect)
 	}
 	runs := []report.Run{
-		{Case: CellCaseName("client-pause", a.Name, 1), Status: verdict.Agrees, FirstViolationAt: 1.5},
-		{Case: CellCaseName("client-pause", a.Name, 2), Status: verdict.Contradicts, Missed: true, Missing: []string{"double-grant:outlived"}},
+		{Case: CellCaseName("client-pause", a.Name, 1), Status: verdict.Agrees, FirstViolationAt: 1.5, Model: checker.ModelLease,
+			LockLoss: &report.LockLoss{Told: 1, Samples: []float64{0.5}}},
+		{Case: CellCaseName("client-pause", a.Name, 2), Status: verdict.Contradicts, Missed: true, Missing: []string{"double-grant:outlived"},
+			Model: checker.ModelLease, LockLoss: &report.LockLoss{NotTold: 1}},
 		{Case: CellCaseName("none", a.Name, 1), Status: verdict.Agrees},
 		{Case: CellCaseName("none", a.Name, 2), Status: verdict.Agrees},
 	}
@@ -122,6 +125,14 @@ func TestMatrixResultsMinCatchRate(t *testing.T) {
 		}
 		if tc.want == 1 && !strings.Contains(bad[0], "caught in 1 of 2 runs") {
 			t.Errorf("min catch rate %v: %q does not say how often it was caught", tc.min, bad[0])
+		}
+		// The cell's lock losses are its runs' together; the matrix names the model.
+		if c, _ := mat.Cell(a.Name, "client-pause"); mat.Model != checker.ModelLease || c.LockLoss == nil ||
+			c.LockLoss.Told != 1 || c.LockLoss.NotTold != 1 || c.LockLoss.Median != 0.5 {
+			t.Errorf("matrix model %q, cell lock loss %+v", mat.Model, c.LockLoss)
+		}
+		if c, _ := mat.Cell(a.Name, "none"); c.LockLoss != nil {
+			t.Errorf("a cell with no loss: %+v", c.LockLoss)
 		}
 	}
 }

@@ -16,7 +16,7 @@ func BenchmarkRecordAndCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	rec := &checkingRecorder{w: w, check: checker.New(true)}
+	rec := &checkingRecorder{w: w, check: checker.New(checker.ModelLease, true)}
 	phases := []struct {
 		typ history.Type
 		f   string

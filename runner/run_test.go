@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/memlock"
@@ -61,13 +62,17 @@ func TestRunSafeLockAgreesWithItsExpectation(t *testing.T) {
 		t.Fatalf("results: complete=%v runs=%d", res.Complete, len(res.Runs))
 	}
 	r := res.Runs[0]
-	if r.Acquired == 0 || r.DoubleGrants != 0 || r.Linearizable != "yes" || r.Status != verdict.Agrees {
+	if r.Acquired == 0 || r.DoubleGrants != 0 || r.Linearizable != "yes" || r.Status != verdict.Agrees || r.Model != checker.ModelLease {
 		t.Fatalf("run = %+v", r)
 	}
 	for _, f := range []string{"history.jsonl", "summary.md", "timeline-memory-c4.png"} {
 		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
+	}
+	// The run's own history is judged as the leases it records, and says so.
+	if b, err := os.ReadFile(filepath.Join(out.Dir, "summary.md")); err != nil || !strings.Contains(string(b), "Histories judged under the model lease (") {
+		t.Errorf("summary.md does not name the model (%v):\n%s", err, b)
 	}
 }
 
@@ -90,6 +95,11 @@ func TestRunRacyLockContradictsSafe(t *testing.T) {
 	if r.DoubleGrants == 0 {
 		t.Fatal("a racy lock under 8-way contention showed no double grant")
 	}
+	// Its holders lost the lock to the second grant, and the in-memory
+	// lock told none of them.
+	if r.LockLoss == nil || r.LockLoss.NotTold == 0 || r.LockLoss.Told != 0 {
+		t.Fatalf("lock loss %+v, want holders that lost the lock untold", r.LockLoss)
+	}
 	// summary.md says what results.json says (it once read "0 double
 	// grants" after a non-linearizable run).
 	b, err := os.ReadFile(filepath.Join(out.Dir, "summary.md"))
@@ -101,8 +111,8 @@ func TestRunRacyLockContradictsSafe(t *testing.T) {
 	if out.Results.Verdict.Violations < int(r.DoubleGrants) {
 		t.Fatalf("verdict counts %d violations in all, fewer than the run's %d double grants", out.Results.Verdict.Violations, r.DoubleGrants)
 	}
-	if !strings.Contains(string(b), want) {
-		t.Fatalf("summary.md does not say %q:\n%s", want, b)
+	if !strings.Contains(string(b), want) || !strings.Contains(string(b), "- lock loss: ") {
+		t.Fatalf("summary.md does not say %q, nor the lock loss:\n%s", want, b)
 	}
 }
 

@@ -46,12 +46,14 @@ func Observe(v checker.Verdict, checked bool, l Liveness) Observed {
 var classes = map[checker.Class]Outcome{
 	checker.DoubleGrantOutlived:  DoubleGrantOutlived,
 	checker.DoubleGrantBothValid: DoubleGrantBothValid,
-	checker.Revoked:              Revoked,
-	checker.PhantomRelease:       PhantomRelease,
-	checker.LostUpdate:           LostUpdate,
-	checker.StaleWrite:           StaleWrite,
-	checker.DuplicateTask:        TaskTwice,
-	checker.TokenRegressed:       TokenRegressed,
+	// The mutex model's: no lease to have outlived, nor one valid.
+	checker.DoubleGrantNeverReleased: DoubleGrant,
+	checker.Revoked:                  Revoked,
+	checker.PhantomRelease:           PhantomRelease,
+	checker.LostUpdate:               LostUpdate,
+	checker.StaleWrite:               StaleWrite,
+	checker.DuplicateTask:            TaskTwice,
+	checker.TokenRegressed:           TokenRegressed,
 }
 
 // classify maps a checker's violation class onto an outcome.

@@ -51,7 +51,7 @@ func (h *hist) fault(id int64, from, to int64) {
 // what it showed with e, then judge again knowing when the lab stalled.
 func judge(t *testing.T, h hist, e Expectation) Result {
 	t.Helper()
-	c := checker.New(true)
+	c := checker.New(checker.ModelLease, true)
 	run := Span{Start: h[0].T, End: h[0].T}
 	var stalls []Stall
 	for _, ev := range h {

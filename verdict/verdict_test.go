@@ -65,6 +65,7 @@ func TestObserveClassifiesCheckerClasses(t *testing.T) {
 	}{
 		{checker.DoubleGrantOutlived, DoubleGrantOutlived},
 		{checker.DoubleGrantBothValid, DoubleGrantBothValid},
+		{checker.DoubleGrantNeverReleased, DoubleGrant},
 		{checker.Revoked, Revoked},
 		{checker.PhantomRelease, PhantomRelease},
 		{checker.LostUpdate, LostUpdate},
@@ -94,6 +95,12 @@ func TestObserve(t *testing.T) {
 	}
 	if got := Observe(checker.Verdict{Linearizable: checker.LinNo}, true, Liveness{}); got.Counts[NonLinearizable] != 1 {
 		t.Errorf("an unexplained non-linearizable verdict must count: %v", got.Counts)
+	}
+	// A revocation during a release is an anomaly the checker reports, not
+	// a violation: the case stays safe.
+	revoked := checker.Verdict{Linearizable: checker.LinYes, Anomalies: []checker.Violation{{Kind: checker.RevokedInRelease}}}
+	if got := Observe(revoked, true, Liveness{}); !got.Has(Safe) || len(got.Counts) != 0 {
+		t.Errorf("a revocation during a release made the case unsafe: %+v", got)
 	}
 	if got := Observe(checker.Verdict{Linearizable: checker.LinYes}, true, Liveness{}); !got.Has(Safe) {
 		t.Errorf("a clean, checked verdict must be safe: %+v", got)

@@ -23,11 +23,13 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeLimit := fs.Duration("time-limit", 10*time.Second, "time limit for drawing a failing key's visualization (the verdict itself is exact and needs none)")
 	asJSON := fs.Bool("json", false, "print the verdict as JSON")
 	linear := fs.Bool("linear", true, "check linearizability too (keeps every operation in memory)")
+	modelName := fs.String("model", "", "what a tenure is: mutex (Knossos's: no expiry, a failed release never happened) or lease (a tenure ends at its release's invocation); "+
+		"default: mutex for Jepsen's EDN and JSON, lease for locklab's JSONL")
 	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
 		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "locklab check: want one history file (locklab check FILE [--format jsonl|edn] [--html DIR])")
+		fmt.Fprintln(stderr, "locklab check: want one history file (locklab check FILE [--model mutex|lease] [--format jsonl|edn] [--html DIR])")
 		return exitUsage
 	}
 	path := fs.Arg(0)
@@ -35,8 +37,25 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "locklab check: --time-limit %v: must be positive\n", *timeLimit)
 		return exitUsage
 	}
-	c := checker.New(*linear)
-	loaded, err := history.Load(ctx, path, *format, func(ev history.Event) error { c.Add(ev); return nil })
+	var model checker.Model
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "model" })
+	if given {
+		m, err := checker.ParseModel(*modelName)
+		if err != nil {
+			fmt.Fprintf(stderr, "locklab check: --model: %v\n", err)
+			return exitUsage
+		}
+		model = m
+	}
+	var c *checker.Checker
+	begin := func(format string) {
+		if model == "" {
+			model = checker.ModelFor(format)
+		}
+		c = checker.New(model, *linear)
+	}
+	loaded, err := history.Load(ctx, path, *format, begin, func(ev history.Event) error { c.Add(ev); return nil })
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "locklab check: interrupted")
 		return exitInterrupted

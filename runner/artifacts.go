@@ -94,6 +94,15 @@ func writeSummary(path, kind string, res *report.Results) error {
 	if m := report.Models(res.Runs); m != "" {
 		fmt.Fprintf(&b, "Histories judged under the model %s.\n\n", m)
 	}
+	stalled := 0
+	for _, r := range res.Runs {
+		if r.LabStalled {
+			stalled++
+		}
+	}
+	if stalled > 0 {
+		fmt.Fprintf(&b, "Inconclusive: the lab itself stalled during the events that decide %d case(s), counted undecided.\n\n", stalled)
+	}
 	b.WriteString("```\n")
 	if err := report.PrintTable(&b, res.Runs); err != nil {
 		return err

@@ -270,7 +270,10 @@ expect:
 	if !strings.Contains(out.String(), "undecided: inconclusive: the lab stalled (locklab for 0.5") {
 		t.Errorf("the run does not say the lab stalled:\n%s", out)
 	}
-	_, res := readResults(t, results)
+	dir, res := readResults(t, results)
+	if b, _ := os.ReadFile(filepath.Join(dir, "summary.md")); !bytes.Contains(b, []byte("Inconclusive: the lab itself stalled during the events that decide 1 case(s)")) {
+		t.Errorf("summary.md does not say the lab stalled:\n%s", b)
+	}
 	if r := res.Runs[0]; !r.LabStalled || r.Status != "undecided" || r.StallCount < 1 || r.Missed {
 		t.Errorf("results.json: status %q, lab stalled %v, %d stalls, missed %v", r.Status, r.LabStalled, r.StallCount, r.Missed)
 	}

@@ -329,6 +329,9 @@ type dockerSession struct {
 	gateway  netip.Addr
 	addrMu   sync.Mutex
 	lastAddr netip.Addr
+	// probes are the containers beside the servers that watch for stalls
+	// (RunProbe), removed with them.
+	probes []*dockerContainer
 }
 
 // imageOf is the image a server kind runs from: the Sentinel topology
@@ -555,14 +558,17 @@ func (d *dockerSession) mine(labels map[string]string) bool {
 func (d *dockerSession) close(nodes []*Node) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, len(nodes))
-	for i, n := range nodes {
-		if n.ctr == nil {
-			continue
+	ctrs := d.probes
+	for _, n := range nodes {
+		if n.ctr != nil {
+			ctrs = append(ctrs, n.ctr)
 		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(ctrs))
+	for i, ctr := range ctrs {
 		wg.Add(1)
-		go func(i int, ctr *dockerContainer) { defer wg.Done(); errs[i] = ctr.remove(ctx) }(i, n.ctr)
+		go func(i int, ctr *dockerContainer) { defer wg.Done(); errs[i] = ctr.remove(ctx) }(i, ctr)
 	}
 	wg.Wait()
 	if d.network != "" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -365,5 +366,54 @@ exec redis-server --port 6379 --bind 0.0.0.0 --protected-mode no`
 	}
 	if names := sessionContainers(t, c.docker.id); len(names) != 1 {
 		t.Fatalf("containers of the session: %v, want the second one only", names)
+	}
+}
+
+// RunProbe runs a program of this machine in a container beside the
+// servers and hands over what it prints once it said it runs; a program
+// that never says so is an error, with what it said; the probe's container
+// goes with the cluster.
+func TestDockerRunProbe(t *testing.T) {
+	c := startDockerForTest(t, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RunProbe(t.Context(), []string{sh, "-c", "echo cannot run >&2; exit 1"}, func(io.Reader) {}); err == nil ||
+		!strings.Contains(err.Error(), "cannot run") {
+		t.Errorf("a probe that never says it runs: %v, want an error with what it said", err)
+	}
+	lines := make(chan string, 4)
+	err = c.RunProbe(t.Context(), []string{sh, "-c", "echo running; echo stall one; sleep 600"}, func(r io.Reader) {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-lines:
+		if l != "stall one" {
+			t.Errorf("the probe's reader got %q first, want its second line", l)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing the probe printed reached its reader")
+	}
+	if n := len(sessionContainers(t, c.docker.id)); n != 2 {
+		t.Errorf("%d containers in the session, want the server and the probe that runs", n)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := sessionContainers(t, c.docker.id); len(left) != 0 {
+		t.Errorf("after Close: %v", left)
+	}
+	select {
+	case <-lines: // the reader saw the end of the probe's output
+	case <-time.After(10 * time.Second):
+		t.Error("the probe's reader did not end with its container")
 	}
 }

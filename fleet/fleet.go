@@ -22,6 +22,7 @@ import (
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/stall"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -94,6 +95,11 @@ type Config struct {
 	// Dir is the case's results directory: the client processes' stderr
 	// goes to workers.log there.
 	Dir string
+	// Stall runs the stall monitor's probe in every worker process; nil:
+	// none. A worker's stall is recorded as a history event, less the
+	// stretches a fault paused it on purpose (a client pause is that
+	// fault, not a stall of the lab).
+	Stall *stall.Probe
 }
 
 // New connects cfg's clients, of the kind cfg asks for, and returns once

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/spawn"
+	"github.com/locklab/locklab/stall"
 )
 
 // processSlot is one client position held by an OS process: a `locklab
@@ -36,6 +37,32 @@ type clientProcess struct {
 	exited chan struct{}
 	// killedAt is when a fault killed it (0: it died by itself).
 	killedAt atomic.Int64
+	// paused are the stretches a fault stopped it (SIGSTOP to SIGCONT;
+	// End 0 while it is stopped): its probe's stalls then are the fault.
+	pauseMu sync.Mutex
+	paused  []stall.Span
+}
+
+// pauses are the stretches p was stopped on purpose so far.
+func (p *clientProcess) pauses() []stall.Span {
+	p.pauseMu.Lock()
+	defer p.pauseMu.Unlock()
+	return append([]stall.Span(nil), p.paused...)
+}
+
+// stopping notes a pause beginning at t; resumed ends an open one at t.
+func (p *clientProcess) stopping(t int64) {
+	p.pauseMu.Lock()
+	defer p.pauseMu.Unlock()
+	p.paused = append(p.paused, stall.Span{Start: t})
+}
+
+func (p *clientProcess) resumed(t int64) {
+	p.pauseMu.Lock()
+	defer p.pauseMu.Unlock()
+	if n := len(p.paused); n > 0 && p.paused[n-1].End == 0 {
+		p.paused[n-1].End = t
+	}
 }
 
 // startProcess starts argv as process proc (of the history), its stderr
@@ -112,11 +139,23 @@ func (s *processSlot) current() *clientProcess {
 }
 
 // Pause stops the slot's process (SIGSTOP): its heartbeats and renewals
-// stop with it, as in a GC pause.
-func (s *processSlot) Pause() error { return s.signal(syscall.SIGSTOP) }
+// stop with it, as in a GC pause. The pause is noted before the signal,
+// so the stall it makes falls inside it.
+func (s *processSlot) Pause() error {
+	if p := s.current(); p != nil && s.now != nil {
+		p.stopping(s.now())
+	}
+	return s.signal(syscall.SIGSTOP)
+}
 
 // Resume continues the slot's process (SIGCONT).
-func (s *processSlot) Resume() error { return s.signal(syscall.SIGCONT) }
+func (s *processSlot) Resume() error {
+	err := s.signal(syscall.SIGCONT)
+	if p := s.current(); p != nil && s.now != nil {
+		p.resumed(s.now())
+	}
+	return err
+}
 
 // Kill kills the slot's process (SIGKILL) and returns when it is gone; the
 // fleet records the crash and starts a replacement.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/spawn"
+	"github.com/locklab/locklab/stall"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -73,7 +74,7 @@ func newWorkers(ctx context.Context, cfg Config) (*workers, error) {
 	if spec.Drain == 0 {
 		spec.Drain = time.Second
 	}
-	f := &workers{cfg: cfg, argv: argv, log: log, start: workerStart{Approach: cfg.Approach.Name, Workload: spec},
+	f := &workers{cfg: cfg, argv: argv, log: log, start: workerStart{Approach: cfg.Approach.Name, Workload: spec, Stall: cfg.Stall},
 		spawn: spawn.New(), begun: make(chan struct{}), done: make(chan runResult, 1), finished: make(chan struct{})}
 	// Slot i starts as process ProcBase+i, as goroutine clients do;
 	// replacements count on from ProcBase+Clients.
@@ -242,6 +243,8 @@ func (f *workers) runWorker(ctx context.Context, s *workerSlot, proc int, first 
 			continue
 		}
 		switch {
+		case m.Event != nil && m.Event.F == history.Stall:
+			f.recordStall(p, *m.Event)
 		case m.Event != nil:
 			if m.Event.F == history.Acquire && m.Event.Type == history.OK && f.cfg.Progress != nil {
 				f.cfg.Progress.Acquired.Add(1)
@@ -266,6 +269,22 @@ func (f *workers) runWorker(ctx context.Context, s *workerSlot, proc int, first 
 		}
 	}
 	return end, fatal, s.wait(p), nil
+}
+
+// recordStall records what a worker's probe reported, less the stretches
+// a fault paused the worker on purpose: a client pause is that fault, not
+// a stall of the lab. What is left counts when it is a stall itself (a
+// worker starved after its pause).
+func (f *workers) recordStall(p *clientProcess, ev history.Event) {
+	who, start, end, ok := history.ReadStall(ev)
+	if !ok || f.cfg.Stall == nil {
+		return
+	}
+	for _, s := range stall.Minus(stall.Span{Start: start, End: end}, p.pauses()) {
+		if f.cfg.Stall.Stalled(s) {
+			f.cfg.Recorder.Record(history.StallEvent(who, s.Start, s.End))
+		}
+	}
 }
 
 // serve answers one store call from a worker.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/stall"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -47,6 +48,9 @@ type workerStart struct {
 	// Workload is the case's; the worker runs it as one client.
 	Workload    workload.Spec `json:"workload"`
 	ClockOffset int64         `json:"clock_offset"`
+	// Stall runs the stall monitor's probe in the worker, which sends
+	// each stall as a history event; nil: none.
+	Stall *stall.Probe `json:"stall,omitempty"`
 }
 
 // fromWorker is a message from a worker.

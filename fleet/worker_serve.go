@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/stall"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -35,6 +36,21 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	st := first.Start
 	if st == nil {
 		return errors.New("worker: first message is not a start")
+	}
+	mono := clock.NewMonotonic()
+	if st.Stall != nil {
+		// The probe watches the whole process, from its start message to
+		// its exit: a worker stopped while it connects stalls too.
+		who := fmt.Sprintf("worker %d", st.Proc)
+		probed := make(chan struct{})
+		defer func() { cancel(); <-probed }()
+		go func() {
+			defer close(probed)
+			st.Stall.Run(ctx, mono.Nanos, func(s stall.Span) {
+				ev := history.StallEvent(who, s.Start, s.End)
+				w.send(fromWorker{Event: &ev})
+			})
+		}()
 	}
 	clk := &clock.Skewable{}
 	clk.SetOffset(time.Duration(st.ClockOffset))
@@ -84,7 +100,6 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 		case <-ctx.Done(): // the fleet is gone or stopping: EndMono 0 ends at once
 		}
 	}
-	mono := clock.NewMonotonic()
 	left := time.Duration(st.EndMono - mono.Nanos())
 	if left <= 0 {
 		w.send(fromWorker{End: endOf(workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram()}, false)})

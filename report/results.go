@@ -37,6 +37,9 @@ type Results struct {
 	// Explore is what locklab explore found (its findings, their shrinks,
 	// the transitions covered); nil for other commands.
 	Explore any `json:"explore,omitempty"`
+	// StallThreshold is how late a wake-up of the stall monitor's probes
+	// had to be to count as a stall of the lab, in seconds (0: no monitor).
+	StallThreshold float64 `json:"stall_threshold_s"`
 }
 
 // Host describes the machine the numbers come from.
@@ -106,6 +109,22 @@ type Run struct {
 	// faults; 0 when it came before the fault); -1: none.
 	FirstViolationAt float64 `json:"first_violation_at_s"`
 	Explanation      string  `json:"explanation,omitempty"`
+	// StallCount counts the lab's own stalls during the case (a probe in
+	// locklab, a worker or beside the containers woke later than the
+	// threshold); Stalls lists the first few, LongestStall is the longest
+	// in seconds. LabStalled: they fell on the events that decide the
+	// verdict, which is then undecided ("inconclusive: the lab stalled").
+	StallCount   int     `json:"stall_count"`
+	LongestStall float64 `json:"longest_stall_s"`
+	Stalls       []Stall `json:"stalls,omitempty"`
+	LabStalled   bool    `json:"lab_stalled,omitempty"`
+}
+
+// Stall is one stall of the lab during a case, as results.json lists it.
+type Stall struct {
+	Who string  `json:"who"`  // "locklab", "worker N", "containers"
+	At  float64 `json:"at_s"` // seconds into the case
+	For float64 `json:"for_s"`
 }
 
 // Safe reports that the run's check found no violation and no

@@ -10,10 +10,12 @@ import (
 )
 
 // PrintTable writes the bench table: one row per approach and client count.
-// Fairness is Jain's index of the grants per client (1: even).
+// Fairness is Jain's index of the grants per client (1: even); the longest
+// stall is the lab's own (Run.LongestStall), beside the latencies it may
+// have stretched.
 func PrintTable(w io.Writer, runs []Run) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "approach\tclients\tacquires/s\tp50\tp99\tp99.9\tmax\thand-off p50\thand-off p99\tfairness\tdouble grants\tother anomalies\tlinearizable\tfailed\t")
+	fmt.Fprintln(tw, "approach\tclients\tacquires/s\tp50\tp99\tp99.9\tmax\tlongest stall\thand-off p50\thand-off p99\tfairness\tdouble grants\tother anomalies\tlinearizable\tfailed\t")
 	for _, r := range runs {
 		name := r.Approach
 		if !r.Complete {
@@ -23,9 +25,9 @@ func PrintTable(w io.Writer, runs []Run) error {
 		if r.Fairness.Jain > 0 {
 			fairness = fmt.Sprintf("%.2f", r.Fairness.Jain)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t\n", name, r.Clients, r.AcquiresPerSec,
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t\n", name, r.Clients, r.AcquiresPerSec,
 			FormatMicros(r.Acquire.P50), FormatMicros(r.Acquire.P99), FormatMicros(r.Acquire.P999),
-			FormatMicros(r.Acquire.Max), FormatMicros(r.HandOff.P50), FormatMicros(r.HandOff.P99), fairness, r.DoubleGrants, r.OtherAnomalies(), r.Linearizable, r.Errors+r.Indeterminate)
+			FormatMicros(r.Acquire.Max), FormatMicros(r.LongestStall*1e6), FormatMicros(r.HandOff.P50), FormatMicros(r.HandOff.P99), fairness, r.DoubleGrants, r.OtherAnomalies(), r.Linearizable, r.Errors+r.Indeterminate)
 	}
 	return tw.Flush()
 }
@@ -55,6 +57,9 @@ func PrintRuns(w io.Writer, runs []Run) {
 	for _, run := range runs {
 		for _, n := range RunNotes(run) {
 			fmt.Fprintf(w, "%s: %s\n", run.Case, n)
+		}
+		if s := StallLine(run); s != "" {
+			fmt.Fprintf(w, "%s: %s\n", run.Case, s)
 		}
 	}
 	for _, run := range runs {
@@ -87,4 +92,24 @@ func Models(runs []Run) string {
 		}
 	}
 	return strings.Join(names, "; ")
+}
+
+// StallLine says how often and how long the lab stalled during a run, and
+// the first stalls ("" when it never did).
+func StallLine(r Run) string {
+	if r.StallCount == 0 {
+		return ""
+	}
+	var first []string
+	for i, s := range r.Stalls {
+		if i == 3 {
+			break
+		}
+		first = append(first, fmt.Sprintf("%s at %.2f s for %.2f s", s.Who, s.At, s.For))
+	}
+	more := ""
+	if r.StallCount > len(first) {
+		more = ", ..."
+	}
+	return fmt.Sprintf("the lab stalled %d time(s), the longest %.2f s (%s%s)", r.StallCount, r.LongestStall, strings.Join(first, "; "), more)
 }

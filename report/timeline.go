@@ -42,12 +42,14 @@ type Timeline struct {
 	Intervals map[string][]checker.Interval // per key
 	Grants    []checker.DoubleGrant         // overlaps, drawn in red
 	Faults    []Window                      // shaded
+	Stalls    []Window                      // the lab's own stalls, hatched
 }
 
 var (
 	holdColor  = color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}
 	grantColor = color.RGBA{R: 0xe0, G: 0x10, B: 0x10, A: 0xff}
 	faultColor = color.NRGBA{R: 0xf5, G: 0xc8, B: 0x42, A: 0x70}
+	stallColor = color.RGBA{R: 0x80, G: 0x00, B: 0xc0, A: 0xff}
 )
 
 // maxLanes keeps the plot readable; more lanes are cut with a note.
@@ -137,6 +139,14 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		if l1 >= 0 && l2 >= 0 && len(tp.tl.Grants) <= 200 { // joining lines only while they stay legible
 			c.StrokeLine2(draw.LineStyle{Color: grantColor, Width: vg.Points(1)}, x0, trY(float64(l1)), x0, trY(float64(l2)))
 		}
+	}
+	// The lab's stalls last, over everything: diagonal hatching across
+	// every lane, at least two pixels wide, through which the holders
+	// and a fault window's flat yellow show.
+	for _, w := range tp.tl.Stalls {
+		x0 := trX(xs(w.Start))
+		x1 := max(trX(xs(w.End)), x0+2)
+		hatch(c, x0, x1, stallColor)
 	}
 }
 
@@ -238,6 +248,9 @@ func PlotTimeline(path string, tl *Timeline) error {
 	if len(tl.Faults) > 0 {
 		p.Legend.Add("fault in force", legendBox{faultColor})
 	}
+	if len(tl.Stalls) > 0 {
+		p.Legend.Add(fmt.Sprintf("the lab stalled (%d)", len(tl.Stalls)), legendHatch{stallColor})
+	}
 	height := vg.Length(2+0.22*float64(len(names))) * vg.Inch
 	return savePlot(p, 12*vg.Inch, height, path)
 }
@@ -247,3 +260,26 @@ type legendBox struct{ c color.Color }
 func (b legendBox) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(b.c, []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
 }
+
+// hatch draws diagonal lines over the canvas between x0 and x1.
+func hatch(c draw.Canvas, x0, x1 vg.Length, clr color.Color) {
+	style := draw.LineStyle{Color: clr, Width: vg.Points(1)}
+	const gap = vg.Length(6)
+	h := c.Max.Y - c.Min.Y
+	clip := func(x vg.Length) vg.Length { return min(max(x, x0), x1) }
+	// Each line rises one gap to the right per gap upwards, from the
+	// bottom edge (or the left one) to the top edge (or the right one).
+	for start := x0 - h; start < x1; start += gap {
+		ax, bx := clip(start), clip(start+h)
+		if ax >= bx {
+			continue
+		}
+		c.StrokeLine2(style, ax, c.Min.Y+(ax-start), bx, c.Min.Y+(bx-start))
+	}
+	c.StrokeLine2(style, x0, c.Min.Y, x0, c.Max.Y)
+	c.StrokeLine2(style, x1, c.Min.Y, x1, c.Max.Y)
+}
+
+type legendHatch struct{ c color.Color }
+
+func (b legendHatch) Thumbnail(c *draw.Canvas) { hatch(*c, c.Min.X, c.Max.X, b.c) }

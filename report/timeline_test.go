@@ -1,6 +1,7 @@
 package report
 
 import (
+	goimage "image"
 	"image/png"
 	"math/rand"
 	"os"
@@ -59,15 +60,7 @@ func TestPlotTimeline32Clients60s(t *testing.T) {
 		b, _ := os.ReadFile(path)
 		os.WriteFile(out, b, 0o644)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := readPNG(t, path)
 	if img.Bounds().Dy() < 32*15 {
 		t.Fatalf("image %v too short for 32 readable lanes", img.Bounds())
 	}
@@ -114,4 +107,59 @@ func TestWindows(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("windows %+v, want %+v (an unhealed fault runs to the end)", got, want)
 	}
+}
+
+// The lab's stalls are drawn apart from fault windows: a purple hatching
+// over the stall's stretch, none over the fault's yellow.
+func TestTimelineShadesStallsApartFromFaults(t *testing.T) {
+	tl := busyTimeline()
+	tl.Faults = []Window{{Start: 10e9, End: 20e9, Label: "client-pause"}}
+	tl.Stalls = []Window{{Start: 40e9, End: 45e9, Label: "locklab"}}
+	path := filepath.Join(t.TempDir(), "timeline.png")
+	if err := PlotTimeline(path, tl); err != nil {
+		t.Fatal(err)
+	}
+	img := readPNG(t, path)
+	b := img.Bounds()
+	// The hatching's own colour, give or take anti-aliasing: not the
+	// purple where a red double grant meets a blue holder.
+	near := func(v, want uint32) bool { return v>>8+24 > want && v>>8 < want+24 }
+	purple := func(r, g, bl uint32) bool { return near(r, 0x80) && near(g, 0x00) && near(bl, 0xc0) }
+	yellow := func(r, g, bl uint32) bool { return r > 0xe0<<8 && g > 0xc0<<8 && bl < 0xc0<<8 }
+	purpleMin, purpleMax, yellowMax := b.Max.X, -1, -1
+	// Below the legend (top), which has a sample of each.
+	for y := b.Min.Y + b.Dy()/3; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			switch {
+			case purple(r, g, bl):
+				purpleMin, purpleMax = min(purpleMin, x), max(purpleMax, x)
+			case yellow(r, g, bl):
+				yellowMax = max(yellowMax, x)
+			}
+		}
+	}
+	if purpleMax < 0 || yellowMax < 0 {
+		t.Fatalf("no stall hatching (purple to x=%d) or no fault shading (yellow to x=%d)", purpleMax, yellowMax)
+	}
+	if purpleMin <= yellowMax {
+		t.Errorf("stall hatching from x=%d overlaps the fault window (to x=%d): they must be told apart", purpleMin, yellowMax)
+	}
+	if w := purpleMax - purpleMin; w > b.Dx()/6 {
+		t.Errorf("stall hatching %d px wide on a %d px plot: wider than 5 s of 60", w, b.Dx())
+	}
+}
+
+func readPNG(t *testing.T, path string) goimage.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }

@@ -94,6 +94,15 @@ func writeSummary(path, kind string, res *report.Results) error {
 	if m := report.Models(res.Runs); m != "" {
 		fmt.Fprintf(&b, "Histories judged under the model %s.\n\n", m)
 	}
+	stalled := 0
+	for _, r := range res.Runs {
+		if r.LabStalled {
+			stalled++
+		}
+	}
+	if stalled > 0 {
+		fmt.Fprintf(&b, "Inconclusive: the lab itself stalled during the events that decide %d case(s), counted undecided.\n\n", stalled)
+	}
 	b.WriteString("```\n")
 	if err := report.PrintTable(&b, res.Runs); err != nil {
 		return err
@@ -103,6 +112,9 @@ func writeSummary(path, kind string, res *report.Results) error {
 		fmt.Fprintf(&b, "## %s\n\n%s: %s.\n", r.Case, r.Status, r.Explanation)
 		for _, n := range report.RunNotes(r) {
 			fmt.Fprintf(&b, "- %s\n", n)
+		}
+		if s := report.StallLine(r); s != "" {
+			fmt.Fprintf(&b, "- %s\n", s)
 		}
 		if r.FirstError != "" {
 			fmt.Fprintf(&b, "- first error: %s\n", r.FirstError)

@@ -20,6 +20,7 @@ import (
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/metrics"
 	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/stall"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
@@ -52,6 +53,10 @@ type caseEnv struct {
 	lean bool
 	// keepEvents: each case's outcome carries its events (Session).
 	keepEvents bool
+	// stall is the stall monitor's probe (nil: none); lab holds what the
+	// probes of locklab and of the containers reported.
+	stall *stall.Probe
+	lab   *labStalls
 }
 
 // nodesOf is the nodes of kind b that this environment's cases use.
@@ -181,6 +186,7 @@ type caseRun struct {
 	out         caseOutcome
 	first, last int64 // the history's span
 	windows     []report.Window
+	stalls      []verdict.Stall // the lab's, during the case
 	verdict     checker.Verdict
 }
 
@@ -217,7 +223,7 @@ func (r *caseRun) startFleet(ctx context.Context) error {
 	}
 	clients, err := fleet.New(ctx, fleet.Config{Approach: c.Approach, Workload: r.spec, Processes: c.Processes,
 		Endpoints: r.endpoints, Bind: r.hold.bind, Recorder: r.rec, Mono: env.mono, Progress: r.prog,
-		WorkerArgv: env.workerArgv, Dir: env.dir})
+		WorkerArgv: env.workerArgv, Dir: env.dir, Stall: env.stall})
 	if err != nil {
 		return infraErr(err)
 	}
@@ -336,6 +342,8 @@ func (r *caseRun) measure(ctx context.Context) {
 	r.rec.mu.Lock()
 	r.out.events = r.rec.events
 	r.rec.mu.Unlock()
+	r.stalls = r.stallsOf()
+	addStalls(&r.out.run, r.stalls, r.first)
 }
 
 // check is step 6. The verdict is computed even after Ctrl-C: what ran is
@@ -369,6 +377,7 @@ func (r *caseRun) judge(ctx context.Context) {
 	}
 	obs := verdict.Observe(r.verdict, r.rec.check != nil, live)
 	res := verdict.Compare(r.c.Expect, obs)
+	res = verdict.LabStalled(res, r.c.Expect, r.decisive(), r.stalls)
 	if ctx.Err() != nil {
 		res = cutShort(res)
 	}
@@ -377,7 +386,7 @@ func (r *caseRun) judge(ctx context.Context) {
 	run.Observed = outcomeNames(res.Observed)
 	run.Missing = outcomeNames(res.Missing)
 	run.FirstViolationAt = r.firstViolationAt()
-	run.Status, run.Missed = res.Status, res.Missed
+	run.Status, run.Missed, run.LabStalled = res.Status, res.Missed, res.LabStalled
 	run.Explanation = res.Text
 }
 
@@ -411,7 +420,8 @@ func (r *caseRun) artifacts() {
 	r.plot(fmt.Sprintf("timeline-%s.png", c.Name), func(path string) error {
 		return report.PlotTimeline(path, &report.Timeline{
 			Title:  fmt.Sprintf("%s, %d clients: who held the lock when", c.Approach.Name, c.Workload.Clients),
-			Origin: r.first, End: r.last, Intervals: r.rec.check.Intervals(), Grants: r.verdict.DoubleGrants, Faults: r.windows})
+			Origin: r.first, End: r.last, Intervals: r.rec.check.Intervals(), Grants: r.verdict.DoubleGrants, Faults: r.windows,
+			Stalls: stallWindows(r.stalls)})
 	})
 	if len(c.Faults) > 0 && !r.env.lean {
 		r.plot(fmt.Sprintf("latency-over-time-%s.png", c.Name), func(path string) error {

@@ -33,6 +33,10 @@ type Plan struct {
 	// cases that showed a violation: a search runs hundreds of short
 	// cases (locklab explore), whose plots would cost more than the cases.
 	Lean bool
+	// StallThreshold is how late a wake-up of the stall monitor's probes
+	// must be to be a stall of the lab: 0, stall.DefaultThreshold;
+	// negative, no stall monitor.
+	StallThreshold time.Duration
 }
 
 // Docker is how a plan's servers run as containers.
@@ -263,7 +267,7 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 	if runs > 1000 {
 		return Plan{}, usageErr(fmt.Errorf("--runs %d: at most 1000", runs))
 	}
-	p := Plan{Kind: "run " + s.Name, ResultsDir: opt.ResultsDir, External: opt.External, Docker: opt.Docker, Repeats: runs,
+	p := Plan{Kind: "run " + s.Name, ResultsDir: opt.ResultsDir, External: opt.External, Docker: opt.Docker, Repeats: runs, StallThreshold: s.StallThreshold,
 		Config: map[string]any{"cluster": clusterMode(opt.External, opt.Docker), "images": opt.Docker.images(), "scenario": s.Name, "file": s.Path, "description": s.Description, "seed": seed,
 			"approaches": names, "duration": duration.String(), "workload": s.Workload.Kind, "clients": s.Workload.Clients,
 			"processes": s.Processes, "fenced": s.Workload.Fenced, "runs": runs}}

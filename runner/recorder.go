@@ -7,6 +7,7 @@ import (
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/metrics"
 	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/verdict"
 )
 
 // checkingRecorder writes each event to the run's history and feeds the
@@ -31,6 +32,10 @@ type checkingRecorder struct {
 	// keep: events keeps every event (a session's caller reads them).
 	keep   bool
 	events []history.Event
+	// stalls are the stall events recorded through it: its workers'.
+	stalls []verdict.Stall
+	// times places the checked events in time, for the verdict.
+	times eventTimes
 }
 
 const maxLatencyPoints = 200_000
@@ -40,6 +45,10 @@ func (r *checkingRecorder) Record(ev history.Event) history.Event {
 	r.mu.Lock()
 	if r.check != nil {
 		r.check.Add(ev)
+		r.times.add(ev.Index, ev.T)
+	}
+	if who, start, end, ok := history.ReadStall(ev); ok {
+		r.stalls = append(r.stalls, verdict.Stall{Who: who, Span: verdict.Span{Start: start, End: end}})
 	}
 	if r.locks != nil {
 		r.locks.Observe(ev)
@@ -96,4 +105,18 @@ func (r *checkingRecorder) lockMetrics() *metrics.Locks {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.locks
+}
+
+// stallsSeen are the stalls recorded through it.
+func (r *checkingRecorder) stallsSeen() []verdict.Stall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]verdict.Stall(nil), r.stalls...)
+}
+
+// at is the time of the checked event with index i.
+func (r *checkingRecorder) at(i int64) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.times.at(i)
 }

@@ -36,6 +36,10 @@ type Runner struct {
 	// WorkerArgv starts one worker process (cases with Processes); default:
 	// this binary with the argument "worker".
 	WorkerArgv []string
+	// ProbeArgv runs the stall probe in a container beside the servers
+	// (Docker mode; it is mounted there, so it must run on the image's
+	// system); default: this binary with the argument "probe".
+	ProbeArgv []string
 	// Parallel runs the cases of different server kinds side by side (one
 	// lane per kind, and the Redis approaches that use one node on up to
 	// spareRedisLanes lanes of their own, each on a Redis node started for
@@ -94,12 +98,14 @@ func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
 	if err := s.openHistory(); err != nil {
 		return s.finish(ctx, err)
 	}
+	stopWatch := s.watchStalls(ctx)
 	var runErr error
 	if r.Parallel {
 		runErr = s.runInLanes(ctx)
 	} else {
 		runErr = s.runInOrder(ctx)
 	}
+	stopWatch()
 	return s.end(ctx, runErr)
 }
 

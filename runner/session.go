@@ -71,7 +71,10 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 	s.slots = make(chan struct{}, maxCases)
 	s.base = caseEnv{history: history.Discard{}, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
 		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout,
-		lean: p.Lean}
+		lean: p.Lean, stall: p.stallProbe()}
+	if s.base.stall != nil {
+		res.StallThreshold = s.base.stall.Threshold.Seconds()
+	}
 	if s.base.healthTimeout <= 0 {
 		s.base.healthTimeout = defaultHealthTimeout
 	}
@@ -117,6 +120,7 @@ func (s *session) ensureServers(ctx context.Context, c Case) error {
 	s.r.logf("cluster ready in %.2fs: %d nodes", time.Since(started).Seconds(), len(cl.Nodes()))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.watchContainers(ctx)
 	for kind, v := range cl.Versions {
 		s.res.Versions[string(kind)] = v
 	}

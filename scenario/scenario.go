@@ -41,6 +41,10 @@ type Scenario struct {
 	// outcomes a case of it must show; see ExpectFor.
 	Expect map[string]verdict.Expectation
 	Path   string
+	// StallThreshold is how late a wake-up of the stall monitor's probes
+	// must be to be a stall of the lab (`stall_threshold: 250ms`): 0, the
+	// default; negative (`stall_threshold: 0` in the file), no monitor.
+	StallThreshold time.Duration
 }
 
 // Servers say how locklab runs the servers of the scenario.
@@ -73,6 +77,8 @@ type file struct {
 	Expect     yaml.Node      `yaml:"expect"`
 	Notes      string         `yaml:"notes"`
 	Servers    serversFile    `yaml:"servers"`
+	// StallThreshold: see Scenario.StallThreshold.
+	StallThreshold *chaos.Duration `yaml:"stall_threshold"`
 }
 
 type serversFile struct {
@@ -142,6 +148,16 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	}
 	if s.Duration <= 0 {
 		return nil, fmt.Errorf("line %d: duration must be positive, like 20s", yamlline.KeyLine(root, "duration"))
+	}
+	if t := raw.StallThreshold; t != nil {
+		switch {
+		case *t < 0:
+			return nil, fmt.Errorf("line %d: stall_threshold %v: want a duration like 250ms, or 0 for no stall monitor", yamlline.KeyLine(root, "stall_threshold"), *t)
+		case *t == 0:
+			s.StallThreshold = -1
+		default:
+			s.StallThreshold = t.D()
+		}
 	}
 	s.Seed = 1
 	if raw.Seed != nil {

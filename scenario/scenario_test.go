@@ -82,6 +82,24 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// stall_threshold sets the stall monitor's threshold; 0 turns it off;
+// without it, the default.
+func TestStallThreshold(t *testing.T) {
+	base := "name: x\napproaches: [memory]\nduration: 5s\n"
+	for _, tt := range []struct {
+		yaml string
+		want time.Duration
+	}{{"", 0}, {"stall_threshold: 250ms\n", 250 * time.Millisecond}, {"stall_threshold: 0\n", -1}} {
+		s, err := Parse([]byte(base+tt.yaml), registry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.StallThreshold != tt.want {
+			t.Errorf("%q: threshold %v, want %v", tt.yaml, s.StallThreshold, tt.want)
+		}
+	}
+}
+
 func TestParseErrorsNameTheLine(t *testing.T) {
 	base := "name: x\napproaches: [memory]\nduration: 5s\n"
 	tests := []struct {
@@ -123,6 +141,8 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"expect empty", base + "expect: {memory: []}\n", "empty list"},
 		{"redis persistence", base + "servers: {redis: {persistence: sometimes}}\n", `line 4: servers.redis.persistence "sometimes"`},
 		{"unknown server option", base + "servers: {redis: {persist: always}}\n", `unknown key "persist"`},
+		{"negative stall threshold", base + "stall_threshold: -1s\n", "line 4: stall_threshold -1s"},
+		{"bare stall threshold", base + "stall_threshold: 100\n", "line 4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

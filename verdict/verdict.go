@@ -171,6 +171,9 @@ type Result struct {
 	// unsafe that showed. Repeated runs may tolerate a few misses; never
 	// an unexpected violation.
 	Missed bool `json:"missed,omitempty"`
+	// LabStalled: undecided because the lab itself stalled during the
+	// events that decide the comparison (LabStalled, the function).
+	LabStalled bool `json:"lab_stalled,omitempty"`
 }
 
 // Compare holds what a case showed against what it should have shown.

@@ -40,6 +40,7 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	processes := fs.Bool("processes", false, "run each client as its own process (as chaos runs that pause or kill clients do)")
 	noHistory := fs.Bool("no-history", false, "record and check nothing (to measure what recording costs)")
 	rate := fs.Float64("rate", 0, "open loop: lock requests per second over all clients, latency counted from when each was due (0: each client asks again as soon as it released)")
+	stalls := addStallFlag(fs)
 	g := gateFlags(fs, "bench", true)
 	files := addApproachFiles(fs)
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
@@ -92,6 +93,9 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	}
 	for i := range plan.Cases {
 		plan.Cases[i].Processes = *processes
+	}
+	if code := stalls.apply("bench", &plan, stderr); code >= 0 {
+		return code
 	}
 	return runPlan(ctx, plan, g, 0, stdout, stderr)
 }

@@ -55,7 +55,14 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		c = checker.New(model, *linear)
 	}
-	loaded, err := history.Load(ctx, path, *format, begin, func(ev history.Event) error { c.Add(ev); return nil })
+	var stalls []report.Window // the lab's own, for the timeline
+	loaded, err := history.Load(ctx, path, *format, begin, func(ev history.Event) error {
+		c.Add(ev)
+		if who, start, end, ok := history.ReadStall(ev); ok {
+			stalls = append(stalls, report.Window{Start: start, End: end, Label: who})
+		}
+		return nil
+	})
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "locklab check: interrupted")
 		return exitInterrupted
@@ -82,7 +89,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *timeline != "" {
 		tl := &report.Timeline{Title: "holders of " + path, Origin: v.Origin, End: loaded.Last, Intervals: c.Intervals(),
-			Grants: v.DoubleGrants, Faults: report.Windows(history.FaultWindows(loaded.Nemesis), loaded.Last)}
+			Grants: v.DoubleGrants, Faults: report.Windows(history.FaultWindows(loaded.Nemesis), loaded.Last), Stalls: stalls}
 		if err := report.PlotTimeline(*timeline, tl); err != nil {
 			werr = errors.Join(werr, err)
 		}

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -147,6 +149,49 @@ func signalDockerCluster(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, want i
 		t.Fatalf("want %d containers running, found %d", want, n)
 	}
 	cmd.Process.Signal(sig)
+	cmd.Wait()
+	waitNoContainers(t, pid, 30*time.Second)
+}
+
+// In Docker mode a probe runs in a container beside the servers: stopped
+// (docker pause) for 1.5 s, as a starved container stands still, its stall
+// reaches the history as the containers', at that time; and its container
+// goes with locklab, killed outright.
+func TestDockerStallProbeReportsAndDiesWithLocklab(t *testing.T) {
+	tmp := t.TempDir()
+	results := filepath.Join(tmp, "results")
+	cmd := locklab(tmp, "bench", "--cluster", "docker", "--image", "local", "--approaches", "redis-setnx-px-lua",
+		"--clients", "2", "--duration", "60s", "--results", results)
+	hist, out := startRunning(t, cmd, results)
+	pid := cmd.Process.Pid
+	var probe string
+	for deadline := time.Now().Add(10 * time.Second); probe == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ids, err := exec.Command("docker", "ps", "-q", "--filter", "label=locklab.owner="+strconv.Itoa(pid), "--filter", "name=stall-probe").Output()
+		if err != nil {
+			t.Fatalf("docker ps: %v", err)
+		}
+		probe = strings.TrimSpace(string(ids))
+	}
+	if probe == "" {
+		t.Fatalf("no stall probe container running beside the servers\n%s", out.String())
+	}
+	docker := func(verb string) func() error {
+		return func() error {
+			if b, err := exec.Command("docker", verb, probe).CombinedOutput(); err != nil {
+				return fmt.Errorf("docker %s: %v: %s", verb, err, b)
+			}
+			return nil
+		}
+	}
+	st := stopWith(t, 1500*time.Millisecond, docker("pause"), docker("unpause"))
+	var stalls []recordedStall
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if stalls = stallsIn(t, hist); slices.ContainsFunc(stalls, func(s recordedStall) bool { return s.who == "containers" }) {
+			break
+		}
+	}
+	stalledThen(t, stalls, "containers", st)
+	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	waitNoContainers(t, pid, 30*time.Second)
 }

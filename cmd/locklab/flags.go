@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/locklab/locklab/adapter"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/stall"
 )
 
 // newFlags returns a flag set that reports errors as one line (the caller
@@ -290,4 +292,33 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// stallFlag is --stall-threshold: how late a wake-up of the stall
+// monitor's probes must be to count as a stall of the lab.
+type stallFlag struct {
+	fs *flag.FlagSet
+	d  *time.Duration
+}
+
+func addStallFlag(fs *flag.FlagSet) stallFlag {
+	return stallFlag{fs: fs, d: fs.Duration("stall-threshold", stall.DefaultThreshold,
+		"how late a wake-up of the stall monitor (a probe in locklab, in each worker and beside the containers) must be to count as a stall of the lab; a run whose deciding events fell in one is inconclusive; 0: no monitor")}
+}
+
+// apply sets p's threshold when the flag was given (otherwise a scenario's
+// own, or the default, stands). It returns the exit code to use, or -1 to
+// go on.
+func (s stallFlag) apply(cmd string, p *runner.Plan, stderr io.Writer) int {
+	switch {
+	case *s.d < 0:
+		fmt.Fprintf(stderr, "locklab %s: --stall-threshold %v: must not be negative (0: no stall monitor)\n", cmd, *s.d)
+		return exitUsage
+	case !flagSet(s.fs, "stall-threshold"):
+	case *s.d == 0:
+		p.StallThreshold = -1
+	default:
+		p.StallThreshold = *s.d
+	}
+	return -1
 }

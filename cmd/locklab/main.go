@@ -95,6 +95,8 @@ func dispatch(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 		return cmdWorker(ctx, reg, rest, stderr)
 	case "adapt":
 		return cmdAdapt(ctx, reg, rest, stderr)
+	case "probe":
+		return cmdProbe(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		return cmdHelp(ctx, reg, rest, stdout, stderr)
 	default:

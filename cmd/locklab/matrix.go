@@ -35,6 +35,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	where := addClusterFlags(fs, "matrix", false)
 	dir := fs.String("matrix", "", "a directory with expectations.yaml and faults/*.yaml to use instead of the built-in matrix")
 	files := addApproachFiles(fs)
+	stalls := addStallFlag(fs)
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
@@ -71,6 +72,9 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	plan, cells, err := runner.MatrixPlan(reg, m, opt)
 	if err != nil {
 		return exitCode(stderr, err)
+	}
+	if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
+		return code
 	}
 	est := runner.Estimate(plan, !*sequential, *parallel, 2*time.Second)
 	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), roughly(est))

@@ -26,6 +26,7 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	runs := fs.Int("runs", 1, "run each approach's case this many times (run i with seed+i) and count how many agree")
 	parallel := fs.Int("parallel", 0, "with --runs: run up to this many cases at once, those of different server kinds side by side (as matrix does); 0: one at a time")
 	need := fs.Int("need", 0, "with --runs: exit 0 when at least this many runs of each approach agree, and none shows a violation it was not expected to (default: all)")
+	stalls := addStallFlag(fs)
 	g := gateFlags(fs, "run", false)
 	files := addApproachFiles(fs)
 	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
@@ -76,6 +77,9 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	plan, err := runner.ScenarioPlan(reg, s, opt)
 	if err != nil {
 		return exitCode(stderr, err)
+	}
+	if code := stalls.apply("run", &plan, stderr); code >= 0 {
+		return code
 	}
 	if s.Description != "" {
 		fmt.Fprintf(stdout, "%s: %s\n\n", s.Name, firstParagraph(s.Description))

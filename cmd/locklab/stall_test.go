@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/locklab/locklab/history"
+)
+
+// monoNow reads CLOCK_MONOTONIC, the clock of a history's events.
+func monoNow(t *testing.T) int64 {
+	t.Helper()
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return ts.Nano()
+}
+
+type recordedStall struct {
+	who        string
+	start, end int64
+}
+
+// stallsIn reads the stall events of a history file, which may still be
+// written: its last line may be cut short.
+func stallsIn(t *testing.T, path string) []recordedStall {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []recordedStall
+	for _, line := range bytes.Split(b[:bytes.LastIndexByte(b, '\n')+1], []byte("\n")) {
+		var ev history.Event
+		if len(line) == 0 || !bytes.Contains(line, []byte(`"f":"stall"`)) {
+			continue
+		}
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Fatalf("%s: %v: %s", path, err, line)
+		}
+		if who, start, end, ok := history.ReadStall(ev); ok {
+			out = append(out, recordedStall{who, start, end})
+		}
+	}
+	return out
+}
+
+// startRunning starts cmd, which writes its results under results, and
+// returns once its case is running (a grant is in its history): the
+// history's path, and what cmd prints. The test kills cmd when it ends.
+func startRunning(t *testing.T, cmd *exec.Cmd, results string) (string, *bytes.Buffer) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		hs, _ := filepath.Glob(filepath.Join(results, "*", "history.jsonl"))
+		if len(hs) == 1 {
+			if b, _ := os.ReadFile(hs[0]); bytes.Contains(b, []byte(`"type":"ok","f":"acquire"`)) {
+				return hs[0], &out
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	t.Fatalf("no grant recorded within 60 s\n%s", &out)
+	return "", nil
+}
+
+// stop is when a process was stopped from outside and let go, on the
+// history's clock: each bracketed by readings before and after the act.
+type stop struct {
+	stopping, stopped, resuming, resumed int64
+}
+
+// stopFor stops pid (SIGSTOP) for d from outside.
+func stopFor(t *testing.T, pid int, d time.Duration) stop {
+	t.Helper()
+	return stopWith(t, d, func() error { return syscall.Kill(pid, syscall.SIGSTOP) },
+		func() error { return syscall.Kill(pid, syscall.SIGCONT) })
+}
+
+// stopWith stops something with pause, and resume it d after.
+func stopWith(t *testing.T, d time.Duration, pause, resume func() error) stop {
+	t.Helper()
+	var s stop
+	s.stopping = monoNow(t)
+	if err := pause(); err != nil {
+		t.Fatal(err)
+	}
+	s.stopped = monoNow(t)
+	time.Sleep(d)
+	s.resuming = monoNow(t)
+	if err := resume(); err != nil {
+		t.Fatal(err)
+	}
+	s.resumed = monoNow(t)
+	return s
+}
+
+// stalledThen finds the stall of who (a prefix: "worker ") that covers
+// the stop: at least 1.4 s, beginning when the probe was last seen
+// running before the stop and ending when it woke after it.
+func stalledThen(t *testing.T, stalls []recordedStall, who string, st stop) recordedStall {
+	t.Helper()
+	for _, s := range stalls {
+		if !strings.HasPrefix(s.who, who) || time.Duration(s.end-s.start) < 1400*time.Millisecond {
+			continue
+		}
+		// The probe wakes every 10 ms: it last ran shortly before the
+		// stop (a loaded machine may have held it up a little longer),
+		// and cannot run again before it is let go.
+		if s.start > st.stopped+int64(50*time.Millisecond) || s.start < st.stopping-int64(500*time.Millisecond) ||
+			s.end < st.resuming || s.end > st.resumed+int64(time.Second) {
+			t.Errorf("%s stalled from %.3f s to %.3f s after the stop began, which lasted to %.3f s",
+				s.who, seconds(s.start-st.stopping), seconds(s.end-st.stopping), seconds(st.resuming-st.stopping))
+		}
+		return s
+	}
+	t.Fatalf("no stall of %q of at least 1.4 s recorded; the stop: %+v; stalls: %+v", who, st, stalls)
+	return recordedStall{}
+}
+
+func seconds(ns int64) float64 { return time.Duration(ns).Seconds() }
+
+// A SIGSTOP of locklab itself for 1.5 s, from outside, during a bench:
+// the history records a stall of locklab of at least 1.4 s at that time,
+// results.json counts it, and the bench's table shows it beside the
+// latencies. An expected-safe case without faults is not made
+// inconclusive by it: nothing it decides was in the stall.
+func TestSIGSTOPOfLocklabIsAStall(t *testing.T) {
+	tmp := enterableTempDir(t)
+	results := filepath.Join(tmp, "results")
+	cmd := locklab(tmp, "bench", "--approaches", "redis-setnx-px-lua", "--clients", "2", "--duration", "5s", "--results", results)
+	hist, out := startRunning(t, cmd, results)
+	st := stopFor(t, cmd.Process.Pid, 1500*time.Millisecond)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	s := stalledThen(t, stallsIn(t, hist), "locklab", st)
+	_, res := readResults(t, results)
+	if len(res.Runs) != 1 {
+		t.Fatalf("want one run, got %d", len(res.Runs))
+	}
+	run := res.Runs[0]
+	if run.StallCount < 1 || run.LongestStall < 1.4 || len(run.Stalls) == 0 || run.LabStalled {
+		t.Errorf("results.json: %d stalls, longest %.2f s, listed %+v, lab stalled %v; want the stall of %.2f s counted, the verdict standing",
+			run.StallCount, run.LongestStall, run.Stalls, run.LabStalled, seconds(s.end-s.start))
+	}
+	if res.StallThreshold != 0.1 {
+		t.Errorf("results.json: stall threshold %v s, want the default 0.1", res.StallThreshold)
+	}
+	text := out.String()
+	if !strings.Contains(text, "longest stall") || !strings.Contains(text, "the lab stalled") {
+		t.Errorf("the bench's output does not show the stall:\n%s", text)
+	}
+}
+
+// workerPIDs are the `locklab worker` processes whose parent is pid.
+func workerPIDs(pid int) []int {
+	var out []int
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		st, err := os.ReadFile(filepath.Join(p, "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
+		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		if args := strings.Split(string(cmdline), "\x00"); len(args) > 1 && args[1] == "worker" {
+			n, _ := strconv.Atoi(filepath.Base(p))
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// The same for a worker process (clients: {as: processes}) stopped from
+// outside: the stall is the worker's, recorded by its own probe.
+func TestSIGSTOPOfAWorkerIsAStall(t *testing.T) {
+	tmp := enterableTempDir(t)
+	results := filepath.Join(tmp, "results")
+	scen := filepath.Join(tmp, "workers.yaml")
+	if err := os.WriteFile(scen, []byte(`name: workers
+approaches: [redis-setnx-px-lua]
+workload: {clients: 2, ttl: 10s}
+clients: {as: processes}
+duration: 5s
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := locklab(tmp, "run", "--results", results, scen)
+	hist, out := startRunning(t, cmd, results)
+	workers := workerPIDs(cmd.Process.Pid)
+	if len(workers) != 2 {
+		t.Fatalf("want 2 worker processes, found %v", workers)
+	}
+	st := stopFor(t, workers[0], 1500*time.Millisecond)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	stalls := stallsIn(t, hist)
+	stalledThen(t, stalls, "worker ", st)
+	for _, s := range stalls {
+		if s.who == "locklab" && s.end > st.stopping && s.start < st.resumed && time.Duration(s.end-s.start) > time.Second {
+			t.Errorf("locklab stalled %v while only a worker was stopped", time.Duration(s.end-s.start))
+		}
+	}
+	_, res := readResults(t, results)
+	if len(res.Runs) != 1 || res.Runs[0].StallCount < 1 || res.Runs[0].LongestStall < 1.4 {
+		t.Errorf("results.json does not count the worker's stall: %+v", res.Runs)
+	}
+}
+
+// A lab that stood still in the fault window that decides an expected-safe
+// case cannot say the lock was safe under the fault: the run reports what
+// it saw, but its comparison is "inconclusive: the lab stalled", in words
+// and in results.json, and locklab exits 4 (undecided), neither 0 nor 1.
+func TestLabStalledInTheFaultWindowIsUndecided(t *testing.T) {
+	tmp := enterableTempDir(t)
+	results := filepath.Join(tmp, "results")
+	scen := filepath.Join(tmp, "slow.yaml")
+	if err := os.WriteFile(scen, []byte(`name: slow
+approaches: [redis-setnx-px-lua]
+workload: {clients: 2, ttl: 10s}
+duration: 5s
+faults:
+  - {fault: slow-replies, target: {node: all}, latency: 1ms, at: 1s, for: 3s}
+expect:
+  redis-setnx-px-lua: [safe]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := locklab(tmp, "run", "--results", results, scen)
+	hist, out := startRunning(t, cmd, results)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(hist); bytes.Contains(b, []byte(`"type":"ok","f":"nemesis","value":{"id":1,"op":"start"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fault never took effect\n%s", out)
+		}
+	}
+	stopFor(t, cmd.Process.Pid, 500*time.Millisecond)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitUndecided {
+		t.Fatalf("exit %v, want %d (undecided)\n%s", err, exitUndecided, out)
+	}
+	if !strings.Contains(out.String(), "undecided: inconclusive: the lab stalled (locklab for 0.5") {
+		t.Errorf("the run does not say the lab stalled:\n%s", out)
+	}
+	dir, res := readResults(t, results)
+	if b, _ := os.ReadFile(filepath.Join(dir, "summary.md")); !bytes.Contains(b, []byte("Inconclusive: the lab itself stalled during the events that decide 1 case(s)")) {
+		t.Errorf("summary.md does not say the lab stalled:\n%s", b)
+	}
+	if r := res.Runs[0]; !r.LabStalled || r.Status != "undecided" || r.StallCount < 1 || r.Missed {
+		t.Errorf("results.json: status %q, lab stalled %v, %d stalls, missed %v", r.Status, r.LabStalled, r.StallCount, r.Missed)
+	}
+	if res.Verdict.Undecided != 1 {
+		t.Errorf("results.json verdict: %+v, want one undecided case", res.Verdict)
+	}
+}

@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/stall"
+	"github.com/locklab/locklab/verdict"
+)
+
+// The lab watches itself: a probe in locklab (for the whole run), one in
+// every worker process (fleet), and with servers in containers one in a
+// container beside them. Each stall they report is a `stall` event in the
+// history; a case counts those during it, shades them on its timeline,
+// and its verdict is undecided when they fell on the events that decide
+// it (verdict.LabStalled).
+
+// stallProbe is the probe a plan's stall monitor runs (nil: none).
+func (p Plan) stallProbe() *stall.Probe {
+	if p.StallThreshold < 0 {
+		return nil
+	}
+	probe := &stall.Probe{Threshold: p.StallThreshold}
+	if probe.Threshold == 0 {
+		probe.Threshold = stall.DefaultThreshold
+	}
+	return probe
+}
+
+// labStalls are the stalls of what every case shares (locklab itself, the
+// server containers), as the probes report them: each is recorded into
+// the run's history and kept for the cases it overlaps. A worker's stalls
+// belong to its case alone (checkingRecorder keeps them).
+type labStalls struct {
+	rec history.Recorder
+	mu  sync.Mutex
+	all []verdict.Stall
+}
+
+func (l *labStalls) add(who string, s stall.Span) {
+	l.rec.Record(history.StallEvent(who, s.Start, s.End))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, verdict.Stall{Who: who, Span: verdict.Span{Start: s.Start, End: s.End}})
+}
+
+// during are the stalls that overlap [from, to].
+func (l *labStalls) during(from, to int64) []verdict.Stall {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []verdict.Stall
+	for _, s := range l.all {
+		if s.Start <= to && s.End >= from {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// watchStalls runs locklab's own probe until the returned stop is called.
+func (s *session) watchStalls(ctx context.Context) (stop func()) {
+	probe := s.base.stall
+	if probe == nil {
+		return func() {}
+	}
+	s.base.lab = &labStalls{rec: s.base.history}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		probe.Run(ctx, s.base.mono.Nanos, func(sp stall.Span) { s.base.lab.add("locklab", sp) })
+	}()
+	return func() { cancel(); <-done }
+}
+
+// watchContainers runs the probe in a container beside the servers (Docker
+// mode), its stalls recorded as the containers'. A probe that cannot start
+// is a warning: the run goes on watching locklab and its workers.
+func (s *session) watchContainers(ctx context.Context) {
+	probe := s.base.stall
+	if probe == nil || s.p.Docker == nil || s.servers == nil {
+		return
+	}
+	argv := s.r.ProbeArgv
+	if argv == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			s.r.logf("warning: no stall probe beside the containers: %v", err)
+			return
+		}
+		argv = []string{exe, "probe"}
+	}
+	argv = append(slices.Clip(argv), "--period", stall.DefaultPeriod.String(), "--threshold", probe.Threshold.String())
+	lab := s.base.lab
+	err := s.servers.RunProbe(ctx, argv, func(out io.Reader) {
+		_ = stall.Read(out, func(sp stall.Span) { lab.add("containers", sp) })
+	})
+	if err != nil {
+		s.r.logf("warning: no stall probe beside the containers: %v", err)
+	}
+}
+
+// stallsOf are a case's stalls: its workers' and those of the lab during
+// it, in time order.
+func (r *caseRun) stallsOf() []verdict.Stall {
+	out := append(r.rec.stallsSeen(), r.env.lab.during(r.first, r.last)...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}
+
+// maxListedStalls bounds the stalls results.json lists per case (it counts
+// them all).
+const maxListedStalls = 20
+
+// addStalls puts a case's stalls into its results.
+func addStalls(run *report.Run, stalls []verdict.Stall, origin int64) {
+	run.StallCount = len(stalls)
+	for i, s := range stalls {
+		d := time.Duration(s.End - s.Start).Seconds()
+		run.LongestStall = max(run.LongestStall, d)
+		if i < maxListedStalls {
+			run.Stalls = append(run.Stalls, report.Stall{Who: s.Who, At: time.Duration(s.Start - origin).Seconds(), For: d})
+		}
+	}
+}
+
+// decisive places in time what decides the case's comparison: its
+// violations, its fault windows, its span.
+func (r *caseRun) decisive() verdict.Decisive {
+	run := verdict.Span{Start: r.first, End: r.last}
+	d := verdict.Decisive{Run: run, Violations: verdict.ViolationSpans(r.verdict, r.rec.at, run)}
+	for _, w := range r.windows {
+		d.Faults = append(d.Faults, verdict.Span{Start: w.Start, End: w.End})
+	}
+	return d
+}
+
+// stallWindows are stalls as the timeline shades them.
+func stallWindows(stalls []verdict.Stall) []report.Window {
+	out := make([]report.Window, len(stalls))
+	for i, s := range stalls {
+		out[i] = report.Window{Start: s.Start, End: s.End, Label: s.Who}
+	}
+	return out
+}
+
+// indexTime is one recorded event's index and time.
+type indexTime struct{ i, t int64 }
+
+// eventTimes maps the indices of a case's events to their times, to place
+// its violations (which name their events by index) in time. Events come
+// in nearly in index order (a worker's and the runner's record side by
+// side); it sorts once, when first asked.
+type eventTimes struct {
+	all      []indexTime
+	unsorted bool
+}
+
+func (e *eventTimes) add(i, t int64) {
+	if n := len(e.all); n > 0 && e.all[n-1].i > i {
+		e.unsorted = true
+	}
+	e.all = append(e.all, indexTime{i, t})
+}
+
+func (e *eventTimes) at(i int64) (int64, bool) {
+	if e.unsorted {
+		sort.Slice(e.all, func(a, b int) bool { return e.all[a].i < e.all[b].i })
+		e.unsorted = false
+	}
+	k := sort.Search(len(e.all), func(j int) bool { return e.all[j].i >= i })
+	if k < len(e.all) && e.all[k].i == i {
+		return e.all[k].t, true
+	}
+	return 0, false
+}

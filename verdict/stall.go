@@ -1,0 +1,214 @@
+package verdict
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/checker"
+)
+
+// Span is a stretch of the history's time (CLOCK_MONOTONIC ns), both ends
+// included.
+type Span struct{ Start, End int64 }
+
+func (s Span) overlaps(o Span) bool { return s.Start <= o.End && o.Start <= s.End }
+
+// Stall is a stretch in which the lab itself stood still: its stall probe
+// in locklab, in a worker process or beside the server containers woke far
+// later than it asked to (a starved machine, a stop-the-world pause, a
+// SIGSTOP from outside). A pause a fault made on purpose is that fault,
+// not a stall: the runner leaves it out.
+type Stall struct {
+	Who string // "locklab", "worker N", "containers"
+	Span
+}
+
+// Decisive is what decides a case's comparison, placed in time.
+type Decisive struct {
+	// Violations places each violation the checker found, by outcome
+	// (ViolationSpans).
+	Violations map[Outcome][]Span
+	// Faults are the case's fault windows (one never healed runs to the
+	// case's end): what decides an expected-safe case, or one whose
+	// expected violation never showed.
+	Faults []Span
+	// Run is the case, from its first event to its last; a violation
+	// that cannot be placed (non-linearizable with no finer class) is
+	// taken to span it.
+	Run Span
+}
+
+// ViolationSpans places each violation of v in time, from its first event
+// to its last; at gives an event's time by its index (false: unknown).
+// The grant that broke mutual exclusion and the tenure it broke into, the
+// stale write and the write it went behind: a lab that stood still
+// anywhere between them may have made the violation itself.
+func ViolationSpans(v checker.Verdict, at func(index int64) (int64, bool), run Span) map[Outcome][]Span {
+	out := map[Outcome][]Span{}
+	for _, x := range v.Violations {
+		s, placed := Span{}, false
+		for _, i := range x.Events {
+			t, ok := at(i)
+			if !ok {
+				continue
+			}
+			if !placed {
+				s, placed = Span{t, t}, true
+			}
+			s.Start, s.End = min(s.Start, t), max(s.End, t)
+		}
+		if !placed {
+			s = run
+		}
+		o := classify(x.Kind)
+		out[o] = append(out[o], s)
+	}
+	return out
+}
+
+// LabStalled judges r again knowing when the lab stalled: a case whose
+// deciding events fell in a stall still reports what it saw, but its
+// comparison is undecided, "inconclusive: the lab stalled", and a gate
+// counts it so (never as the lock's failure, never as a pass). Deciding:
+//   - a violation not expected (or forbidden): it stands when one of
+//     them came clear of every stall; when each overlaps one, the lab's
+//     standing still may have made them (a holder stopped past its lease
+//     by the lab, not by the lock);
+//   - an expected violation that showed: as above, one clear of every
+//     stall must show;
+//   - an expected safe case (or one expecting blocked, a refused stale
+//     write, ...), and an expected violation that never showed: the fault
+//     windows; a stall in one means the fault met a lab that was not
+//     exercising the lock. With no fault, the whole run decides only a
+//     missed violation: an expected-safe case without faults saw what it
+//     saw, fewer operations while the lab stood still.
+func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
+	if len(stalls) == 0 {
+		return r
+	}
+	var during []Stall
+	switch {
+	case r.Status == Contradicts && !r.Missed:
+		tainted, clear := d.inStalls(offending(r, e), stalls)
+		if clear {
+			return r
+		}
+		during = tainted
+	case r.Status == Contradicts:
+		windows := d.Faults
+		if len(windows) == 0 {
+			windows = []Span{d.Run}
+		}
+		during = overlapping(stalls, windows)
+	case r.Status == Agrees:
+		byFaults := false
+		for _, x := range e.Outcomes {
+			if !x.Unsafe() {
+				byFaults = true
+				continue
+			}
+			var showed []Outcome
+			for _, o := range r.Observed {
+				if o.matches(x) {
+					showed = append(showed, o)
+				}
+			}
+			if tainted, clear := d.inStalls(showed, stalls); !clear {
+				during = append(during, tainted...)
+			}
+		}
+		if byFaults {
+			during = append(during, overlapping(stalls, d.Faults)...)
+		}
+	}
+	if len(during) == 0 {
+		return r
+	}
+	r.Status, r.Missed, r.LabStalled = Undecided, false, true
+	r.Text = fmt.Sprintf("inconclusive: the lab stalled (%s) during the events that decide it; %s", describeStalls(dedupe(during), d.Run.Start), r.Text)
+	return r
+}
+
+// offending are the outcomes that made r contradict e: those e forbids,
+// or the unsafe ones when e expected safety.
+func offending(r Result, e Expectation) []Outcome {
+	var out []Outcome
+	for _, o := range r.Observed {
+		for _, f := range e.Forbidden {
+			if o.matches(f) {
+				out = append(out, o)
+			}
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, o := range r.Observed {
+		if o.Unsafe() {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// inStalls reports whether some violation of the outcomes came clear of
+// every stall, and otherwise the stalls they fell in.
+func (d Decisive) inStalls(outcomes []Outcome, stalls []Stall) (during []Stall, clear bool) {
+	for _, o := range outcomes {
+		spans, ok := d.Violations[o]
+		if !ok {
+			spans = []Span{d.Run}
+		}
+		for _, s := range spans {
+			hit := overlapping(stalls, []Span{s})
+			if len(hit) == 0 {
+				return nil, true
+			}
+			during = append(during, hit...)
+		}
+	}
+	return during, len(during) == 0
+}
+
+// overlapping are the stalls that overlap any of spans.
+func overlapping(stalls []Stall, spans []Span) []Stall {
+	var out []Stall
+	for _, st := range stalls {
+		for _, s := range spans {
+			if st.overlaps(s) {
+				out = append(out, st)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func dedupe(stalls []Stall) []Stall {
+	seen := map[Stall]bool{}
+	var out []Stall
+	for _, s := range stalls {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// describeStalls names the first few stalls: who, for how long, when
+// (seconds after origin).
+func describeStalls(stalls []Stall, origin int64) string {
+	const most = 3
+	var parts []string
+	for i, s := range stalls {
+		if i == most {
+			parts = append(parts, fmt.Sprintf("and %d more", len(stalls)-most))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s for %.2f s at %.2f s", s.Who,
+			time.Duration(s.End-s.Start).Seconds(), time.Duration(s.Start-origin).Seconds()))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,184 @@
+package verdict
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/history"
+)
+
+// ms is a time on a hand-built history's clock.
+func ms(n int64) int64 { return n * int64(time.Millisecond) }
+
+// A history built by hand, event by event.
+type hist []history.Event
+
+func (h *hist) add(proc int, typ history.Type, f string, t int64) *history.Event {
+	*h = append(*h, history.Event{Index: int64(len(*h)), Proc: proc, Type: typ, F: f, Key: "k", T: t})
+	return &(*h)[len(*h)-1]
+}
+
+// hold records proc taking the lock at from and releasing it at to, its
+// lease ending validFor after the grant.
+func (h *hist) hold(proc int, from, to, validFor int64) {
+	h.add(proc, history.Invoke, history.Acquire, from-ms(1))
+	h.add(proc, history.OK, history.Acquire, from).ValidUntil = from + validFor
+	h.add(proc, history.Invoke, history.Release, to)
+	h.add(proc, history.OK, history.Release, to+ms(1))
+}
+
+func (h *hist) stall(who string, from, to int64) {
+	ev := history.StallEvent(who, from, to)
+	ev.Index = int64(len(*h))
+	*h = append(*h, ev)
+}
+
+func (h *hist) fault(id int64, from, to int64) {
+	for _, x := range []struct {
+		op string
+		t  int64
+	}{{history.NemesisStart, from}, {history.NemesisStop, to}} {
+		b, _ := json.Marshal(history.NemesisValue{ID: id, Op: x.op, Fault: "server-pause", Target: "redis-1"})
+		*h = append(*h, history.Event{Index: int64(len(*h)), Proc: -1, Type: history.OK, F: history.Nemesis, Value: b, T: x.t})
+	}
+}
+
+// judge is what the runner does with a case's history: check it, compare
+// what it showed with e, then judge again knowing when the lab stalled.
+func judge(t *testing.T, h hist, e Expectation) Result {
+	t.Helper()
+	c := checker.New(checker.ModelLease, true)
+	run := Span{Start: h[0].T, End: h[0].T}
+	var stalls []Stall
+	for _, ev := range h {
+		c.Add(ev)
+		run.Start, run.End = min(run.Start, ev.T), max(run.End, ev.T)
+		if who, from, to, ok := history.ReadStall(ev); ok {
+			stalls = append(stalls, Stall{Who: who, Span: Span{from, to}})
+		}
+	}
+	v, err := c.Verdict(context.Background(), checker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Decisive{Run: run, Violations: ViolationSpans(v, func(i int64) (int64, bool) {
+		if i < 0 || i >= int64(len(h)) {
+			return 0, false
+		}
+		return h[i].T, true
+	}, run)}
+	for _, w := range history.FaultWindows(h) {
+		d.Faults = append(d.Faults, Span{w.Start, w.End})
+	}
+	r := Compare(e, Observe(v, true, Liveness{}))
+	return LabStalled(r, e, d, stalls)
+}
+
+func TestLabStalledDuringTheDecidingEvents(t *testing.T) {
+	// Client 0 holds from 1.0 s to 2.5 s on a 0.5 s lease; client 1 is
+	// granted at 2.0 s: a double grant (holder outlived its lease) whose
+	// events run from 1.0 s to 2.0 s.
+	doubleGrant := func() hist {
+		var h hist
+		h.hold(0, ms(1000), ms(2500), ms(500))
+		h.hold(1, ms(2000), ms(3000), ms(500))
+		return h
+	}
+	clean := func() hist {
+		var h hist
+		h.hold(0, ms(1000), ms(1500), ms(500))
+		h.hold(1, ms(2000), ms(3000), ms(500))
+		return h
+	}
+	with := func(h hist, more func(*hist)) hist { more(&h); return h }
+	safe := Expect("test", Safe)
+	outlived := Expect("test", DoubleGrantOutlived)
+	tests := []struct {
+		name    string
+		h       hist
+		e       Expectation
+		want    Status
+		stalled bool
+	}{
+		{"unexpected violation inside a stall: inconclusive",
+			with(doubleGrant(), func(h *hist) { h.stall("locklab", ms(1100), ms(2200)) }), safe, Undecided, true},
+		{"unexpected violation outside every stall: the lock's",
+			with(doubleGrant(), func(h *hist) { h.stall("locklab", ms(3500), ms(4000)) }), safe, Contradicts, false},
+		{"one violation clear of the stall is enough",
+			with(doubleGrant(), func(h *hist) {
+				h.hold(2, ms(5000), ms(6000), ms(500))
+				h.hold(3, ms(5700), ms(6500), ms(500))
+				h.stall("worker 3", ms(1100), ms(2200))
+			}), safe, Contradicts, false},
+		{"expected violation shown only inside a stall: inconclusive",
+			with(doubleGrant(), func(h *hist) { h.stall("worker 0", ms(1200), ms(1900)) }), outlived, Undecided, true},
+		{"expected violation shown outside the stall",
+			with(doubleGrant(), func(h *hist) { h.stall("containers", ms(3500), ms(4000)) }), outlived, Agrees, false},
+		{"expected safe, a stall in the fault window: inconclusive",
+			with(clean(), func(h *hist) { h.fault(1, ms(1200), ms(2200)); h.stall("containers", ms(1800), ms(2000)) }), safe, Undecided, true},
+		{"expected safe, the stall outside the fault window",
+			with(clean(), func(h *hist) { h.fault(1, ms(1200), ms(1600)); h.stall("locklab", ms(2500), ms(2800)) }), safe, Agrees, false},
+		{"expected safe, no fault: a stall decides nothing",
+			with(clean(), func(h *hist) { h.stall("locklab", ms(1100), ms(2600)) }), safe, Agrees, false},
+		{"expected violation missed in a stalled fault window: inconclusive, not missed",
+			with(clean(), func(h *hist) { h.fault(1, ms(1200), ms(2200)); h.stall("locklab", ms(1300), ms(2100)) }), outlived, Undecided, true},
+		{"expected violation missed, the lab ran through the fault",
+			with(clean(), func(h *hist) { h.fault(1, ms(1200), ms(1600)); h.stall("locklab", ms(2500), ms(2800)) }), outlived, Contradicts, false},
+		{"no stall at all",
+			doubleGrant(), safe, Contradicts, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := judge(t, tt.h, tt.e)
+			if r.Status != tt.want || r.LabStalled != tt.stalled {
+				t.Fatalf("status %q, lab stalled %v (%s); want %q, %v", r.Status, r.LabStalled, r.Text, tt.want, tt.stalled)
+			}
+			if tt.stalled {
+				if !strings.HasPrefix(r.Text, "inconclusive: the lab stalled (") || r.Missed {
+					t.Errorf("text %q (missed %v): want it to say the lab stalled, and not count as a miss", r.Text, r.Missed)
+				}
+			}
+		})
+	}
+}
+
+// What an inconclusive run saw stays reported, and who stalled, for how
+// long and when are named.
+func TestLabStalledKeepsWhatItSaw(t *testing.T) {
+	var h hist
+	h.hold(0, ms(1000), ms(2500), ms(500))
+	h.hold(1, ms(2000), ms(3000), ms(500))
+	h.stall("worker 1", ms(1100), ms(2600))
+	r := judge(t, h, Expect("test", Safe))
+	if len(r.Observed) != 1 || r.Observed[0] != DoubleGrantOutlived {
+		t.Errorf("observed %v, want the double grant still reported", r.Observed)
+	}
+	if want := "worker 1 for 1.50 s at 0.10 s"; !strings.Contains(r.Text, want) {
+		t.Errorf("text %q does not say %q", r.Text, want)
+	}
+	if !strings.Contains(r.Text, "expected safe, observed double-grant:outlived") {
+		t.Errorf("text %q lost the comparison", r.Text)
+	}
+}
+
+// A gate never passes an inconclusive run, and never fails the lock for
+// it: repeated runs count it undecided.
+func TestTallyCountsLabStalledUndecided(t *testing.T) {
+	var h hist
+	h.hold(0, ms(1000), ms(2500), ms(500))
+	h.hold(1, ms(2000), ms(3000), ms(500))
+	h.stall("locklab", ms(1100), ms(2200))
+	r := judge(t, h, Expect("test", Safe))
+	var tl Tally
+	tl.Add(r)
+	if tl.Undecided != 1 || tl.Contradicted != 0 || tl.Agreed != 0 {
+		t.Fatalf("tally %+v, want one undecided run", tl)
+	}
+	if st := tl.Status(Policy{}); st != Undecided {
+		t.Fatalf("status %q, want undecided", st)
+	}
+}

@@ -80,8 +80,17 @@ func Generate(p Profile, seed uint64, i int) Schedule {
 	}
 	n := pickCount(rng)
 	overlap := rng.IntN(2) == 0
-	for range n {
-		f, ok := genFault(p, T, s.Duration, rng)
+	// The first fault's kind takes turns over the kinds (from a place the
+	// seed picks): every kind comes up within as many schedules as there
+	// are kinds, however the dice fall for the others.
+	kinds := p.Kinds()
+	turn := kinds[(i+int(seed%uint64(len(kinds))))%len(kinds)]
+	for k := range n {
+		kind := ""
+		if k == 0 {
+			kind = turn
+		}
+		f, ok := genFault(p, kind, T, s.Duration, rng)
 		if !ok {
 			continue
 		}
@@ -101,7 +110,7 @@ func Generate(p Profile, seed uint64, i int) Schedule {
 	if len(s.Faults) == 0 {
 		// Every draw fell outside the run: one fault at its start still
 		// makes the schedule a search.
-		if f, ok := genFault(p, T, s.Duration, rng); ok {
+		if f, ok := genFault(p, turn, T, s.Duration, rng); ok {
 			f.At = edge
 			if fit(&f, s.Duration) {
 				s.Faults = append(s.Faults, f)
@@ -174,16 +183,18 @@ func genHold(p Profile, w workload.Spec, rng *rand.Rand) workload.Dist {
 	return workload.Dist{Kind: "uniform", A: lo, B: max(round(hi), lo)}
 }
 
-// genFault draws one fault: an option, its options and its length, at a
-// time in the first half of the run.
-func genFault(p Profile, T, duration time.Duration, rng *rand.Rand) (Fault, bool) {
+// genFault draws one fault of kind (any kind when ""): an option, its
+// options and its length, at a time in the first half of the run.
+func genFault(p Profile, kind string, T, duration time.Duration, rng *rand.Rand) (Fault, bool) {
 	if len(p.Options) == 0 {
 		return Fault{}, false
 	}
 	// Kinds first, then a shape: a kind with many shapes (a link fault)
 	// is not drawn more often than one with a single shape.
-	kinds := p.Kinds()
-	kind := kinds[rng.IntN(len(kinds))]
+	if kind == "" {
+		kinds := p.Kinds()
+		kind = kinds[rng.IntN(len(kinds))]
+	}
 	var shapes []Option
 	for _, o := range p.Options {
 		if o.Kind == kind {
@@ -296,7 +307,7 @@ func Mutate(p Profile, parent Schedule, seed uint64, j int) Schedule {
 		i++
 	}
 	if len(s.Faults) == 0 {
-		if f, ok := genFault(p, T, s.Duration, rng); ok && fit(&f, s.Duration) {
+		if f, ok := genFault(p, "", T, s.Duration, rng); ok && fit(&f, s.Duration) {
 			s.Faults = append(s.Faults, f)
 		}
 	}
@@ -337,7 +348,7 @@ func mutateOnce(p Profile, s *Schedule, T time.Duration, rng *rand.Rand) {
 		fillFault(f, T, rng)
 		f.At, f.When = at, when
 	case op == 4 && n < maxFaults: // one more
-		if f, ok := genFault(p, T, s.Duration, rng); ok {
+		if f, ok := genFault(p, "", T, s.Duration, rng); ok {
 			s.Faults = append(s.Faults, f)
 		}
 	case op == 5 && n > minFaults: // one fewer

@@ -231,3 +231,23 @@ func TestProfileOfAnApproachWithoutServers(t *testing.T) {
 		t.Error("server-pause accepted for an approach without servers")
 	}
 }
+
+// Every kind of fault comes up within as many fresh schedules as there
+// are kinds, whatever the seed.
+func TestEveryKindComesUpInTurn(t *testing.T) {
+	p := profileOf(t, "redis-setnx-px-lua")
+	kinds := p.Kinds()
+	for _, seed := range []uint64{1, 2, 3, 99} {
+		seen := map[string]bool{}
+		for i := range len(kinds) {
+			for _, f := range Generate(p, seed, i).Faults {
+				seen[f.Kind] = true
+			}
+		}
+		for _, k := range kinds {
+			if !seen[k] {
+				t.Errorf("seed %d: %s not among the first %d schedules", seed, k, len(kinds))
+			}
+		}
+	}
+}

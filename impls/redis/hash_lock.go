@@ -15,12 +15,18 @@ import (
 // hashLock is the shape of Redisson's RLock: the lock is a hash of owner to
 // hold count with one TTL on the whole key. An owner is one client here
 // (Redisson: a client id and a thread id), so the client may take the key
-// again and must release it as often (redis-reentrant: RLock.lock with a
-// lease time, which has no watchdog).
+// again and must release it as often. One Locker serves two approaches:
+// plain (redis-reentrant: RLock.lock with a lease time, which has no
+// watchdog) and with a FIFO queue of waiters before the lock (redis-fair:
+// RedissonFairLock, see fair.go).
 type hashLock struct {
 	client *goredis.Client
 	clock  clock.Clock
 	owner  string // this client's field in the hash
+	// fair: waiters queue before the lock (queueKeys), and acquire is the
+	// queue's script (fairAcquire); else acquireHeld.
+	fair    bool
+	acquire *goredis.Script
 	// release is the release script: releaseHeld (a test swaps in
 	// Redisson's release of before its unlock latch).
 	release *goredis.Script
@@ -95,13 +101,17 @@ end`
 const latchTTL = 30 * time.Second
 
 // newHashLock builds the constructor of a hash-lock approach.
-func newHashLock(name string) func(context.Context, impls.Env) (impls.Locker, error) {
+func newHashLock(name string, fair bool) func(context.Context, impls.Env) (impls.Locker, error) {
+	acquire := acquireHeld
+	if fair {
+		acquire = fairAcquire
+	}
 	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {
 		c, err := firstNode(ctx, name, env)
 		if err != nil {
 			return nil, err
 		}
-		return &hashLock{client: c, clock: env.Clock, owner: impls.NewToken(), release: releaseHeld,
+		return &hashLock{client: c, clock: env.Clock, owner: impls.NewToken(), fair: fair, acquire: acquire, release: releaseHeld,
 			holds: map[string]*keyHold{}}, nil
 	}
 }
@@ -111,14 +121,18 @@ func (h *hashLock) Acquire(ctx context.Context, key string, opt impls.AcquireOpt
 		return nil, err
 	}
 	ttl := ttlOf(opt)
+	wait := waitTime(ctx, ttl)
 	var sent time.Time
 	err := impls.Poll(ctx, key, opt, func(ctx context.Context) (bool, error) {
 		// Validity counts from before the request, as for every TTL lock.
 		sent = h.clock.Now()
-		n, err := h.try(ctx, key, ttl)
+		n, err := h.try(ctx, key, ttl, wait, !opt.Try)
 		return n > 0, err
 	})
 	if err != nil {
+		if h.fair && !opt.Try {
+			h.leaveQueue(ctx, key, wait)
+		}
 		return nil, err
 	}
 	l := &hashLease{h: h, key: key, latch: "locklab-release-latch:" + impls.NewToken()}
@@ -136,9 +150,21 @@ func (h *hashLock) Acquire(ctx context.Context, key string, opt impls.AcquireOpt
 }
 
 // try makes one attempt: the holds the owner now has, 0 when another owner
-// holds the key.
-func (h *hashLock) try(ctx context.Context, key string, ttl time.Duration) (int64, error) {
-	n, err := acquireHeld.Run(ctx, h.client, []string{key}, ttl.Milliseconds(), h.owner).Int64()
+// holds the key (or, fair, a waiter is ahead: then it joins the queue if
+// queue is set, and stays in it).
+func (h *hashLock) try(ctx context.Context, key string, ttl, wait time.Duration, queue bool) (int64, error) {
+	keys := []string{key}
+	args := []any{ttl.Milliseconds(), h.owner}
+	if h.fair {
+		q, timeouts := queueKeys(key)
+		keys = append(keys, q, timeouts)
+		join := 0
+		if queue {
+			join = 1
+		}
+		args = append(args, wait.Milliseconds(), h.clock.Now().UnixMilli(), join)
+	}
+	n, err := h.acquire.Run(ctx, h.client, keys, args...).Int64()
 	if err != nil {
 		return 0, classify(ctx, "acquire", err)
 	}

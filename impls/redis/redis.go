@@ -21,6 +21,7 @@ func Register(r *impls.Registry) {
 	r.Register(SetNXPXGetDelApproach)
 	r.Register(SetNXPXLuaApproach)
 	r.Register(ReentrantApproach)
+	r.Register(FairApproach)
 	r.Register(RedlockApproach)
 	r.Register(RedlockQuorumApproach)
 	r.Register(RedsyncApproach)

@@ -14,7 +14,7 @@ type namedFlag struct {
 func (c *Capabilities) flags() []namedFlag {
 	return []namedFlag{{&c.TTL, "ttl"}, {&c.Reentrant, "reentrant"}, {&c.Fair, "fair"}, {&c.Blocking, "blocking"},
 		{&c.Fencing, "fencing"}, {&c.FaultTolerant, "fault-tolerant"}, {&c.Renewal, "renewal"}, {&c.LossSignal, "loss-signal"},
-		{&c.FreedOnDisconnect, "freed-on-disconnect"}}
+		{&c.FreedOnDisconnect, "freed-on-disconnect"}, {&c.Watchdog, "watchdog"}}
 }
 
 func (w *Weaknesses) flags() []namedFlag {

@@ -58,6 +58,7 @@ var pinned = map[string]string{
 	"redis-setnx-px-lua":         "safe ttl renewal nodes:1",
 	"redis-reentrant":            "safe ttl reentrant renewal nodes:1",
 	"redis-fair":                 "safe ttl reentrant fair renewal nodes:1",
+	"redis-watchdog":             "safe ttl reentrant renewal watchdog nodes:1",
 	"zk-ephemeral":               "safe blocking fault-tolerant loss-signal crash-freed-after:2s",
 	"zk-sequential":              "safe fair blocking fencing fault-tolerant loss-signal crash-freed-after:2s",
 }

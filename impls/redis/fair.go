@@ -26,7 +26,7 @@ var FairApproach = impls.Approach{
 	Survives: "client crashes (the TTL frees the lock); a waiter that gives up (it leaves the queue)",
 	Summary:  "Redisson's fair lock: the reentrant Lua hash behind a Lua queue (list of waiters + sorted set of their turns' timeouts); only the head may take it",
 	Fails:    "a crashed waiter at the head blocks the lock until its turn times out: the holder's TTL as it stood when the waiter queued, plus the waiter's wait time",
-	New:      newHashLock("redis-fair", true),
+	New:      newHashLock("redis-fair", true, false),
 }
 
 // queueKeys are the queue's list and its sorted set of timeouts for key

@@ -8,7 +8,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/locklab/locklab/conformance"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -30,28 +29,7 @@ func TestFairGrantOrderFailsAnUnfairQueue(t *testing.T) {
 		}
 		return l, err
 	}
-	h, err := conformance.HarnessFor(testCluster, lifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const test = "/FairGrantOrder"
-	run := conformance.Standalone{Match: func(name string) bool { return strings.HasSuffix(name, test) }}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	results, err := run.Run(ctx, lifo.Name, func(t conformance.T) { conformance.RunT(t, h) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range results {
-		if strings.HasSuffix(r.Name, test) {
-			if r.Status != conformance.Failed {
-				t.Fatalf("FairGrantOrder on a LIFO queue: %s, want FAIL (output: %v)", r.Status, r.Output)
-			}
-			t.Logf("FairGrantOrder on a LIFO queue: %s: %s", r.Status, strings.Join(r.Output, "; "))
-			return
-		}
-	}
-	t.Fatalf("FairGrantOrder did not run (results: %v)", results)
+	suiteTestFails(t, lifo, "/FairGrantOrder")
 }
 
 // A waiter that crashed at the head of the queue (it never leaves it) is
@@ -96,27 +74,27 @@ func TestFairDeadWaiterAtTheHead(t *testing.T) {
 	queued(1)
 	dead.Close() // a crash: it leaves its place in the queue behind
 	t.Logf("the dead waiter's acquire ended: %v", <-deadGone)
-	granted := make(chan time.Time, 1)
+	type grant struct {
+		at    time.Time
+		lease impls.Lease
+		err   error
+	}
+	granted := make(chan grant, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		lease, err := live.Acquire(ctx, key, impls.AcquireOptions{TTL: ttl})
-		if err != nil {
-			t.Errorf("the live waiter behind the dead one: %v", err)
-			close(granted)
-			return
-		}
-		granted <- time.Now()
-		mustRelease(t, lease)
+		granted <- grant{time.Now(), lease, err}
 	}()
 	queued(2)
 	mustRelease(t, held)
 	released := time.Since(start)
-	at, ok := <-granted
-	if !ok {
-		return
+	g := <-granted
+	if g.err != nil {
+		t.Fatalf("the live waiter behind the dead one: %v", g.err)
 	}
-	took := at.Sub(start)
+	mustRelease(t, g.lease)
+	took := g.at.Sub(start)
 	t.Logf("holder released %v after its grant; the waiter behind the dead one was granted %v after it (holder's TTL %v + dead waiter's wait %v)",
 		released.Round(time.Millisecond), took.Round(time.Millisecond), ttl, wait)
 	if want := ttl + wait; took < want-300*time.Millisecond || took > want+time.Second {

@@ -15,10 +15,11 @@ import (
 // hashLock is the shape of Redisson's RLock: the lock is a hash of owner to
 // hold count with one TTL on the whole key. An owner is one client here
 // (Redisson: a client id and a thread id), so the client may take the key
-// again and must release it as often. One Locker serves two approaches:
+// again and must release it as often. One Locker serves three approaches:
 // plain (redis-reentrant: RLock.lock with a lease time, which has no
-// watchdog) and with a FIFO queue of waiters before the lock (redis-fair:
-// RedissonFairLock, see fair.go).
+// watchdog), with a FIFO queue of waiters before the lock (redis-fair:
+// RedissonFairLock, see fair.go) and with a watchdog that renews the lease
+// while the client lives (redis-watchdog: RLock.lock(), see watchdog.go).
 type hashLock struct {
 	client *goredis.Client
 	clock  clock.Clock
@@ -27,12 +28,16 @@ type hashLock struct {
 	// queue's script (fairAcquire); else acquireHeld.
 	fair    bool
 	acquire *goredis.Script
+	// watchdog: a goroutine renews each key this client holds every TTL/3
+	// until its last hold is released or the client closes.
+	watchdog bool
 	// release is the release script: releaseHeld (a test swaps in
 	// Redisson's release of before its unlock latch).
 	release *goredis.Script
 
 	mu    sync.Mutex
 	holds map[string]*keyHold // the keys this client holds, by key
+	done  chan struct{}       // closed by Close: every watchdog stops
 }
 
 // keyHold is what one client knows of one key it holds: every lease of
@@ -40,8 +45,9 @@ type hashLock struct {
 // resets the one TTL of the whole hash.
 type keyHold struct {
 	leases     int           // leases granted and not yet given back
-	ttl        time.Duration // the TTL last asked for: what a partial release resets the key to
+	ttl        time.Duration // the TTL last asked for: what a partial release and the watchdog reset the key to
 	validUntil time.Time     // the key's expiry as this client last set it, on its clock
+	stop       func()        // stops the key's watchdog and waits for it; nil without one
 }
 
 // The hash scripts. Every one works on KEYS[1], the lock's hash, with
@@ -101,7 +107,7 @@ end`
 const latchTTL = 30 * time.Second
 
 // newHashLock builds the constructor of a hash-lock approach.
-func newHashLock(name string, fair bool) func(context.Context, impls.Env) (impls.Locker, error) {
+func newHashLock(name string, fair, watchdog bool) func(context.Context, impls.Env) (impls.Locker, error) {
 	acquire := acquireHeld
 	if fair {
 		acquire = fairAcquire
@@ -112,7 +118,7 @@ func newHashLock(name string, fair bool) func(context.Context, impls.Env) (impls
 			return nil, err
 		}
 		return &hashLock{client: c, clock: env.Clock, owner: impls.NewToken(), fair: fair, acquire: acquire, release: releaseHeld,
-			holds: map[string]*keyHold{}}, nil
+			watchdog: watchdog, holds: map[string]*keyHold{}, done: make(chan struct{})}, nil
 	}
 }
 
@@ -145,6 +151,9 @@ func (h *hashLock) Acquire(ctx context.Context, key string, opt impls.AcquireOpt
 	}
 	kh.leases++
 	kh.ttl, kh.validUntil = ttl, sent.Add(ttl)
+	if h.watchdog && kh.stop == nil {
+		kh.stop = h.startWatchdog(key, kh, opt.OnRenew)
+	}
 	l.hold = kh
 	return l, nil
 }
@@ -171,9 +180,18 @@ func (h *hashLock) try(ctx context.Context, key string, ttl, wait time.Duration,
 	return n, nil
 }
 
-// Close drops the connection, as a crash would: every lease is left to its
-// TTL.
-func (h *hashLock) Close() error { return h.client.Close() }
+// Close drops the connection and stops the watchdogs, as a crash would:
+// every lease is left to its TTL.
+func (h *hashLock) Close() error {
+	h.mu.Lock()
+	select {
+	case <-h.done:
+	default:
+		close(h.done)
+	}
+	h.mu.Unlock()
+	return h.client.Close()
+}
 
 // forget takes one lease of kh off the client's books.
 func (h *hashLock) forget(key string, kh *keyHold) {
@@ -213,7 +231,10 @@ func (l *hashLease) setValid(sent time.Time, ttl time.Duration) {
 	l.hold.ttl, l.hold.validUntil = ttl, sent.Add(ttl)
 }
 
-// Release gives one hold back.
+// Release gives one hold back. The last hold of the key stops its
+// watchdog, and waits for a renewal in flight, before anything is sent
+// (the fix Redisson issue 7272 asks for): no renewal can follow the
+// release, and none is sent after it began.
 func (l *hashLease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -221,8 +242,16 @@ func (l *hashLease) Release(ctx context.Context) error {
 		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
 	}
 	l.h.mu.Lock()
-	ttl := l.hold.ttl
+	ttl, stop := l.hold.ttl, l.hold.stop
+	if l.hold.leases <= 1 {
+		l.hold.stop = nil
+	} else {
+		stop = nil
+	}
 	l.h.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	sent := l.h.clock.Now()
 	n, err := l.h.release.Run(ctx, l.h.client, []string{l.key, l.latch}, ttl.Milliseconds(), l.h.owner, latchTTL.Milliseconds()).Int64()
 	if err != nil {
@@ -242,7 +271,8 @@ func (l *hashLease) Release(ctx context.Context) error {
 	return nil
 }
 
-// Extend resets the key's TTL to ttl from now.
+// Extend resets the key's TTL to ttl from now; the watchdog renews to it
+// from then on.
 func (l *hashLease) Extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
 	gone := l.gone

@@ -22,6 +22,7 @@ func Register(r *impls.Registry) {
 	r.Register(SetNXPXLuaApproach)
 	r.Register(ReentrantApproach)
 	r.Register(FairApproach)
+	r.Register(WatchdogApproach)
 	r.Register(RedlockApproach)
 	r.Register(RedlockQuorumApproach)
 	r.Register(RedsyncApproach)

@@ -15,5 +15,5 @@ var ReentrantApproach = impls.Approach{
 	Survives: "client crashes (the TTL frees the lock, every hold with it); a retried release (its answer is latched)",
 	Summary:  "Redisson's RLock: Lua hash of owner to hold count with one PEXPIRE; re-entry counts up, release counts down, deletes at 0",
 	Fails:    "a holder paused past its TTL loses every hold at once; a re-entry whose reply was lost leaves a hold nobody will release (held until the TTL)",
-	New:      newHashLock("redis-reentrant", false),
+	New:      newHashLock("redis-reentrant", false, false),
 }

@@ -26,6 +26,9 @@ func TestGoldenHistories(t *testing.T) {
 		{"phantom-release.jsonl", map[Class]int{PhantomRelease: 1}, "no"},
 		{"crash-then-grant.jsonl", map[Class]int{}, "yes"},
 		{"lost-update.jsonl", map[Class]int{LostUpdate: 1}, "yes"},
+		// One renewal invoked after the release's ok and renewed (counted);
+		// one in flight across the release, and one refused, are not.
+		{"renewed-after-release.jsonl", map[Class]int{RenewedAfterRelease: 1}, "yes"},
 		{"double-grant.edn", map[Class]int{DoubleGrantBothValid: 1}, "no"},
 		{"ok-indeterminate.edn", map[Class]int{}, "yes"},
 		{"ok.json", map[Class]int{}, "yes"},

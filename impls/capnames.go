@@ -22,6 +22,21 @@ func (w *Weaknesses) flags() []namedFlag {
 		{&w.ReleaseCheckNotAtomic, "release-check-not-atomic"}, {&w.NoExpiry, "no-expiry"}, {&w.ReapsLiveHolder, "reaps-live-holder"}}
 }
 
+// CapabilityNames lists every capability as people and files write them,
+// in declaration order: the words a matrix rule or a scenario may use.
+func CapabilityNames() []string { return allNames((&Capabilities{}).flags()) }
+
+// WeaknessNames lists every weakness likewise.
+func WeaknessNames() []string { return allNames((&Weaknesses{}).flags()) }
+
+func allNames(fs []namedFlag) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.name
+	}
+	return out
+}
+
 // Names lists the capabilities that are on, as people and scenario files
 // write them ("ttl", "fault-tolerant"), in declaration order.
 func (c Capabilities) Names() []string { return onNames(c.flags()) }

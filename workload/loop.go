@@ -219,9 +219,11 @@ func (c *client) ended(err error, st *Stats) bool {
 }
 
 // watch runs beside a holder's critical section: it renews the lease every
-// TTL/3 when the spec asks for renewal, and records the moment the holder
-// is told its lock is gone (the Lost signal, or a renewal answered
-// not-held). It returns a function that stops it.
+// TTL/3 when the spec asks for renewal, unless the client is halted (the
+// renewals are its own steps, unlike a watchdog inside its lock client),
+// and records the moment the holder is told its lock is gone (the Lost
+// signal, or a renewal answered not-held). It returns a function that
+// stops it.
 func (c *client) watch(key string, lease impls.Lease, st *Stats) (stop func()) {
 	lost := lease.Lost()
 	renew := c.spec.Renew && c.spec.TTL > 0
@@ -248,6 +250,11 @@ func (c *client) watch(key string, lease impls.Lease, st *Stats) (stop func()) {
 				st.Lost++
 				return
 			case <-tick:
+				if c.halt.halted() {
+					// The renewals are the holder's own steps: a halted
+					// holder (paused, hung) sends none.
+					continue
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), c.spec.TTL/3)
 				c.record(history.Invoke, history.Extend, key, nil, nil)
 				err := lease.Extend(ctx, c.spec.TTL)

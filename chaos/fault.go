@@ -78,6 +78,7 @@ type Heal func(context.Context) error
 // so expectation tables (impls, verdict) can use them without importing chaos.
 const (
 	ThreatHolderPause   = "holder-pause"   // the holder stops, heartbeats and renewals with it
+	ThreatHolderHang    = "holder-hang"    // the holder's work stops; its process and threads go on
 	ThreatHolderCrash   = "holder-crash"   // the holder is gone without releasing
 	ThreatClockJump     = "clock-jump"     // the holder's lease arithmetic uses a wrong clock
 	ThreatLostReply     = "lost-reply"     // a request took effect but its reply never came

@@ -128,9 +128,20 @@ func (p *osProcess) Pause() error  { return p.cmd.Process.Signal(syscall.SIGSTOP
 func (p *osProcess) Resume() error { return p.cmd.Process.Signal(syscall.SIGCONT) }
 func (p *osProcess) Kill() error   { return p.cmd.Process.Kill() }
 
+// hangingProcess is a real process whose "work" can hang alone, as a
+// fleet's worker does.
+type hangingProcess struct {
+	*osProcess
+	hung bool
+}
+
+func (p *hangingProcess) Hang() error   { p.hung = true; return nil }
+func (p *hangingProcess) Unhang() error { p.hung = false; return nil }
+
 // TestClientProcessFaults: client-pause stops a real process until the heal;
-// client-crash kills it, with nothing to heal; a goroutine client (no
-// Process) can take neither.
+// client-crash kills it, with nothing to heal; client-hang hangs its work
+// and leaves the process running; a goroutine client (no Process) can take
+// none of them.
 func TestClientProcessFaults(t *testing.T) {
 	t.Run("client-pause", func(t *testing.T) {
 		p := startProcess(t)
@@ -157,9 +168,30 @@ func TestClientProcessFaults(t *testing.T) {
 			t.Fatal("the process is still running")
 		}
 	})
+	t.Run("client-hang", func(t *testing.T) {
+		p := &hangingProcess{osProcess: startProcess(t)}
+		target := Target{Kind: TargetClient, Name: "client 1", Process: p}
+		h := inject(t, &ClientHang{}, target)
+		if !p.hung {
+			t.Fatal("the client's work was not hung")
+		}
+		// Its process goes on: not stopped, as a pause would.
+		if got := procState(t, p.cmd.Process.Pid); got == "T" {
+			t.Fatal("a hang stopped the whole process")
+		}
+		heal(t, h)
+		if p.hung {
+			t.Fatal("the heal did not let the client's work go on")
+		}
+		// A process that cannot stop its work alone cannot hang.
+		bare := Target{Kind: TargetClient, Name: "client 2", Process: startProcess(t)}
+		if err := (&ClientHang{}).Available(bare); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("client-hang on a process without Hang: %v, want ErrUnavailable", err)
+		}
+	})
 	t.Run("goroutine client", func(t *testing.T) {
 		target := Target{Kind: TargetClient, Name: "client 1", Clock: &clock.Skewable{}}
-		for _, f := range []Fault{&ClientPause{}, &ClientCrash{}} {
+		for _, f := range []Fault{&ClientPause{}, &ClientCrash{}, &ClientHang{}} {
 			if err := f.Available(target); !errors.Is(err, ErrUnavailable) {
 				t.Errorf("%s on a goroutine client: %v, want ErrUnavailable", f.Kind(), err)
 			}

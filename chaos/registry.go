@@ -15,6 +15,7 @@ import (
 // so the set is a value anyone can read and nothing happens at import.
 var faults = map[string]func() Fault{
 	"client-pause":   func() Fault { return &ClientPause{} },
+	"client-hang":    func() Fault { return &ClientHang{} },
 	"client-crash":   func() Fault { return &ClientCrash{} },
 	"client-clock":   func() Fault { return &ClientClock{} },
 	"server-pause":   func() Fault { return &ServerPause{} },

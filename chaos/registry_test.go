@@ -17,7 +17,7 @@ import (
 // what it threatens, and lists its options.
 func TestRegistry(t *testing.T) {
 	kinds := Kinds()
-	if len(kinds) != 12 {
+	if len(kinds) != 13 {
 		t.Fatalf("kinds %v", kinds)
 	}
 	for _, k := range kinds {
@@ -212,7 +212,7 @@ func TestToxicsRollBack(t *testing.T) {
 // would run on clients that bypass the proxies it acts on.
 func TestFaultsDeclareTheirNeeds(t *testing.T) {
 	want := map[string]Needs{
-		"client-pause": {ClientProcess: true}, "client-crash": {ClientProcess: true},
+		"client-pause": {ClientProcess: true}, "client-crash": {ClientProcess: true}, "client-hang": {ClientProcess: true},
 		"server-clock": {ServerClock: true},
 		"partition":    {Links: true}, "drop-replies": {Links: true}, "slow-replies": {Links: true},
 	}

@@ -12,6 +12,7 @@ import (
 type Checker struct {
 	mutex     *Mutex
 	resources *Resources
+	renewals  *Renewals
 	linear    *Linear
 	events    int
 }
@@ -19,7 +20,7 @@ type Checker struct {
 // New returns a checker judging under model; linear=false skips the
 // linearizability check (which keeps every operation in memory).
 func New(model Model, linear bool) *Checker {
-	c := &Checker{mutex: NewMutex(model), resources: NewResources()}
+	c := &Checker{mutex: NewMutex(model), resources: NewResources(), renewals: NewRenewals()}
 	if linear {
 		c.linear = NewLinear(model)
 	}
@@ -31,6 +32,7 @@ func (c *Checker) Add(ev history.Event) {
 	c.events++
 	c.mutex.Add(ev)
 	c.resources.Add(ev)
+	c.renewals.Add(ev)
 	if c.linear != nil {
 		c.linear.Add(ev)
 	}
@@ -132,6 +134,7 @@ func (c *Checker) Verdict(ctx context.Context, opt Options) (Verdict, error) {
 	}
 	v.Violations = append(v.Violations, tokenOrder(ts)...)
 	v.Violations = append(v.Violations, c.resources.Violations...)
+	v.Violations = append(v.Violations, c.renewals.Violations()...)
 	v.RefusedWrites = c.resources.Refused
 	for _, x := range v.Violations {
 		v.Classes[x.Kind]++

@@ -32,6 +32,9 @@ const (
 	StaleWrite     Class = "stale write"
 	DuplicateTask  Class = "task processed twice"
 	TokenRegressed Class = "fencing token did not increase"
+	// RenewedAfterRelease is an extend that succeeded after its process
+	// had released the key (a watchdog that outlived the release).
+	RenewedAfterRelease Class = "renewed after release"
 )
 
 // LinStatus is the result of the linearizability check of a history.

@@ -83,6 +83,10 @@ func TestGoldenHistories(t *testing.T) {
 		{"etcd-release-in-flight.edn", ModelLease, map[Class]int{}, 2, "yes"},
 		{"etcd-release-in-flight.json", ModelMutex, map[Class]int{DoubleGrantNeverReleased: 2}, 0, "no"},
 		{"etcd-release-in-flight.json", ModelLease, map[Class]int{}, 2, "yes"},
+		// One renewal invoked after the release's ok and renewed (counted);
+		// one in flight across the release, and one refused, are not.
+		{"renewed-after-release.jsonl", ModelLease, map[Class]int{RenewedAfterRelease: 1}, 0, "yes"},
+		{"renewed-after-release.jsonl", ModelMutex, map[Class]int{RenewedAfterRelease: 1}, 0, "yes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file+"/"+string(tt.model), func(t *testing.T) {

@@ -83,8 +83,9 @@ func RunT(t T, h Harness) {
 	t.Run("CancelReturnsPromptly", s.cancelReturnsPromptly)
 	t.Run("TimeoutIsIndeterminate", s.timeoutIsIndeterminate)
 	only(a.Caps.TTL, "CrashedHolderFreedAfterTTL", "no TTL declared", s.crashedHolderFreedAfterTTL)
-	only(a.Caps.TTL && !w.ReleaseNotOwnerChecked && !w.ReleaseCheckNotAtomic, "ExpiredHolderReleaseRefused",
-		"no TTL, or release declared not owner-checked or not atomic", s.expiredHolderReleaseRefused)
+	// A watchdog keeps a live holder's lease: no holder outlives it here.
+	only(a.Caps.TTL && !a.Caps.Watchdog && !w.ReleaseNotOwnerChecked && !w.ReleaseCheckNotAtomic, "ExpiredHolderReleaseRefused",
+		"no TTL, or a watchdog keeps live holders' leases, or release declared not owner-checked or not atomic", s.expiredHolderReleaseRefused)
 	only(a.Caps.TTL, "ValidUntilOnTheClientsClock", "no TTL declared", s.validUntilOnTheClientsClock)
 	only(a.CrashFreedAfter > 0, "CrashedHolderFreedAfterSession", "no session timeout declared", s.crashedHolderFreedAfterSession)
 	only(a.Caps.FreedOnDisconnect, "CrashedHolderFreedOnDisconnect", "not declared freed on disconnect", s.crashedHolderFreedOnDisconnect)
@@ -98,6 +99,8 @@ func RunT(t T, h Harness) {
 	only(a.Caps.Blocking, "BlockingHandOff", "not declared blocking (waiters poll)", s.blockingHandOff)
 	only(a.Caps.Renewal, "ExtendKeepsTheLock", "no renewal declared", s.extendKeepsTheLock)
 	only(!a.Caps.Renewal, "ExtendUnsupported", "renewal declared", s.extendUnsupported)
+	only(a.Caps.Watchdog, "WatchdogKeepsTheLock", "no watchdog declared", s.watchdogKeepsTheLock)
+	only(a.Caps.Watchdog, "WatchdogStopsAtRelease", "no watchdog declared", s.watchdogStopsAtRelease)
 	only(a.Caps.Fencing, "FencingTokensIncrease", "no fencing declared", s.fencingTokensIncrease)
 	only(a.Caps.FaultTolerant, "SurvivesMinorityLoss", "not declared fault-tolerant", s.survivesMinorityLoss)
 	t.Run("InvalidKeyRejected", s.invalidKeyRejected)

@@ -59,6 +59,11 @@ type Process interface {
 	Pause() error  // SIGSTOP
 	Resume() error // SIGCONT
 	Kill() error   // SIGKILL, returning once it is gone; the fleet records the crash
+	// Hang stops the client's own steps (its work, writes, release and
+	// renewals) while its process, connections and threads go on, until
+	// Unhang: a deadlock or a hung call in the holder (workload.Halt).
+	Hang() error
+	Unhang() error
 }
 
 // Clock is a client's lease clock as a fault moves it.

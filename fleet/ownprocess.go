@@ -76,6 +76,18 @@ func (s *ownSlot) Resume() error {
 	return p.Resume()
 }
 
+// Hang halts the client loop's own steps, which run here; the adapter
+// process, its library's threads with it, goes on.
+func (s *ownSlot) Hang() error {
+	s.halt.On()
+	return nil
+}
+
+func (s *ownSlot) Unhang() error {
+	s.halt.Off()
+	return nil
+}
+
 // Kill kills the slot's client process and records the crash at the
 // moment of the kill, as the worker kind does: from then on nothing of
 // that process id is recorded (the client loop, which lives on here, gets

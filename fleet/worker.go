@@ -101,7 +101,7 @@ func newWorkers(ctx context.Context, cfg Config) (*workers, error) {
 func (f *workers) Slots() []Slot {
 	out := make([]Slot, len(f.slots))
 	for i, s := range f.slots {
-		out[i] = Slot{Index: i, Clock: s, Process: &s.processSlot}
+		out[i] = Slot{Index: i, Clock: s, Process: s}
 	}
 	return out
 }
@@ -313,6 +313,25 @@ func (f *workers) serve(c storeCall) *storeReply {
 		r.Stale = errors.Is(err, workload.ErrStaleToken)
 	}
 	return r
+}
+
+// Hang halts the worker's own steps; the process and its lock client's
+// threads go on. A replacement starts unhalted: the hang was its
+// predecessor's.
+func (s *workerSlot) Hang() error { return s.hang(true) }
+
+// Unhang lets the worker's steps go on.
+func (s *workerSlot) Unhang() error { return s.hang(false) }
+
+func (s *workerSlot) hang(on bool) error {
+	p := s.current()
+	if p == nil {
+		return fmt.Errorf("client %d has no running process", s.index)
+	}
+	if err := p.send(toWorker{Hang: &on}); err != nil {
+		return fmt.Errorf("hang client %d: %w", s.index, err)
+	}
+	return nil
 }
 
 // SetOffset moves the slot's lease clock, now and for its replacements.

@@ -28,6 +28,9 @@ type toWorker struct {
 	// Go starts a worker that was told to wait (workerStart.Wait): the
 	// run ends at this CLOCK_MONOTONIC time.
 	Go *int64 `json:"go,omitempty"`
+	// Hang halts the worker client's own steps (true) or lets them go on
+	// (false): a client-hang fault.
+	Hang *bool `json:"hang,omitempty"`
 }
 
 // workerStart is everything one worker client needs.

@@ -55,7 +55,8 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	clk := &clock.Skewable{}
 	clk.SetOffset(time.Duration(st.ClockOffset))
 	begin := make(chan int64, 1)
-	// Everything after the start message: replies, clock moves, go.
+	halt := &workload.Halt{}
+	// Everything after the start message: replies, clock moves, go, hangs.
 	go func() {
 		defer cancel()
 		for {
@@ -79,6 +80,10 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 				case begin <- *m.Go:
 				default:
 				}
+			case m.Hang != nil && *m.Hang:
+				halt.On()
+			case m.Hang != nil:
+				halt.Off()
 			}
 		}
 	}()
@@ -115,7 +120,7 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	}
 	// No connect: a worker whose outcome was indeterminate retires; the
 	// fleet starts its replacement as a new process.
-	stats, err := workload.Run(ctx, spec, []workload.Client{{Locker: l, Clock: clk}}, nil, w, mono, nil)
+	stats, err := workload.Run(ctx, spec, []workload.Client{{Locker: l, Clock: clk, Halt: halt}}, nil, w, mono, nil)
 	if err != nil {
 		w.send(fromWorker{Fatal: err.Error()})
 		return err

@@ -14,12 +14,27 @@ type namedFlag struct {
 func (c *Capabilities) flags() []namedFlag {
 	return []namedFlag{{&c.TTL, "ttl"}, {&c.Reentrant, "reentrant"}, {&c.Fair, "fair"}, {&c.Blocking, "blocking"},
 		{&c.Fencing, "fencing"}, {&c.FaultTolerant, "fault-tolerant"}, {&c.Renewal, "renewal"}, {&c.LossSignal, "loss-signal"},
-		{&c.FreedOnDisconnect, "freed-on-disconnect"}}
+		{&c.FreedOnDisconnect, "freed-on-disconnect"}, {&c.Watchdog, "watchdog"}}
 }
 
 func (w *Weaknesses) flags() []namedFlag {
 	return []namedFlag{{&w.RacyAcquire, "racy-acquire"}, {&w.ReleaseNotOwnerChecked, "release-not-owner-checked"},
 		{&w.ReleaseCheckNotAtomic, "release-check-not-atomic"}, {&w.NoExpiry, "no-expiry"}, {&w.ReapsLiveHolder, "reaps-live-holder"}}
+}
+
+// CapabilityNames lists every capability as people and files write them,
+// in declaration order: the words a matrix rule or a scenario may use.
+func CapabilityNames() []string { return allNames((&Capabilities{}).flags()) }
+
+// WeaknessNames lists every weakness likewise.
+func WeaknessNames() []string { return allNames((&Weaknesses{}).flags()) }
+
+func allNames(fs []namedFlag) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.name
+	}
+	return out
 }
 
 // Names lists the capabilities that are on, as people and scenario files

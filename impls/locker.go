@@ -24,6 +24,23 @@ type Locker interface {
 type AcquireOptions struct {
 	TTL time.Duration // lease length for approaches with expiry; 0 = the approach's default
 	Try bool          // one attempt, no waiting
+	// OnRenew, when set, is told of every renewal the approach makes of
+	// the granted lease on its own (a watchdog), from the approach's
+	// goroutine, so the caller can record it as its holder's extend. Nil:
+	// nobody listens.
+	OnRenew func(Renewal)
+}
+
+// Renewal is one renewal an approach made on its own, told twice: as it
+// is sent (Done false) and once it is answered (Done true).
+type Renewal struct {
+	Done bool
+	// Err is the answer: nil renewed, ErrNotHeld the lease was gone,
+	// ErrIndeterminate no answer came; the outcome errors as elsewhere.
+	Err error
+	// ValidUntil is the lease's expiry once renewed, on the client's
+	// clock; zero unless Done and renewed.
+	ValidUntil time.Time
 }
 
 // Lease is a granted lock.
@@ -81,4 +98,9 @@ type Capabilities struct {
 	// FreedOnDisconnect: the server frees the lock as soon as the holder's
 	// connection dies (a transaction row lock, an advisory lock).
 	FreedOnDisconnect bool `json:"freed_on_disconnect"`
+	// Watchdog: the approach renews its leases on its own, from a thread
+	// of the client's, for as long as the client lives and until it
+	// releases (Redisson's watchdog): a lease lasts as long as its
+	// holder's process, not its work.
+	Watchdog bool `json:"watchdog"`
 }

@@ -192,15 +192,9 @@ func parseRule(n *yaml.Node, reg *impls.Registry) (Rule, error) {
 	return r, nil
 }
 
-func allCaps() []string {
-	return impls.Capabilities{TTL: true, Reentrant: true, Fair: true, Blocking: true, Fencing: true,
-		FaultTolerant: true, Renewal: true, LossSignal: true, FreedOnDisconnect: true}.Names()
-}
+func allCaps() []string { return impls.CapabilityNames() }
 
-func allWeaknesses() []string {
-	return impls.Weaknesses{RacyAcquire: true, ReleaseNotOwnerChecked: true, ReleaseCheckNotAtomic: true,
-		NoExpiry: true, ReapsLiveHolder: true}.Names()
-}
+func allWeaknesses() []string { return impls.WeaknessNames() }
 
 func (m *Matrix) fault(name string) *Fault {
 	for i := range m.Faults {

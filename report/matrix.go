@@ -258,6 +258,7 @@ var outcomeAbbrev = []struct{ outcome, abbrev, meaning string }{
 	{"stale-write", "SW", "stale write accepted"},
 	{"task-twice", "TT", "task processed twice"},
 	{"token-regressed", "TR", "fencing tokens out of order"},
+	{"renewed-after-release", "RAR", "a lease renewed after its release"},
 	{"blocked", "blk", "blocked until a human intervenes"},
 	{"unavailable", "unav", "unavailable"},
 }

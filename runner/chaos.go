@@ -178,6 +178,8 @@ type plannedClient struct{}
 func (plannedClient) Pause() error  { return nil }
 func (plannedClient) Resume() error { return nil }
 func (plannedClient) Kill() error   { return nil }
+func (plannedClient) Hang() error   { return nil }
+func (plannedClient) Unhang() error { return nil }
 
 type plannedClock struct{ d time.Duration }
 

@@ -101,3 +101,5 @@ type signalled struct{ cmd *exec.Cmd }
 func (s signalled) Pause() error  { return s.cmd.Process.Signal(syscall.SIGSTOP) }
 func (s signalled) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
 func (s signalled) Kill() error   { return s.cmd.Process.Kill() }
+func (s signalled) Hang() error   { return nil }
+func (s signalled) Unhang() error { return nil }

@@ -278,22 +278,37 @@ const holderSettle = 50 * time.Millisecond
 // pause of a client holding nothing proves nothing: seen, a lib-zk-recipe
 // client-pause run that never showed its expected double grant).
 func (p *holderProcess) Pause() error {
+	return p.stopHolder("pause", fleet.Process.Pause, fleet.Process.Resume)
+}
+
+// Hang halts the key's holder's own steps, moved to the next holder as a
+// pause is when the first had let go before the hang landed.
+func (p *holderProcess) Hang() error {
+	return p.stopHolder("hang", fleet.Process.Hang, fleet.Process.Unhang)
+}
+
+func (p *holderProcess) Unhang() error { return p.slot.Unhang() }
+
+// stopHolder stops the key's holder with stop, and checks the history
+// once stop had time to land: a holder that had let go before is let go
+// on with undo, and the next holder is stopped instead.
+func (p *holderProcess) stopHolder(what string, stop, undo func(fleet.Process) error) error {
 	for range holderAttempts {
 		if err := p.current(); err != nil {
 			return err
 		}
-		if err := p.slot.Pause(); err != nil {
+		if err := stop(p.slot); err != nil {
 			return err
 		}
 		time.Sleep(holderSettle)
 		if p.r.holders.holds(p.proc, p.key) {
 			return nil
 		}
-		if err := p.slot.Resume(); err != nil {
+		if err := undo(p.slot); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("%s: each of %d holders let go before its pause landed: %w", p.key, holderAttempts, chaos.ErrNoTarget)
+	return fmt.Errorf("%s: each of %d holders let go before its %s landed: %w", p.key, holderAttempts, what, chaos.ErrNoTarget)
 }
 
 func (p *holderProcess) Resume() error { return p.slot.Resume() }

@@ -293,11 +293,7 @@ func (s *Scenario) ExpectFor(a impls.Approach) (verdict.Expectation, bool) {
 
 func knownCapability(name string) bool { return contains(capabilityNames(), name) }
 
-func capabilityNames() []string {
-	all := impls.Capabilities{TTL: true, Reentrant: true, Fair: true, Blocking: true, Fencing: true,
-		FaultTolerant: true, Renewal: true, LossSignal: true, FreedOnDisconnect: true}
-	return all.Names()
-}
+func capabilityNames() []string { return impls.CapabilityNames() }
 
 func contains(xs []string, x string) bool {
 	for _, y := range xs {

@@ -54,6 +54,7 @@ var classes = map[checker.Class]Outcome{
 	checker.StaleWrite:               StaleWrite,
 	checker.DuplicateTask:            TaskTwice,
 	checker.TokenRegressed:           TokenRegressed,
+	checker.RenewedAfterRelease:      RenewedAfterRelease,
 }
 
 // classify maps a checker's violation class onto an outcome.

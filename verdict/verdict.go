@@ -28,6 +28,7 @@ const (
 	StaleWriteRefused    Outcome = "stale-write-refused"     // a fenced store refused a stale holder
 	TaskTwice            Outcome = "task-twice"              // a task processed twice
 	TokenRegressed       Outcome = "token-regressed"         // fencing tokens out of grant order
+	RenewedAfterRelease  Outcome = "renewed-after-release"   // a lease renewed after its holder released it
 	Blocked              Outcome = "blocked"                 // nobody was granted the lock again after the fault
 	Unavailable          Outcome = "unavailable"             // the lock service refused to answer
 )
@@ -36,12 +37,12 @@ const (
 var unsafe = map[Outcome]bool{
 	DoubleGrant: true, DoubleGrantBothValid: true, DoubleGrantOutlived: true, Revoked: true,
 	PhantomRelease: true, NeverGranted: true, NonLinearizable: true, LostUpdate: true,
-	StaleWrite: true, TaskTwice: true, TokenRegressed: true,
+	StaleWrite: true, TaskTwice: true, TokenRegressed: true, RenewedAfterRelease: true,
 }
 
 // known lists every outcome an expectation may name.
 var known = []Outcome{Safe, DoubleGrant, DoubleGrantBothValid, DoubleGrantOutlived, Revoked, PhantomRelease,
-	NeverGranted, NonLinearizable, LostUpdate, StaleWrite, StaleWriteRefused, TaskTwice, TokenRegressed, Blocked, Unavailable}
+	NeverGranted, NonLinearizable, LostUpdate, StaleWrite, StaleWriteRefused, TaskTwice, TokenRegressed, RenewedAfterRelease, Blocked, Unavailable}
 
 // Parse reads an outcome name as scenario files write it.
 func Parse(s string) (Outcome, error) {

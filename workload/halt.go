@@ -8,7 +8,10 @@ import "sync"
 // library (its heartbeats, its renewals) while the holder worked on and
 // let go in time. A stop-the-world pause (Kleppmann's GC pause) stops
 // both: the fault turns the halt on with the SIGSTOP, and the holder's
-// next step (its write, its release) waits until the SIGCONT.
+// next step (its write, its release) waits until the SIGCONT. A hang
+// (client-hang: a deadlock, a hung call) turns the halt on alone: the
+// holder's steps and its own renewals stop, while its lock library's
+// threads (heartbeats, keep-alives, a watchdog) go on.
 type Halt struct {
 	mu  sync.Mutex
 	off chan struct{} // closed while the client may go on; nil: never halted
@@ -30,6 +33,16 @@ func (h *Halt) Off() {
 	if h.off != nil && !isClosed(h.off) {
 		close(h.off)
 	}
+}
+
+// halted reports whether the halt is on now.
+func (h *Halt) halted() bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.off != nil && !isClosed(h.off)
 }
 
 // wait returns once the client may go on (at once without a halt).

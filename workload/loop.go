@@ -51,22 +51,45 @@ func (s *schedule) wait(ctx context.Context) (due time.Time, late bool, err erro
 // record writes one event. With a lease, it carries the fencing token and
 // the holder's current belief about its expiry.
 func (c *client) record(typ history.Type, f, key string, lease impls.Lease, err error) {
-	ev := history.Event{Proc: c.proc, Type: typ, F: f, Key: key, T: c.clk.Nanos()}
+	var token *uint64
+	var vu time.Time
 	if lease != nil {
 		if tok, ok := lease.Token(); ok {
-			ev.Token = &tok
+			token = &tok
 		}
-		if vu := lease.ValidUntil(); !vu.IsZero() {
-			// The expiry as the holder believes it, moved onto the history's
-			// monotonic scale: a client whose clock runs slow believes in a
-			// later expiry, and the checker must see exactly that.
-			ev.ValidUntil = ev.T + int64(vu.Sub(c.own.Now()))
-		}
+		vu = lease.ValidUntil()
+	}
+	c.recordBelief(typ, f, key, token, vu, err)
+}
+
+// recordBelief writes one event carrying token and the holder's belief vu
+// about its lease's expiry (zero: none).
+func (c *client) recordBelief(typ history.Type, f, key string, token *uint64, vu time.Time, err error) {
+	ev := history.Event{Proc: c.proc, Type: typ, F: f, Key: key, T: c.clk.Nanos(), Token: token}
+	if !vu.IsZero() {
+		// The expiry as the holder believes it, moved onto the history's
+		// monotonic scale: a client whose clock runs slow believes in a
+		// later expiry, and the checker must see exactly that.
+		ev.ValidUntil = ev.T + int64(vu.Sub(c.own.Now()))
 	}
 	if err != nil {
 		ev.Error = err.Error()
 	}
 	c.rec.Record(ev)
+}
+
+// renewed records a renewal the approach made on its own (a watchdog) as
+// the holder's extend: as it is sent, and its answer. It is called from the
+// approach's goroutine, and goes on while the client's own steps are
+// halted: the renewals are the lock client's, not the holder's work.
+func (c *client) renewed(key string) func(impls.Renewal) {
+	return func(r impls.Renewal) {
+		if !r.Done {
+			c.recordBelief(history.Invoke, history.Extend, key, nil, time.Time{}, nil)
+			return
+		}
+		c.recordBelief(outcome(r.Err), history.Extend, key, nil, r.ValidUntil, r.Err)
+	}
 }
 
 // outcome maps an error to the history type that says what we know.
@@ -111,7 +134,7 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 		if c.due != nil {
 			t0 = due // latency from when the request was due
 		}
-		lease, err := c.locker.Acquire(actx, key, impls.AcquireOptions{TTL: c.spec.TTL})
+		lease, err := c.locker.Acquire(actx, key, impls.AcquireOptions{TTL: c.spec.TTL, OnRenew: c.renewed(key)})
 		took := time.Since(t0)
 		cancel()
 		c.record(outcome(err), history.Acquire, key, lease, err)
@@ -196,9 +219,11 @@ func (c *client) ended(err error, st *Stats) bool {
 }
 
 // watch runs beside a holder's critical section: it renews the lease every
-// TTL/3 when the spec asks for renewal, and records the moment the holder
-// is told its lock is gone (the Lost signal, or a renewal answered
-// not-held). It returns a function that stops it.
+// TTL/3 when the spec asks for renewal, unless the client is halted (the
+// renewals are its own steps, unlike a watchdog inside its lock client),
+// and records the moment the holder is told its lock is gone (the Lost
+// signal, or a renewal answered not-held). It returns a function that
+// stops it.
 func (c *client) watch(key string, lease impls.Lease, st *Stats) (stop func()) {
 	lost := lease.Lost()
 	renew := c.spec.Renew && c.spec.TTL > 0
@@ -225,6 +250,11 @@ func (c *client) watch(key string, lease impls.Lease, st *Stats) (stop func()) {
 				st.Lost++
 				return
 			case <-tick:
+				if c.halt.halted() {
+					// The renewals are the holder's own steps: a halted
+					// holder (paused, hung) sends none.
+					continue
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), c.spec.TTL/3)
 				c.record(history.Invoke, history.Extend, key, nil, nil)
 				err := lease.Extend(ctx, c.spec.TTL)

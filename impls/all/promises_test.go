@@ -56,6 +56,9 @@ var pinned = map[string]string{
 	"redis-setnx-px-del":         "safe ttl weak:release-not-owner-checked nodes:1",
 	"redis-setnx-px-getdel":      "safe ttl weak:release-check-not-atomic nodes:1",
 	"redis-setnx-px-lua":         "safe ttl renewal nodes:1",
+	"redis-reentrant":            "safe ttl reentrant renewal nodes:1",
+	"redis-fair":                 "safe ttl reentrant fair renewal nodes:1",
+	"redis-watchdog":             "safe ttl reentrant renewal watchdog nodes:1",
 	"zk-ephemeral":               "safe blocking fault-tolerant loss-signal crash-freed-after:2s",
 	"zk-sequential":              "safe fair blocking fencing fault-tolerant loss-signal crash-freed-after:2s",
 }

@@ -25,10 +25,7 @@ var RedislockApproach = impls.Approach{
 	Summary:  "bsm/redislock: Lua SET NX PX obtain, Lua compare-and-delete release, on the first node",
 	Fails:    "as redis-setnx-px-lua: a holder paused past its TTL, a failover or a clock jump",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		if len(env.Endpoints.Redis) == 0 {
-			return nil, fmt.Errorf("lib-bsm-redislock: no redis endpoint")
-		}
-		c, err := newClient(ctx, env.Endpoints.Redis[0])
+		c, err := firstNode(ctx, "lib-bsm-redislock", env)
 		if err != nil {
 			return nil, err
 		}

@@ -20,6 +20,9 @@ func Register(r *impls.Registry) {
 	r.Register(SetNXPXDelApproach)
 	r.Register(SetNXPXGetDelApproach)
 	r.Register(SetNXPXLuaApproach)
+	r.Register(ReentrantApproach)
+	r.Register(FairApproach)
+	r.Register(WatchdogApproach)
 	r.Register(RedlockApproach)
 	r.Register(RedlockQuorumApproach)
 	r.Register(RedsyncApproach)
@@ -190,13 +193,19 @@ func (s *single) Close() error { return s.client.Close() }
 // newSingle builds the constructor of a one-node approach.
 func newSingle(name string, mk func(c *goredis.Client, clk clock.Clock) *single) func(context.Context, impls.Env) (impls.Locker, error) {
 	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		if len(env.Endpoints.Redis) == 0 {
-			return nil, fmt.Errorf("%s: no redis endpoint", name)
-		}
-		c, err := newClient(ctx, env.Endpoints.Redis[0])
+		c, err := firstNode(ctx, name, env)
 		if err != nil {
 			return nil, err
 		}
 		return mk(c, env.Clock), nil
 	}
+}
+
+// firstNode connects approach name's client to the first Redis node, the
+// one every single-node approach uses.
+func firstNode(ctx context.Context, name string, env impls.Env) (*goredis.Client, error) {
+	if len(env.Endpoints.Redis) == 0 {
+		return nil, fmt.Errorf("%s: no redis endpoint", name)
+	}
+	return newClient(ctx, env.Endpoints.Redis[0])
 }

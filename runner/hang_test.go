@@ -1,0 +1,103 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/verdict"
+	"github.com/locklab/locklab/workload"
+)
+
+// A holder whose work hangs (client-hang) while its worker process, its
+// connections and its lock client's threads go on. Every client renews its
+// lease from its own loop (renew), which stops with the hang: a TTL lock
+// then expires and is granted again, and the holder wakes and writes (the
+// outlived double grant, a lost update; without the halt of the renewal
+// loop the lease would live through the hang). A watchdog inside the lock
+// client (redis-watchdog) and a ZooKeeper session (zk-sequential) live on:
+// nobody else is granted the lock while the hang lasts.
+func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
+	for _, tt := range []struct {
+		approach string
+		expect   []verdict.Outcome
+		keptHeld bool // nobody else is granted the lock during the hang
+	}{
+		{"redis-setnx-px-lua", []verdict.Outcome{verdict.DoubleGrantOutlived, verdict.LostUpdate}, false},
+		{"redis-watchdog", []verdict.Outcome{verdict.Safe}, true},
+		{"zk-sequential", []verdict.Outcome{verdict.Safe}, true},
+	} {
+		t.Run(tt.approach, func(t *testing.T) {
+			spec := workload.Spec{Clients: 3, Kind: workload.Counter, Hold: workload.Dist{Kind: "uniform", A: 40 * time.Millisecond, B: 80 * time.Millisecond},
+				TTL: time.Second, Renew: true, AcquireTimeout: 5 * time.Second, Duration: 6 * time.Second, Seed: 1}
+			c := faultCase(t, tt.approach, spec, step(t, "client-hang", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 3*time.Second, nil))
+			c.Expect = verdict.Expect("test", tt.expect...)
+			out, evs := runFaultCase(t, c)
+			if v := out.Verdicts[0]; v.Status != verdict.Agrees {
+				t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
+			}
+			win, hung := hangWindow(t, evs)
+			var others, ownRenewals, watchdogRenewals int
+			for _, ev := range evs {
+				if ev.T <= win.Start || ev.T >= win.End {
+					continue
+				}
+				switch {
+				case ev.F == history.Acquire && ev.Type == history.OK && ev.Proc != hung:
+					others++
+				case ev.F == history.Extend && ev.Type == history.OK && ev.Proc == hung:
+					watchdogRenewals++
+				case ev.F == history.Extend && ev.Type == history.Invoke && ev.Proc == hung:
+					ownRenewals++
+				}
+			}
+			t.Logf("during the %v hang of process %d: %d grants to others, %d renewals by it (%d renewed)",
+				time.Duration(win.End-win.Start), hung, others, ownRenewals, watchdogRenewals)
+			if tt.keptHeld && others > 0 {
+				t.Errorf("%d grants to other clients while the holder hung: its lock was not kept", others)
+			}
+			if !tt.keptHeld && others == 0 {
+				t.Errorf("no other client was granted the lock while the holder hung past its TTL")
+			}
+			if tt.approach == "redis-watchdog" && watchdogRenewals < 5 {
+				t.Errorf("%d watchdog renewals recorded in the hang, want one every TTL/3", watchdogRenewals)
+			}
+			if tt.approach == "redis-setnx-px-lua" && ownRenewals > 0 {
+				t.Errorf("the hung holder sent %d renewals of its own: its renewal loop did not stop with its work", ownRenewals)
+			}
+		})
+	}
+}
+
+// hangWindow is the history's client-hang window and the process that held
+// the key when it began (the hang moves to the next holder if the one
+// picked had let go).
+func hangWindow(t *testing.T, evs []history.Event) (history.Window, int) {
+	t.Helper()
+	var win history.Window
+	for _, w := range history.FaultWindows(evs) {
+		if w.Fault == "client-hang" {
+			win = w
+		}
+	}
+	if win.Start == 0 || win.End == 0 {
+		t.Fatalf("no healed client-hang window in the history%s", whatWentWrong(evs))
+	}
+	holder := -1
+	for _, ev := range evs {
+		if ev.T > win.Start {
+			break
+		}
+		switch {
+		case ev.F == history.Acquire && ev.Type == history.OK:
+			holder = ev.Proc
+		case ev.F == history.Release && ev.Type == history.Invoke && ev.Proc == holder:
+			holder = -1
+		}
+	}
+	if holder < 0 {
+		t.Fatalf("nobody held the key when the hang began")
+	}
+	return win, holder
+}

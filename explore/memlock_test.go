@@ -87,7 +87,7 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 	if !tr.Shown {
 		t.Fatal("the planted bug did not show under a client clock 800ms ahead")
 	}
-	sh := &Shrinker{Oracle: oracle, Scale: p.Scale, MaxRuns: 20}
+	sh := &Shrinker{Oracle: oracle, Scale: p.Scale, MaxRuns: 40}
 	out, err := sh.Shrink(context.Background(), start, 1, 1)
 	if err != nil {
 		t.Fatal(err)

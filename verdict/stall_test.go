@@ -118,8 +118,20 @@ func TestLabStalledDuringTheDecidingEvents(t *testing.T) {
 			with(doubleGrant(), func(h *hist) { h.stall("worker 0", ms(1200), ms(1900)) }), outlived, Undecided, true},
 		{"expected violation shown outside the stall",
 			with(doubleGrant(), func(h *hist) { h.stall("containers", ms(3500), ms(4000)) }), outlived, Agrees, false},
-		{"expected safe, a stall in the fault window: inconclusive",
-			with(clean(), func(h *hist) { h.fault(1, ms(1200), ms(2200)); h.stall("containers", ms(1800), ms(2000)) }), safe, Undecided, true},
+		{"expected safe, the lab still for half the fault window: inconclusive",
+			with(clean(), func(h *hist) {
+				h.fault(1, ms(1200), ms(2200))
+				h.stall("containers", ms(1300), ms(1600))
+				h.stall("locklab", ms(1500), ms(1750)) // 0.45 s together, counted once
+				h.stall("worker 1", ms(2000), ms(2400)) // 0.2 s of it in the window
+			}), safe, Undecided, true},
+		{"expected safe, the lab still for less than half the fault window: decided",
+			with(clean(), func(h *hist) {
+				h.fault(1, ms(1200), ms(2200))
+				h.stall("containers", ms(1300), ms(1600))
+				h.stall("locklab", ms(1300), ms(1600)) // the same 0.3 s twice counts once
+				h.stall("worker 1", ms(2050), ms(2400))
+			}), safe, Agrees, false},
 		{"expected safe, the stall outside the fault window",
 			with(clean(), func(h *hist) { h.fault(1, ms(1200), ms(1600)); h.stall("locklab", ms(2500), ms(2800)) }), safe, Agrees, false},
 		{"expected safe, no fault: a stall decides nothing",

@@ -137,7 +137,26 @@ func (c *Cluster) startReplicatedMariaDB(ctx context.Context, s impls.Server, se
 	return nodes, nil
 }
 
+// startReplicatedNode starts the topology's i-th node; one whose port was
+// taken between its choice and the server's bind ("in use": other servers
+// start on this machine meanwhile) is started again on another.
 func (c *Cluster) startReplicatedNode(ctx context.Context, p *mariadbPair, i int) (*Node, error) {
+	for attempt := 1; ; attempt++ {
+		n, err := c.tryReplicatedNode(ctx, p, i)
+		if err == nil || n == nil || attempt == 3 || !strings.Contains(strings.ToLower(err.Error()), "in use") {
+			return n, err
+		}
+		if n.ctr != nil {
+			n.ctr.remove(ctx)
+		}
+		if n.proc != nil {
+			n.proc.stop(0)
+		}
+		n.proxy.Stop()
+	}
+}
+
+func (c *Cluster) tryReplicatedNode(ctx context.Context, p *mariadbPair, i int) (*Node, error) {
 	name := replicatedNodeName(p.server, i)
 	n, dir, port, err := c.topologyNode(name, p.server)
 	if err != nil {
@@ -174,8 +193,10 @@ func (c *Cluster) startReplicatedNode(ctx context.Context, p *mariadbPair, i int
 			return n, fmt.Errorf("%s: %w", name, err)
 		}
 	} else {
-		if err := installMariaDB(ctx, name, data); err != nil {
-			return n, err
+		if _, err := os.Stat(filepath.Join(data, "mysql")); err != nil {
+			if err := installMariaDB(ctx, name, data); err != nil {
+				return n, err
+			}
 		}
 		n.proc = &process{name: name, dir: dir, logPath: filepath.Join(dir, "mariadbd.log"), spawn: c.spawn, argv: args, ports: []int{port}}
 		if err := n.proc.start(); err != nil {

@@ -1,0 +1,38 @@
+package mysql
+
+import "github.com/locklab/locklab/impls"
+
+// The founding article's answer to "the database is a single point of
+// failure": run two databases synchronised and switch to the standby when
+// the primary dies. These are the MariaDB approaches on a primary with one
+// replica (impls.MySQLReplicated, asynchronous, and impls.MySQLSemiSync,
+// semi-synchronous with AFTER_SYNC), the same code as on one server; their
+// clients write to the node that takes writes, so after a failover they
+// follow the promoted replica. What the standby has when it takes over is
+// what replication had delivered: the failover is the question.
+
+// InsertDeleteReplicatedApproach: mysql-insert-delete on the asynchronous
+// topology.
+var InsertDeleteReplicatedApproach = impls.Approach{
+	Name:     "mysql-insert-delete-replicated",
+	Server:   impls.MySQLReplicated,
+	Weak:     impls.Weaknesses{NoExpiry: true},
+	Safe:     true,
+	Survives: "the primary's death as a server (the replica takes over); a client crash only with a human to delete the row",
+	Summary:  "mysql-insert-delete on a MariaDB primary with an asynchronous replica; clients follow the node that takes writes",
+	Fails:    "a failover loses what had not replicated: a lost lock row is granted again, a lost release comes back as a row nobody will delete",
+	New:      newInsertDelete("mysql-insert-delete-replicated", impls.MySQLReplicated),
+}
+
+// InsertDeleteSemiSyncApproach: mysql-insert-delete on the
+// semi-synchronous topology.
+var InsertDeleteSemiSyncApproach = impls.Approach{
+	Name:     "mysql-insert-delete-semisync",
+	Server:   impls.MySQLSemiSync,
+	Weak:     impls.Weaknesses{NoExpiry: true},
+	Safe:     true,
+	Survives: "a failover within rpl_semi_sync_master_timeout of losing the replica: no grant is reported that the replica lacks",
+	Summary:  "mysql-insert-delete on a MariaDB primary whose commits wait (AFTER_SYNC) for the replica's receipt",
+	Fails:    "a release caught in the wait by a failover comes back as a row nobody will delete; past the 10 s timeout the primary silently replicates asynchronously",
+	New:      newInsertDelete("mysql-insert-delete-semisync", impls.MySQLSemiSync),
+}

@@ -42,6 +42,8 @@ var pinned = map[string]string{
 	"lib-redsync":                    "safe ttl fault-tolerant",
 	"lib-zk-recipe":                  "safe fair blocking fault-tolerant crash-freed-after:2s",
 	"mysql-for-update":               "safe blocking freed-on-disconnect",
+	"mysql-for-update-replicated":    "safe blocking freed-on-disconnect",
+	"mysql-for-update-semisync":      "safe blocking freed-on-disconnect",
 	"mysql-insert-delete":            "safe weak:no-expiry",
 	"mysql-insert-delete-reaper":     "safe ttl weak:reaps-live-holder",
 	"mysql-insert-delete-replicated": "safe weak:no-expiry",

@@ -24,7 +24,9 @@ func Register(r *impls.Registry) {
 	r.Register(OptimisticApproach)
 	r.Register(ShardedApproach)
 	r.Register(InsertDeleteReplicatedApproach)
+	r.Register(ForUpdateReplicatedApproach)
 	r.Register(InsertDeleteSemiSyncApproach)
+	r.Register(ForUpdateSemiSyncApproach)
 }
 
 // DefaultTTL is the lease length when AcquireOptions.TTL is zero.

@@ -24,6 +24,19 @@ var InsertDeleteReplicatedApproach = impls.Approach{
 	New:      newInsertDelete("mysql-insert-delete-replicated", impls.MySQLReplicated),
 }
 
+// ForUpdateReplicatedApproach: mysql-for-update on the asynchronous
+// topology.
+var ForUpdateReplicatedApproach = impls.Approach{
+	Name:     "mysql-for-update-replicated",
+	Server:   impls.MySQLReplicated,
+	Caps:     impls.Capabilities{Blocking: true, FreedOnDisconnect: true},
+	Safe:     true,
+	Survives: "client crashes (the server rolls back on disconnect)",
+	Summary:  "mysql-for-update on a MariaDB primary with an asynchronous replica; clients follow the node that takes writes",
+	Fails:    "a row lock is never replicated: after a failover the new primary grants it again while the old holder believes it holds",
+	New:      newForUpdate("mysql-for-update-replicated", impls.MySQLReplicated),
+}
+
 // InsertDeleteSemiSyncApproach: mysql-insert-delete on the
 // semi-synchronous topology.
 var InsertDeleteSemiSyncApproach = impls.Approach{
@@ -35,4 +48,17 @@ var InsertDeleteSemiSyncApproach = impls.Approach{
 	Summary:  "mysql-insert-delete on a MariaDB primary whose commits wait (AFTER_SYNC) for the replica's receipt",
 	Fails:    "a release caught in the wait by a failover comes back as a row nobody will delete; past the 10 s timeout the primary silently replicates asynchronously",
 	New:      newInsertDelete("mysql-insert-delete-semisync", impls.MySQLSemiSync),
+}
+
+// ForUpdateSemiSyncApproach: mysql-for-update on the semi-synchronous
+// topology.
+var ForUpdateSemiSyncApproach = impls.Approach{
+	Name:     "mysql-for-update-semisync",
+	Server:   impls.MySQLSemiSync,
+	Caps:     impls.Capabilities{Blocking: true, FreedOnDisconnect: true},
+	Safe:     true,
+	Survives: "client crashes (the server rolls back on disconnect)",
+	Summary:  "mysql-for-update on a MariaDB primary whose commits wait (AFTER_SYNC) for the replica's receipt",
+	Fails:    "a row lock writes nothing, so nothing waits and nothing replicates: after a failover the new primary grants it again while the old holder believes it holds",
+	New:      newForUpdate("mysql-for-update-semisync", impls.MySQLSemiSync),
 }

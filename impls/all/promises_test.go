@@ -50,6 +50,8 @@ var pinned = map[string]string{
 	"mysql-insert-delete-semisync":   "safe weak:no-expiry",
 	"mysql-optimistic":               "safe fencing weak:no-expiry",
 	"mysql-sharded":                  "safe ttl reentrant renewal",
+	"mysql-sharded-replicated":       "safe ttl reentrant renewal",
+	"mysql-sharded-semisync":         "safe ttl reentrant renewal",
 	"pg-advisory":                    "safe reentrant blocking freed-on-disconnect",
 	"redis-get-set":                  "unsafe ttl weak:racy-acquire nodes:1",
 	"redis-redlock":                  "safe ttl fault-tolerant renewal",

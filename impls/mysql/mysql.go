@@ -25,8 +25,10 @@ func Register(r *impls.Registry) {
 	r.Register(ShardedApproach)
 	r.Register(InsertDeleteReplicatedApproach)
 	r.Register(ForUpdateReplicatedApproach)
+	r.Register(ShardedReplicatedApproach)
 	r.Register(InsertDeleteSemiSyncApproach)
 	r.Register(ForUpdateSemiSyncApproach)
+	r.Register(ShardedSemiSyncApproach)
 }
 
 // DefaultTTL is the lease length when AcquireOptions.TTL is zero.

@@ -37,6 +37,18 @@ var ForUpdateReplicatedApproach = impls.Approach{
 	New:      newForUpdate("mysql-for-update-replicated", impls.MySQLReplicated),
 }
 
+// ShardedReplicatedApproach: mysql-sharded on the asynchronous topology.
+var ShardedReplicatedApproach = impls.Approach{
+	Name:     "mysql-sharded-replicated",
+	Server:   impls.MySQLReplicated,
+	Caps:     impls.Capabilities{TTL: true, Reentrant: true, Renewal: true},
+	Safe:     true,
+	Survives: "client crashes (an expired deadline is taken over), a failover of what had replicated",
+	Summary:  "mysql-sharded on a MariaDB primary with an asynchronous replica; clients follow the node that takes writes",
+	Fails:    "a failover loses unreplicated lock rows: an older holder's row expires on the new primary and is taken while the lost grant's lease is valid",
+	New:      newSharded("mysql-sharded-replicated", impls.MySQLReplicated),
+}
+
 // InsertDeleteSemiSyncApproach: mysql-insert-delete on the
 // semi-synchronous topology.
 var InsertDeleteSemiSyncApproach = impls.Approach{
@@ -61,4 +73,16 @@ var ForUpdateSemiSyncApproach = impls.Approach{
 	Summary:  "mysql-for-update on a MariaDB primary whose commits wait (AFTER_SYNC) for the replica's receipt",
 	Fails:    "a row lock writes nothing, so nothing waits and nothing replicates: after a failover the new primary grants it again while the old holder believes it holds",
 	New:      newForUpdate("mysql-for-update-semisync", impls.MySQLSemiSync),
+}
+
+// ShardedSemiSyncApproach: mysql-sharded on the semi-synchronous topology.
+var ShardedSemiSyncApproach = impls.Approach{
+	Name:     "mysql-sharded-semisync",
+	Server:   impls.MySQLSemiSync,
+	Caps:     impls.Capabilities{TTL: true, Reentrant: true, Renewal: true},
+	Safe:     true,
+	Survives: "client crashes, a failover within rpl_semi_sync_master_timeout of losing the replica: no grant is reported that the replica lacks",
+	Summary:  "mysql-sharded on a MariaDB primary whose commits wait (AFTER_SYNC) for the replica's receipt",
+	Fails:    "past the 10 s timeout the primary silently replicates asynchronously, and a failover then loses grants as without semi-sync",
+	New:      newSharded("mysql-sharded-semisync", impls.MySQLSemiSync),
 }

@@ -63,22 +63,51 @@ type ReplicationCut = interface {
 	WaitPromoted(ctx context.Context, within time.Duration) error
 }
 
+// failoverSteps are the moves of one failover that differ between
+// topologies (who promotes, how the old primary comes back); the sequence
+// around them is one (Failover.inject).
+type failoverSteps = interface {
+	// Promote makes a replica the primary, or waits until it is made one.
+	Promote(ctx context.Context, within time.Duration) error
+	// Rejoin waits until the old primary, back, is a replica in step.
+	Rejoin(ctx context.Context, within time.Duration) error
+	// Reopen lets replication through again.
+	Reopen(ctx context.Context) error
+}
+
+// sentinelSteps: Sentinel promotes; the old primary is made a replica by
+// Sentinel too, once it sees it again.
+type sentinelSteps struct {
+	cut ReplicationCut
+	n   FailoverNode
+}
+
+func (s sentinelSteps) Promote(ctx context.Context, within time.Duration) error {
+	return s.cut.WaitPromoted(ctx, within)
+}
+func (s sentinelSteps) Rejoin(ctx context.Context, within time.Duration) error {
+	return s.n.WaitReplicaOf(ctx, within)
+}
+func (s sentinelSteps) Reopen(ctx context.Context) error { return s.cut.Reopen(ctx) }
+
 func (Failover) Kind() string   { return "failover" }
 func (Failover) Threat() string { return ThreatFailover }
 
-func (f Failover) Validate() error {
+func (f Failover) Validate() error { return f.validate(f.Kind()) }
+
+func (f Failover) validate(kind string) error {
 	switch f.Mode {
 	case "", "kill", "pause":
 	default:
-		return fmt.Errorf("failover: mode %q: want kill or pause", f.Mode)
+		return fmt.Errorf("%s: mode %q: want kill or pause", kind, f.Mode)
 	}
 	switch f.Replication {
 	case "", "hold", "keep":
 	default:
-		return fmt.Errorf("failover: replication %q: want hold or keep", f.Replication)
+		return fmt.Errorf("%s: replication %q: want hold or keep", kind, f.Replication)
 	}
 	if f.After < 0 || f.Within < 0 {
-		return errors.New("failover: after and within must not be negative")
+		return fmt.Errorf("%s: after and within must not be negative", kind)
 	}
 	return nil
 }
@@ -93,20 +122,15 @@ func (f Failover) within() time.Duration {
 }
 
 func (f Failover) Available(t Target) error {
-	if err := needNodeProcess(f, t); err != nil {
-		return err
-	}
-	n, ok := t.Process.(FailoverNode)
-	if !ok {
-		return unavailable(f, t, "not a node of the Sentinel topology")
-	}
-	if err := n.CanFailover(); err != nil {
-		return unavailable(f, t, err.Error())
-	}
-	return nil
+	_, err := f.node(t)
+	return err
 }
 
-func (f Failover) Inject(ctx context.Context, t Target) (Heal, error) {
+// node is t's node as the fault needs it, or why it cannot act on it.
+func (f Failover) node(t Target) (FailoverNode, error) {
+	if err := needNodeProcess(f, t); err != nil {
+		return nil, err
+	}
 	n, ok := t.Process.(FailoverNode)
 	if !ok {
 		return nil, unavailable(f, t, "not a node of the Sentinel topology")
@@ -114,9 +138,38 @@ func (f Failover) Inject(ctx context.Context, t Target) (Heal, error) {
 	if err := n.CanFailover(); err != nil {
 		return nil, unavailable(f, t, err.Error())
 	}
-	held, err := n.CutReplication(ctx, f.Replication != "keep")
+	return n, nil
+}
+
+func (f Failover) Inject(ctx context.Context, t Target) (Heal, error) {
+	n, err := f.node(t)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err)
+		return nil, err
+	}
+	return f.inject(ctx, f.Kind(), t, n, func(ctx context.Context, hold bool) (failoverSteps, error) {
+		cut, err := n.CutReplication(ctx, hold)
+		if err != nil {
+			return nil, err
+		}
+		return sentinelSteps{cut: cut, n: n}, nil
+	})
+}
+
+// failoverProcess is what a failover does to the primary's process.
+type failoverProcess interface {
+	Process
+	Restarter
+}
+
+// inject is one failover, whichever topology: cut (hold or observe)
+// replication from the primary n, wait `after`, stop n, promote. The heal
+// brings n back, waits until it is a replica in step, and reopens
+// replication.
+func (f Failover) inject(ctx context.Context, kind string, t Target, n failoverProcess,
+	cut func(ctx context.Context, hold bool) (failoverSteps, error)) (Heal, error) {
+	steps, err := cut(ctx, f.Replication != "keep")
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, t.Name, err)
 	}
 	// undo is the heal, also used to roll back a failed injection.
 	var stopped bool
@@ -129,14 +182,14 @@ func (f Failover) Inject(ctx context.Context, t Target) (Heal, error) {
 				errs = append(errs, n.Restart(ctx))
 			}
 			if errs[0] == nil {
-				// Until Sentinel has turned the old primary into a
-				// replica, two nodes say "master": not yet whole.
-				errs = append(errs, n.WaitReplicaOf(ctx, f.within()))
+				// Until the old primary is a replica, two nodes may say
+				// they lead: not yet whole.
+				errs = append(errs, steps.Rejoin(ctx, f.within()))
 			}
 		}
-		errs = append(errs, held.Reopen(ctx))
+		errs = append(errs, steps.Reopen(ctx))
 		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("heal %s %s: %w", f.Kind(), t.Name, err)
+			return fmt.Errorf("heal %s %s: %w", kind, t.Name, err)
 		}
 		return nil
 	}
@@ -153,11 +206,11 @@ func (f Failover) Inject(ctx context.Context, t Target) (Heal, error) {
 		err = n.Kill()
 	}
 	if err != nil {
-		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err), []Heal{undo})
+		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", kind, t.Name, err), []Heal{undo})
 	}
 	stopped = true
-	if err := held.WaitPromoted(ctx, f.within()); err != nil {
-		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err), []Heal{undo})
+	if err := steps.Promote(ctx, f.within()); err != nil {
+		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", kind, t.Name, err), []Heal{undo})
 	}
 	return once(undo), nil
 }

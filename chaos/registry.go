@@ -27,6 +27,7 @@ var faults = map[string]func() Fault{
 	"partition":      func() Fault { return &Partition{} },
 	"server-clock":   func() Fault { return &ServerClock{} },
 	"failover":       func() Fault { return &Failover{} },
+	"db-failover":    func() Fault { return &DBFailover{} },
 }
 
 // New returns a fresh fault of kind with zero options, ready for its options

@@ -17,7 +17,7 @@ import (
 // what it threatens, and lists its options.
 func TestRegistry(t *testing.T) {
 	kinds := Kinds()
-	if len(kinds) != 13 {
+	if len(kinds) != 14 {
 		t.Fatalf("kinds %v", kinds)
 	}
 	for _, k := range kinds {
@@ -72,6 +72,9 @@ func TestDecode(t *testing.T) {
 		{kind: "server-restart", yaml: "delay: 3s", want: &ServerRestart{Delay: Duration(3 * time.Second)}, params: map[string]string{"delay": "3s"}},
 		{kind: "server-restart", yaml: "delay: -3s", err: "delay -3s"},
 		{kind: "client-pause", yaml: "[1, 2]", err: "want a mapping"},
+		{kind: "db-failover", yaml: "mode: pause\nafter: 3s", want: &DBFailover{Mode: "pause", After: Duration(3 * time.Second)},
+			params: map[string]string{"mode": "pause", "after": "3s"}},
+		{kind: "db-failover", yaml: "replication: lose", err: "db-failover: replication \"lose\""},
 	} {
 		t.Run(tc.kind+" "+tc.yaml, func(t *testing.T) {
 			var node *yaml.Node

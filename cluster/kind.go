@@ -17,7 +17,8 @@ import (
 
 // Kind is one kind of server: everything the rest of locklab would
 // otherwise switch on. Each kind declares itself in a file of its own
-// (redis.go, sentinel.go, mariadb.go, zookeeper.go, postgres.go, etcd.go)
+// (redis.go, sentinel.go, mariadb.go, mariadb_replicated.go, zookeeper.go,
+// postgres.go, etcd.go)
 // and Kinds lists them: adding a kind is that file and one line there (and
 // its constant and Endpoints field in impls, which the approaches read).
 type Kind struct {
@@ -79,7 +80,8 @@ type Binary struct{ Path, Package string }
 
 // Kinds returns every server kind, in start order: the one list.
 func Kinds() []Kind {
-	return []Kind{redisKind(), mariadbKind(), zooKeeperKind(), postgresKind(), etcdKind(), sentinelKind()}
+	return []Kind{redisKind(), mariadbKind(), zooKeeperKind(), postgresKind(), etcdKind(), sentinelKind(),
+		mariadbReplicatedKind(), mariadbSemiSyncKind()}
 }
 
 // KindOf returns the kind of s.

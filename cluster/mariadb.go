@@ -114,10 +114,8 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*Node, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	install := exec.CommandContext(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+data,
-		"--auth-root-authentication-method=normal", "--skip-test-db", "--user=root")
-	if out, err := install.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("%s: mariadb-install-db: %w: %s", name, err, lastLine(string(out)))
+	if err := installMariaDB(ctx, name, data); err != nil {
+		return nil, err
 	}
 	return c.startNode(ctx, name, impls.MySQL, func(ports []int) (*process, string, func(context.Context) error, error) {
 		p := &process{
@@ -132,17 +130,25 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*Node, error) {
 	}, 1)
 }
 
+// installMariaDB creates a MariaDB data directory with a root that logs
+// in without a password.
+func installMariaDB(ctx context.Context, name, data string) error {
+	install := exec.CommandContext(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+data,
+		"--auth-root-authentication-method=normal", "--skip-test-db", "--user=root")
+	if out, err := install.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: mariadb-install-db: %w: %s", name, err, lastLine(string(out)))
+	}
+	return nil
+}
+
 // mariadbHealth: the server at a takes root's queries; it also creates the
 // lock tables' database.
 func (c *Cluster) mariadbHealth(a string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		cfg := mysql.NewConfig()
-		cfg.User, cfg.Net, cfg.Addr = "root", "tcp", a
-		conn, err := mysql.NewConnector(cfg)
+		db, err := rootDB(a)
 		if err != nil {
 			return err
 		}
-		db := sql.OpenDB(conn)
 		defer db.Close()
 		if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+MySQLDatabase); err != nil {
 			return err
@@ -154,6 +160,17 @@ func (c *Cluster) mariadbHealth(a string) func(context.Context) error {
 		c.setVersion(impls.MySQL, "mariadb "+v)
 		return nil
 	}
+}
+
+// rootDB reaches the server at a as root, with no database chosen.
+func rootDB(a string) (*sql.DB, error) {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", a
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
 }
 
 func lastLine(s string) string {

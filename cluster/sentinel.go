@@ -127,42 +127,33 @@ func (c *Cluster) startRedisSentinel(ctx context.Context) ([]*Node, error) {
 // no persistence, so a restarted primary comes back empty, as in antirez's
 // warning.
 func (c *Cluster) startSentinelData(ctx context.Context, name string, extra ...string) (*Node, error) {
-	dir := filepath.Join(c.dir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	ports, err := freePorts(1)
+	n, dir, port, err := c.topologyNode(name, impls.RedisSentinel)
 	if err != nil {
 		return nil, err
 	}
-	direct := addr(ports[0])
-	proxy, err := c.addProxy(name, direct)
-	if err != nil {
-		return nil, err
-	}
-	argv := []string{"redis-server", "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", dir,
+	direct := n.direct
+	argv := []string{"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--daemonize", "no", "--save", "", "--appendonly", "no",
 		// A replica syncs at once, not after the default 5 s wait for others.
 		"--repl-diskless-sync-delay", "0"}
 	argv = append(argv, extra...)
-	n := &Node{Name: name, Server: impls.RedisSentinel, direct: direct, proxy: proxy,
-		// A replica is healthy once linked to its primary: until then
-		// the topology has nothing to fail over to (a test right after
-		// a restart of every server met "no replica to fail over to").
-		health: func(ctx context.Context) error {
-			info, err := redisCommand(ctx, direct, "INFO")
-			if err != nil {
-				return err
-			}
-			if v := infoField(info, "redis_version"); v != "" {
-				c.setVersion(impls.RedisSentinel, "redis "+v)
-			}
-			if infoField(info, "role") == "slave" && infoField(info, "master_link_status") != "up" {
-				return fmt.Errorf("%s: replica not linked to its primary yet", name)
-			}
-			return nil
-		}}
-	return n, c.runSentinelNode(ctx, n, argv, ports, "redis.log", dir)
+	// A replica is healthy once linked to its primary: until then the
+	// topology has nothing to fail over to (a test right after a restart
+	// of every server met "no replica to fail over to").
+	n.health = func(ctx context.Context) error {
+		info, err := redisCommand(ctx, direct, "INFO")
+		if err != nil {
+			return err
+		}
+		if v := infoField(info, "redis_version"); v != "" {
+			c.setVersion(impls.RedisSentinel, "redis "+v)
+		}
+		if infoField(info, "role") == "slave" && infoField(info, "master_link_status") != "up" {
+			return fmt.Errorf("%s: replica not linked to its primary yet", name)
+		}
+		return nil
+	}
+	return n, c.runSentinelNode(ctx, n, argv, []int{port}, "redis.log", dir)
 }
 
 // runSentinelNode starts a node of the topology from argv and waits until
@@ -190,20 +181,11 @@ func (c *Cluster) runSentinelNode(ctx context.Context, n *Node, argv []string, p
 // startSentinel starts Sentinel i watching the primary at its direct
 // address. A primary silent for 1.5 s is down; two Sentinels must agree.
 func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*Node, error) {
-	name := fmt.Sprintf("sentinel-%d", i)
-	dir := filepath.Join(c.dir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	ports, err := freePorts(1)
+	n, dir, own, err := c.topologyNode(fmt.Sprintf("sentinel-%d", i), impls.RedisSentinel)
 	if err != nil {
 		return nil, err
 	}
 	host, port := "127.0.0.1", strconv.Itoa(portOf(primary))
-	proxy, err := c.addProxy(name, addr(ports[0]))
-	if err != nil {
-		return nil, err
-	}
 	// Sentinel rewrites its config file, so each has its own, writable.
 	// failover-timeout is also how long a Sentinel leaves a replica that
 	// replicates from an unexpected address before pointing it back
@@ -216,23 +198,21 @@ func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*No
 	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
 		"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s 1500\n"+
 		"sentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
-		ports[0], dir, SentinelMaster, host, port, SentinelMaster, SentinelMaster, SentinelMaster)
+		own, dir, SentinelMaster, host, port, SentinelMaster, SentinelMaster, SentinelMaster)
 	path := filepath.Join(dir, "sentinel.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	direct := addr(ports[0])
-	n := &Node{Name: name, Server: impls.RedisSentinel, direct: direct, proxy: proxy,
-		health: func(ctx context.Context) error {
-			_, err := redisCommand(ctx, direct, "PING")
-			return err
-		}}
+	n.health = func(ctx context.Context) error {
+		_, err := redisCommand(ctx, n.direct, "PING")
+		return err
+	}
 	bin := sentinelBinary()
 	if c.docker != nil {
 		bin = []string{"redis-server", "--sentinel"} // in every Redis image
 	}
 	argv := append(bin[:1:1], append([]string{path}, bin[1:]...)...)
-	return n, c.runSentinelNode(ctx, n, argv, ports, "sentinel.log", dir)
+	return n, c.runSentinelNode(ctx, n, argv, []int{own}, "sentinel.log", dir)
 }
 
 // ReplicationLink is the proxy the Sentinel topology's replica replicates

@@ -9,7 +9,6 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/rs/zerolog"
 
 	"github.com/locklab/locklab/impls"
 )
@@ -118,17 +117,8 @@ func (n *Node) replication(ctx context.Context, hold bool) (*HeldReplication, er
 	if !hold {
 		return h, nil
 	}
-	h.proxy = toxiproxy.NewProxy(toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
-		n.Name+" held replication", "127.0.0.1:0", n.direct)
-	if err := h.proxy.Start(); err != nil {
-		return nil, fmt.Errorf("held replication proxy: %w", err)
-	}
-	for _, stream := range []string{"upstream", "downstream"} {
-		if _, err := h.proxy.Toxics.AddToxicJson(strings.NewReader(
-			`{"name":"hold-` + stream + `","type":"timeout","stream":"` + stream + `","toxicity":1,"attributes":{"timeout":0}}`)); err != nil {
-			h.proxy.Stop()
-			return nil, fmt.Errorf("held replication proxy: %w", err)
-		}
+	if h.proxy, err = newHeldProxy(n.Name+" held replication", n.direct); err != nil {
+		return nil, err
 	}
 	for _, r := range h.Replicas {
 		ri, err := redisCommand(ctx, r, "INFO replication")

@@ -22,6 +22,13 @@ const (
 	// RedisSentinel is a Redis primary with one asynchronous replica and
 	// three Sentinels that fail over to it.
 	RedisSentinel Server = "redis-sentinel"
+	// MySQLReplicated is a MariaDB primary with one asynchronous replica;
+	// MySQLSemiSync the same with semi-synchronous replication (the
+	// primary's commit waits, AFTER_SYNC, for the replica's receipt).
+	// Nothing fails over on its own: the db-failover fault promotes the
+	// replica, and clients follow the node that takes writes.
+	MySQLReplicated Server = "mysql-replicated"
+	MySQLSemiSync   Server = "mysql-semisync"
 )
 
 // Endpoints are the addresses of the servers, as clients should reach them
@@ -40,6 +47,11 @@ type Endpoints struct {
 	// node's own) to the one a client dials instead (its proxy); an
 	// address not in it is dialled as it is.
 	RedisSentinelRoutes map[string]string
+	// MySQLReplicated and MySQLSemiSync are go-sql-driver DSNs of the
+	// topology's nodes, in node order; a client writes to the one whose
+	// read_only is off (the primary), as ProxySQL routes writes.
+	MySQLReplicated []string
+	MySQLSemiSync   []string
 }
 
 // Env is what a constructor gets for one client.

@@ -308,7 +308,8 @@ func TestServerIsolateAvailability(t *testing.T) {
 // Server faults a server kind cannot take are refused before anything
 // starts, by the rules of a started node (cluster.Planned): a clock fault
 // on etcd or PostgreSQL once ran to its end with the fault failing when it
-// fired, exit 0; a failover outside the Sentinel topology likewise.
+// fired, exit 0; a failover outside the Sentinel topology likewise, and a
+// db-failover outside a replicated MariaDB.
 func TestServerFaultsAServerCannotTakeAreRefusedBeforeTheRun(t *testing.T) {
 	reg := all.Registry()
 	clockJump := func() chaos.Step {
@@ -316,6 +317,9 @@ func TestServerFaultsAServerCannotTakeAreRefusedBeforeTheRun(t *testing.T) {
 	}
 	failover := func() chaos.Step {
 		return step(t, "failover", chaos.Selector{Node: "leader"}, time.Second, time.Second, nil)
+	}
+	dbFailover := func() chaos.Step {
+		return step(t, "db-failover", chaos.Selector{Node: "leader"}, time.Second, time.Second, nil)
 	}
 	for _, tc := range []struct {
 		approach, mode string
@@ -329,6 +333,8 @@ func TestServerFaultsAServerCannotTakeAreRefusedBeforeTheRun(t *testing.T) {
 		{"redis-setnx-px-lua", "external", clockJump(), "external"},
 		{"redis-sentinel-lua", "local", failover(), ""},
 		{"redis-setnx-px-lua", "local", failover(), "not a Redis of the Sentinel topology"},
+		{"mysql-insert-delete", "docker", dbFailover(), "not a node of a replicated MariaDB topology"},
+		{"redis-sentinel-lua", "local", dbFailover(), "not a node of a replicated MariaDB topology"},
 	} {
 		t.Run(tc.approach+"/"+tc.st.Fault.Kind()+"/"+tc.mode, func(t *testing.T) {
 			a, err := reg.Get(tc.approach)

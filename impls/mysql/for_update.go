@@ -23,15 +23,21 @@ var ForUpdateApproach = impls.Approach{
 	Survives: "client crashes (the server rolls back on disconnect); a MariaDB restart frees every lock",
 	Summary:  "SELECT ... FOR UPDATE in a transaction held open; COMMIT releases",
 	Fails:    "a holder whose connection silently stalls keeps the lock until TCP gives up; a holder that loses its connection is not told",
-	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+	New:      newForUpdate("mysql-for-update", impls.MySQL),
+}
+
+// newForUpdate is the approach's constructor as approach name on server
+// kind s.
+func newForUpdate(name string, s impls.Server) func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {
 		// One connection per lock held at once, plus one to create rows.
-		db, err := openWithSchema(ctx, "mysql-for-update", env, 8,
+		db, err := openWithSchema(ctx, name, s, env, 8,
 			`CREATE TABLE IF NOT EXISTS locklab_for_update (lock_key VARCHAR(255) NOT NULL PRIMARY KEY) ENGINE=InnoDB`)
 		if err != nil {
 			return nil, err
 		}
 		return &ForUpdate{db: db, held: map[*forUpdateLease]bool{}}, nil
-	},
+	}
 }
 
 // ForUpdate is one client of the approach.

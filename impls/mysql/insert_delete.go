@@ -21,13 +21,19 @@ var InsertDeleteApproach = impls.Approach{
 	Survives: "a MariaDB restart (InnoDB keeps the rows); a client crash only with a human to delete the row",
 	Summary:  "INSERT a row with a unique lock key; owner-checked DELETE releases",
 	Fails:    "no expiry: a crashed holder's row blocks the key until someone deletes it by hand",
-	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		db, err := openWithSchema(ctx, "mysql-insert-delete", env, 1, insertDeleteSchema("locklab_insert_delete"))
+	New:      newInsertDelete("mysql-insert-delete", impls.MySQL),
+}
+
+// newInsertDelete is the approach's constructor as approach name on
+// server kind s.
+func newInsertDelete(name string, s impls.Server) func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		db, err := openWithSchema(ctx, name, s, env, 1, insertDeleteSchema("locklab_insert_delete"))
 		if err != nil {
 			return nil, err
 		}
 		return &InsertDelete{db: db, clock: env.Clock, table: "locklab_insert_delete"}, nil
-	},
+	}
 }
 
 // insertDeleteSchema: the row's auto-increment id looks like a fencing

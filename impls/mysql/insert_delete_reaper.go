@@ -26,7 +26,7 @@ var InsertDeleteReaperApproach = impls.Approach{
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
 		const table = "locklab_insert_delete_reaper"
 		// Two connections: one for the client, one for its monitor.
-		db, err := openWithSchema(ctx, "mysql-insert-delete-reaper", env, 2, insertDeleteSchema(table))
+		db, err := openWithSchema(ctx, "mysql-insert-delete-reaper", impls.MySQL, env, 2, insertDeleteSchema(table))
 		if err != nil {
 			return nil, err
 		}

@@ -4,8 +4,10 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -21,6 +23,12 @@ func Register(r *impls.Registry) {
 	r.Register(ForUpdateApproach)
 	r.Register(OptimisticApproach)
 	r.Register(ShardedApproach)
+	r.Register(InsertDeleteReplicatedApproach)
+	r.Register(ForUpdateReplicatedApproach)
+	r.Register(ShardedReplicatedApproach)
+	r.Register(InsertDeleteSemiSyncApproach)
+	r.Register(ForUpdateSemiSyncApproach)
+	r.Register(ShardedSemiSyncApproach)
 }
 
 // DefaultTTL is the lease length when AcquireOptions.TTL is zero.
@@ -36,13 +44,15 @@ func checkKey(key string) error {
 	return nil
 }
 
-// openWithSchema connects a client (conns connections at most) and creates
-// the approach's tables if they are missing.
-func openWithSchema(ctx context.Context, name string, env impls.Env, conns int, schema ...string) (*sql.DB, error) {
-	if env.Endpoints.MySQL == "" {
-		return nil, fmt.Errorf("%s: no mysql endpoint", name)
+// openWithSchema connects a client of approach name on server kind s
+// (conns connections at most) and creates the approach's tables if they
+// are missing.
+func openWithSchema(ctx context.Context, name string, s impls.Server, env impls.Env, conns int, schema ...string) (*sql.DB, error) {
+	dsns := dsnsOf(env.Endpoints, s)
+	if len(dsns) == 0 {
+		return nil, fmt.Errorf("%s: no %s endpoint", name, s)
 	}
-	db, err := open(ctx, env.Endpoints.MySQL, conns)
+	db, err := open(ctx, s, dsns, conns)
 	if err != nil {
 		return nil, err
 	}
@@ -81,23 +91,52 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// open gives one lock client its own connections (conns at most), as a
-// separate process would have, and checks that the server answers.
-func open(ctx context.Context, dsn string, conns int) (*sql.DB, error) {
-	cfg, err := driver.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("mysql DSN: %w", err)
+// dsnsOf are the DSNs a client of server kind s is given: one server's, or
+// every node of a replicated topology.
+func dsnsOf(ep impls.Endpoints, s impls.Server) []string {
+	switch s {
+	case impls.MySQLReplicated:
+		return ep.MySQLReplicated
+	case impls.MySQLSemiSync:
+		return ep.MySQLSemiSync
 	}
-	conn, err := driver.NewConnector(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("mysql DSN: %w", err)
+	if ep.MySQL == "" {
+		return nil
+	}
+	return []string{ep.MySQL}
+}
+
+// replicated says whether s is a replicated topology, whose clients
+// follow its primary.
+func replicated(s impls.Server) bool { return s == impls.MySQLReplicated || s == impls.MySQLSemiSync }
+
+// open gives one lock client its own connections (conns at most), as a
+// separate process would have, and checks that the server answers: the
+// one server of dsns, or the primary of a replicated topology.
+func open(ctx context.Context, s impls.Server, dsns []string, conns int) (*sql.DB, error) {
+	var nodes []sqldriver.Connector
+	var addrs []string
+	for _, dsn := range dsns {
+		cfg, err := driver.ParseDSN(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("mysql DSN: %w", err)
+		}
+		conn, err := driver.NewConnector(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("mysql DSN: %w", err)
+		}
+		nodes, addrs = append(nodes, conn), append(addrs, cfg.Addr)
+	}
+	conn := nodes[0]
+	if replicated(s) {
+		conn = &primaryConnector{nodes: nodes, addrs: addrs}
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("mysql %s: %w: %w", cfg.Addr, impls.ErrUnavailable, err)
+		return nil, fmt.Errorf("mysql %s: %w: %w", strings.Join(addrs, ", "), impls.ErrUnavailable, err)
 	}
 	return db, nil
 }
@@ -132,7 +171,7 @@ func classify(ctx context.Context, op string, err error) error {
 	switch {
 	case errors.As(err, &me):
 		return fmt.Errorf("%s: %w: %w", op, impls.ErrUnavailable, err)
-	case impls.DialFailed(err):
+	case impls.DialFailed(err), errors.Is(err, errNoPrimary):
 		return impls.DialOutcome(ctx, op, err)
 	case impls.Expired(ctx) != nil:
 		// The deadline struck mid-command; the driver may report it as a

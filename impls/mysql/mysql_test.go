@@ -13,7 +13,7 @@ var testCluster *cluster.Cluster
 
 // TestMain starts the real servers for the package's tests.
 func TestMain(m *testing.M) {
-	os.Exit(conformance.Main(m, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.MySQL: 1}}, func(c *cluster.Cluster) { testCluster = c }))
+	os.Exit(conformance.Main(m, cluster.ForServers(impls.MySQL, impls.MySQLReplicated, impls.MySQLSemiSync), func(c *cluster.Cluster) { testCluster = c }))
 }
 
 func TestConformance(t *testing.T) { conformance.RunRegistered(t, testCluster, Register) }

@@ -23,7 +23,7 @@ var OptimisticApproach = impls.Approach{
 	Summary:  "read the row's version; UPDATE ... SET state=held, version=version+1 WHERE state=free AND version=?",
 	Fails:    "no expiry: a crashed holder's row stays held; under contention most attempts lose the race and poll",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		db, err := openWithSchema(ctx, "mysql-optimistic", env, 1, `CREATE TABLE IF NOT EXISTS locklab_optimistic (
+		db, err := openWithSchema(ctx, "mysql-optimistic", impls.MySQL, env, 1, `CREATE TABLE IF NOT EXISTS locklab_optimistic (
   lock_key VARCHAR(255) NOT NULL PRIMARY KEY,
   held TINYINT NOT NULL DEFAULT 0,
   owner CHAR(32) NULL,

@@ -30,8 +30,14 @@ var ShardedApproach = impls.Approach{
 	Survives: "client crashes (an expired deadline is taken over), a MariaDB restart",
 	Summary:  "CRC32(key) % 100 picks a central row locked FOR UPDATE; lock row with request id, count, deadline",
 	Fails:    "a holder that outlives its deadline is taken over while it still works (no fencing); deadlines use the server's clock",
-	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		db, err := openWithSchema(ctx, "mysql-sharded", env, 1,
+	New:      newSharded("mysql-sharded", impls.MySQL),
+}
+
+// newSharded is the approach's constructor as approach name on server kind
+// s.
+func newSharded(name string, s impls.Server) func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		db, err := openWithSchema(ctx, name, s, env, 1,
 			`CREATE TABLE IF NOT EXISTS locklab_sharded_central (slot INT NOT NULL PRIMARY KEY) ENGINE=InnoDB`,
 			`CREATE TABLE IF NOT EXISTS locklab_sharded_lock (
   lock_key VARCHAR(255) NOT NULL PRIMARY KEY,
@@ -51,10 +57,10 @@ var ShardedApproach = impls.Approach{
 		}
 		if _, err := db.ExecContext(ctx, "INSERT IGNORE INTO locklab_sharded_central (slot) VALUES "+rows.String()); err != nil && !isContention(err) {
 			db.Close()
-			return nil, fmt.Errorf("mysql-sharded: central rows: %w", err)
+			return nil, fmt.Errorf("%s: central rows: %w", name, err)
 		}
 		return &Sharded{db: db, clock: env.Clock, requestID: impls.NewToken()}, nil
-	},
+	}
 }
 
 // Sharded is one client of the approach; its request id is its identity

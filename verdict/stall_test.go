@@ -122,7 +122,7 @@ func TestLabStalledDuringTheDecidingEvents(t *testing.T) {
 			with(clean(), func(h *hist) {
 				h.fault(1, ms(1200), ms(2200))
 				h.stall("containers", ms(1300), ms(1600))
-				h.stall("locklab", ms(1500), ms(1750)) // 0.45 s together, counted once
+				h.stall("locklab", ms(1500), ms(1750))  // 0.45 s together, counted once
 				h.stall("worker 1", ms(2000), ms(2400)) // 0.2 s of it in the window
 			}), safe, Undecided, true},
 		{"expected safe, the lab still for less than half the fault window: decided",

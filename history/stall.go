@@ -2,6 +2,7 @@ package history
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -30,6 +31,13 @@ type StallValue struct {
 func StallEvent(who string, start, end int64) Event {
 	b, _ := json.Marshal(StallValue{Who: who, Start: start, Ms: float64(end-start) / float64(time.Millisecond)})
 	return Event{Proc: -1, Type: Info, F: Stall, Value: b, T: end}
+}
+
+// StallWorker is the client whose worker process stalled, when who names
+// one ("worker 3": 3).
+func StallWorker(who string) (proc int, ok bool) {
+	n, err := fmt.Sscanf(who, "worker %d", &proc)
+	return proc, err == nil && n == 1
 }
 
 // ReadStall reads a stall event back: who stalled, from when to when.

@@ -19,6 +19,14 @@ func TestStallEventReadsBack(t *testing.T) {
 	if !ok || who != "worker 3" || start != 1_000_000_000 || end != 2_500_000_000 {
 		t.Errorf("ReadStall = %q %d %d %v", who, start, end, ok)
 	}
+	if p, ok := StallWorker(who); !ok || p != 3 {
+		t.Errorf("StallWorker(%q) = %d, %v", who, p, ok)
+	}
+	for _, w := range []string{"locklab", "containers", "worker", "worker x"} {
+		if _, ok := StallWorker(w); ok {
+			t.Errorf("StallWorker(%q) names a worker", w)
+		}
+	}
 	for _, bad := range []Event{
 		{F: Nemesis, Value: ev.Value, T: ev.T},
 		{F: Stall, Value: json.RawMessage(`"x"`), T: ev.T},

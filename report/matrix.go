@@ -53,6 +53,9 @@ type MatrixCell struct {
 	Agreed           int      `json:"agreed"`
 	Contradicted     int      `json:"contradicted"` // runs where something happened that must not
 	Undecided        int      `json:"undecided"`
+	// LabStalled counts the undecided runs the lab itself stalled in
+	// (during the events that decide them).
+	LabStalled int `json:"lab_stalled,omitempty"`
 	// Caught counts the runs that showed the expected violation (catch
 	// rate = Caught/Ran); TimesToViolation how soon after the fault each did.
 	Caught           int       `json:"caught,omitempty"`
@@ -122,6 +125,9 @@ func (c MatrixCell) short() string {
 	}
 	if c.LockLoss != nil {
 		s += "; lock loss: " + c.LockLoss.String()
+	}
+	if c.LabStalled > 0 {
+		s += fmt.Sprintf("; %d run(s) inconclusive: the lab stalled", c.LabStalled)
 	}
 	if c.Status != verdict.Agrees {
 		s = "**" + strings.ToUpper(string(c.Status)) + ": " + s + "**"

@@ -182,6 +182,10 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 			case verdict.Contradicts:
 				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
 			}
+			if r.LabStalled {
+				mc.LabStalled++
+				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
+			}
 			mc.RunCases = append(mc.RunCases, r.Case)
 		}
 		for o := range observed {

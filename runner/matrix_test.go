@@ -137,6 +137,31 @@ func TestMatrixResultsMinCatchRate(t *testing.T) {
 	}
 }
 
+// A cell whose runs the lab stalled in is undecided, and says why: never
+// caught nor missed, never clean.
+func TestMatrixResultsLabStalled(t *testing.T) {
+	reg := all.Registry()
+	m, err := matrix.Load(matrix.Shipped, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := reg.Get("redis-setnx-px-lua")
+	cells := []matrix.Cell{m.Cell(a, "client-pause")}
+	stalled := "inconclusive: the lab stalled (locklab for 1.50 s at 2.00 s) during the events that decide it; expected double-grant:outlived + lost-update, observed double-grant:outlived"
+	runs := []report.Run{{Case: CellCaseName("client-pause", a.Name, 1), Status: verdict.Undecided, LabStalled: true, Explanation: stalled}}
+	mat := MatrixResults(cells, runs, MatrixOptions{Runs: 1})
+	c, _ := mat.Cell(a.Name, "client-pause")
+	if c.Status != verdict.Undecided || c.LabStalled != 1 || c.Caught != 0 || len(c.Explanations) != 1 {
+		t.Fatalf("cell %+v: want undecided, one run the lab stalled in, explained", c)
+	}
+	if _, undecided := MatrixExit(mat); len(undecided) != 1 {
+		t.Errorf("undecided cells %v, want this one", undecided)
+	}
+	if md := string(report.MatrixMarkdown(mat)); !strings.Contains(md, "1 run(s) inconclusive: the lab stalled") {
+		t.Errorf("the matrix does not say the lab stalled:\n%s", md)
+	}
+}
+
 // An interrupted case that had not shown its expected violation yet is
 // undecided, not a miss; an unexpected violation it showed still stands.
 func TestCutShort(t *testing.T) {

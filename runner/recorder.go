@@ -45,10 +45,10 @@ func (r *checkingRecorder) Record(ev history.Event) history.Event {
 	r.mu.Lock()
 	if r.check != nil {
 		r.check.Add(ev)
-		r.times.add(ev.Index, ev.T)
+		r.times.add(ev)
 	}
 	if who, start, end, ok := history.ReadStall(ev); ok {
-		r.stalls = append(r.stalls, verdict.Stall{Who: who, Span: verdict.Span{Start: start, End: end}})
+		r.stalls = append(r.stalls, labStall(who, start, end))
 	}
 	if r.locks != nil {
 		r.locks.Observe(ev)
@@ -114,8 +114,8 @@ func (r *checkingRecorder) stallsSeen() []verdict.Stall {
 	return append([]verdict.Stall(nil), r.stalls...)
 }
 
-// at is the time of the checked event with index i.
-func (r *checkingRecorder) at(i int64) (int64, bool) {
+// at is the time and client of the checked event with index i.
+func (r *checkingRecorder) at(i int64) (int64, int, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.times.at(i)

@@ -48,7 +48,17 @@ func (l *labStalls) add(who string, s stall.Span) {
 	l.rec.Record(history.StallEvent(who, s.Start, s.End))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.all = append(l.all, verdict.Stall{Who: who, Span: verdict.Span{Start: s.Start, End: s.End}})
+	l.all = append(l.all, labStall(who, s.Start, s.End))
+}
+
+// labStall is who's stall from start to end as the verdict reads it: a
+// worker's is its client's own.
+func labStall(who string, start, end int64) verdict.Stall {
+	proc, ok := history.StallWorker(who)
+	if !ok {
+		proc = -1
+	}
+	return verdict.Stall{Who: who, Proc: proc, Span: verdict.Span{Start: start, End: end}}
 }
 
 // during are the stalls that overlap [from, to].
@@ -154,33 +164,36 @@ func stallWindows(stalls []verdict.Stall) []report.Window {
 	return out
 }
 
-// indexTime is one recorded event's index and time.
-type indexTime struct{ i, t int64 }
+// indexTime is one recorded event's index, time and client.
+type indexTime struct {
+	i, t int64
+	proc int
+}
 
-// eventTimes maps the indices of a case's events to their times, to place
-// its violations (which name their events by index) in time. Events come
-// in nearly in index order (a worker's and the runner's record side by
-// side); it sorts once, when first asked.
+// eventTimes maps the indices of a case's events to their times and
+// clients, to place its violations (which name their events by index) in
+// time. Events come in nearly in index order (a worker's and the
+// runner's record side by side); it sorts once, when first asked.
 type eventTimes struct {
 	all      []indexTime
 	unsorted bool
 }
 
-func (e *eventTimes) add(i, t int64) {
-	if n := len(e.all); n > 0 && e.all[n-1].i > i {
+func (e *eventTimes) add(ev history.Event) {
+	if n := len(e.all); n > 0 && e.all[n-1].i > ev.Index {
 		e.unsorted = true
 	}
-	e.all = append(e.all, indexTime{i, t})
+	e.all = append(e.all, indexTime{ev.Index, ev.T, ev.Proc})
 }
 
-func (e *eventTimes) at(i int64) (int64, bool) {
+func (e *eventTimes) at(i int64) (t int64, proc int, ok bool) {
 	if e.unsorted {
 		sort.Slice(e.all, func(a, b int) bool { return e.all[a].i < e.all[b].i })
 		e.unsorted = false
 	}
 	k := sort.Search(len(e.all), func(j int) bool { return e.all[j].i >= i })
 	if k < len(e.all) && e.all[k].i == i {
-		return e.all[k].t, true
+		return e.all[k].t, e.all[k].proc, true
 	}
-	return 0, false
+	return 0, 0, false
 }

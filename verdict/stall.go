@@ -23,14 +23,31 @@ func (s Span) overlaps(o Span) bool { return s.Start <= o.End && o.Start <= s.En
 // not a stall: the runner leaves it out.
 type Stall struct {
 	Who string // "locklab", "worker N", "containers"
+	// Proc is the client whose worker process stalled (a worker's
+	// stall); -1: what every client shares (locklab, the containers).
+	Proc int
 	Span
+}
+
+// Placed is a violation placed in time: from its first event to its last,
+// and the clients whose events those are (nil: any client).
+type Placed struct {
+	Span
+	Procs []int
+}
+
+// touches reports whether stall s may have made the violation: it
+// overlaps it, and stopped something its clients depend on (locklab or
+// the servers, or the worker of one of them).
+func (p Placed) touches(s Stall) bool {
+	return s.overlaps(p.Span) && (s.Proc < 0 || p.Procs == nil || slices.Contains(p.Procs, s.Proc))
 }
 
 // Decisive is what decides a case's comparison, placed in time.
 type Decisive struct {
 	// Violations places each violation the checker found, by outcome
 	// (ViolationSpans).
-	Violations map[Outcome][]Span
+	Violations map[Outcome][]Placed
 	// Faults are the case's fault windows (one never healed runs to the
 	// case's end): what decides an expected-safe case, or one whose
 	// expected violation never showed.
@@ -42,29 +59,33 @@ type Decisive struct {
 }
 
 // ViolationSpans places each violation of v in time, from its first event
-// to its last; at gives an event's time by its index (false: unknown).
-// The grant that broke mutual exclusion and the tenure it broke into, the
-// stale write and the write it went behind: a lab that stood still
-// anywhere between them may have made the violation itself.
-func ViolationSpans(v checker.Verdict, at func(index int64) (int64, bool), run Span) map[Outcome][]Span {
-	out := map[Outcome][]Span{}
+// to its last, with the clients whose events they are; at gives an
+// event's time and client by its index (false: unknown). The grant that
+// broke mutual exclusion and the tenure it broke into, the stale write
+// and the write it went behind: a lab that stood still anywhere between
+// them may have made the violation itself.
+func ViolationSpans(v checker.Verdict, at func(index int64) (t int64, proc int, ok bool), run Span) map[Outcome][]Placed {
+	out := map[Outcome][]Placed{}
 	for _, x := range v.Violations {
-		s, placed := Span{}, false
+		p, placed := Placed{}, false
 		for _, i := range x.Events {
-			t, ok := at(i)
+			t, proc, ok := at(i)
 			if !ok {
 				continue
 			}
 			if !placed {
-				s, placed = Span{t, t}, true
+				p.Span, placed = Span{t, t}, true
 			}
-			s.Start, s.End = min(s.Start, t), max(s.End, t)
+			p.Start, p.End = min(p.Start, t), max(p.End, t)
+			if !slices.Contains(p.Procs, proc) {
+				p.Procs = append(p.Procs, proc)
+			}
 		}
 		if !placed {
-			s = run
+			p = Placed{Span: run}
 		}
 		o := classify(x.Kind)
-		out[o] = append(out[o], s)
+		out[o] = append(out[o], p)
 	}
 	return out
 }
@@ -74,9 +95,10 @@ func ViolationSpans(v checker.Verdict, at func(index int64) (int64, bool), run S
 // comparison is undecided, "inconclusive: the lab stalled", and a gate
 // counts it so (never as the lock's failure, never as a pass). Deciding:
 //   - a violation not expected (or forbidden): it stands when one of
-//     them came clear of every stall; when each overlaps one, the lab's
-//     standing still may have made them (a holder stopped past its lease
-//     by the lab, not by the lock);
+//     them came clear of every stall that could have made it (locklab's,
+//     the containers', or the worker of a client in it); when each
+//     overlaps one, the lab's standing still may have made them (a holder
+//     stopped past its lease by the lab, not by the lock);
 //   - an expected violation that showed: as above, one clear of every
 //     stall must show;
 //   - an expected violation that never showed: the fault windows; a stall
@@ -164,12 +186,17 @@ func offending(r Result, e Expectation) []Outcome {
 // every stall, and otherwise the stalls they fell in.
 func (d Decisive) inStalls(outcomes []Outcome, stalls []Stall) (during []Stall, clear bool) {
 	for _, o := range outcomes {
-		spans, ok := d.Violations[o]
+		placed, ok := d.Violations[o]
 		if !ok {
-			spans = []Span{d.Run}
+			placed = []Placed{{Span: d.Run}}
 		}
-		for _, s := range spans {
-			hit := overlapping(stalls, []Span{s})
+		for _, p := range placed {
+			var hit []Stall
+			for _, s := range stalls {
+				if p.touches(s) {
+					hit = append(hit, s)
+				}
+			}
 			if len(hit) == 0 {
 				return nil, true
 			}

@@ -58,18 +58,22 @@ func judge(t *testing.T, h hist, e Expectation) Result {
 		c.Add(ev)
 		run.Start, run.End = min(run.Start, ev.T), max(run.End, ev.T)
 		if who, from, to, ok := history.ReadStall(ev); ok {
-			stalls = append(stalls, Stall{Who: who, Span: Span{from, to}})
+			proc, worker := history.StallWorker(who)
+			if !worker {
+				proc = -1
+			}
+			stalls = append(stalls, Stall{Who: who, Proc: proc, Span: Span{from, to}})
 		}
 	}
 	v, err := c.Verdict(context.Background(), checker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Decisive{Run: run, Violations: ViolationSpans(v, func(i int64) (int64, bool) {
+	d := Decisive{Run: run, Violations: ViolationSpans(v, func(i int64) (int64, int, bool) {
 		if i < 0 || i >= int64(len(h)) {
-			return 0, false
+			return 0, 0, false
 		}
-		return h[i].T, true
+		return h[i].T, h[i].Proc, true
 	}, run)}
 	for _, w := range history.FaultWindows(h) {
 		d.Faults = append(d.Faults, Span{w.Start, w.End})
@@ -112,8 +116,12 @@ func TestLabStalledDuringTheDecidingEvents(t *testing.T) {
 			with(doubleGrant(), func(h *hist) {
 				h.hold(2, ms(5000), ms(6000), ms(500))
 				h.hold(3, ms(5700), ms(6500), ms(500))
-				h.stall("worker 3", ms(1100), ms(2200))
+				h.stall("locklab", ms(1100), ms(2200))
 			}), safe, Contradicts, false},
+		{"a stall of the worker of a client in the violation: inconclusive",
+			with(doubleGrant(), func(h *hist) { h.stall("worker 0", ms(1100), ms(2200)) }), safe, Undecided, true},
+		{"a stall of another client's worker cannot have made it",
+			with(doubleGrant(), func(h *hist) { h.stall("worker 7", ms(1100), ms(2200)) }), safe, Contradicts, false},
 		{"expected violation shown only inside a stall: inconclusive",
 			with(doubleGrant(), func(h *hist) { h.stall("worker 0", ms(1200), ms(1900)) }), outlived, Undecided, true},
 		{"expected violation shown outside the stall",

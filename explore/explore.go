@@ -334,7 +334,7 @@ func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin
 	if err != nil {
 		return err
 	}
-	srch.searcher.Feedback(n, s, caseTransitions(res))
+	srch.searcher.Feedback(n, s, transitions(res.Events))
 	ss := sightings(res.Check, res.Events)
 	primary, also := primaries(ss)
 	kinds := faultKinds(res.Events)
@@ -385,16 +385,6 @@ func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin
 		}
 	}
 	return nil
-}
-
-// caseTransitions are the transitions a case reached, its classes of
-// violation among them.
-func caseTransitions(res runner.CaseResult) []string {
-	t := transitions(res.Events)
-	for _, s := range sightings(res.Check, res.Events) {
-		t = append(t, Violation+string(s.Class))
-	}
-	return t
 }
 
 func (e *explorer) finding(approach string, c verdict.Outcome, known bool) *Finding {

@@ -60,8 +60,8 @@ func (c *Coverage) Sorted() []string {
 }
 
 // Searcher picks one approach's next schedule: a fresh one (Generate) or,
-// when steering, often a mutation of a schedule that reached a rare
-// transition. Its choices are seeded: the same seed and the same feedback
+// when steering, one time in three a mutation of a schedule that reached a
+// rare transition (the fresh ones keep every kind of fault coming up). Its choices are seeded: the same seed and the same feedback
 // give the same sequence of schedules.
 type Searcher struct {
 	p       Profile
@@ -96,7 +96,7 @@ type Origin struct {
 
 // Next is the next schedule to run.
 func (s *Searcher) Next() (Schedule, Origin) {
-	if s.steer && len(s.corpus) > 0 && s.rng.IntN(2) == 0 {
+	if s.steer && len(s.corpus) > 0 && s.rng.IntN(3) == 0 {
 		parent := s.pick()
 		j := s.mutants
 		s.mutants++

@@ -42,9 +42,6 @@ const (
 	// GrantDuring is the prefix of "a grant while a fault of this kind was
 	// in force" (grant-during:partition).
 	GrantDuring = "grant-during:"
-	// Violation is the prefix of a class of violation the case showed
-	// (violation:double-grant:both-valid).
-	Violation = "violation:"
 )
 
 // orphanGap is how long a key must stay taken after an indeterminate

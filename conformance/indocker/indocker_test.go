@@ -15,14 +15,15 @@ import (
 
 var testCluster *cluster.Cluster
 
-// TestMain starts every server kind, the Sentinel topology included, as
+// TestMain starts every server kind, the Sentinel and replicated MariaDB topologies included, as
 // containers from the local images.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
-	cfg := cluster.ForServers(impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd, impls.RedisSentinel)
+	cfg := cluster.ForServers(impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd, impls.RedisSentinel,
+		impls.MySQLReplicated, impls.MySQLSemiSync)
 	cfg.StartTimeout = 3 * time.Minute
 	c, err := cluster.StartDocker(context.Background(), cluster.DockerConfig{LocalConfig: cfg, Images: cluster.LocalImages()})
 	if err != nil {

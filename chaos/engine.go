@@ -60,17 +60,23 @@ type Engine struct {
 	nextID int
 	active []*injection // injected and not yet healed, in injection order
 	closed bool         // HealAll ran: inject nothing more, heal late ones at once
-	errs   []error
+	// settled are the steps one of whose injections has run its course:
+	// healed after its `for`, in place until the end, instantaneous, or
+	// failed (a runner ends a case early only once every step has had its
+	// say).
+	settled map[int]bool
+	errs    []error
 
 	opened     chan struct{} // closed once the faults due at the start are in place
 	openedOnce sync.Once
 }
 
 type injection struct {
-	id   int
-	stop history.NemesisValue // the stop event, filled in but for its Error
-	heal Heal
-	done bool
+	id    int
+	timed bool                 // healed after its `for`, not at the end
+	stop  history.NemesisValue // the stop event, filled in but for its Error
+	heal  Heal
+	done  bool
 }
 
 // NewEngine returns an engine resolving targets with r and recording with
@@ -177,6 +183,7 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 	}
 	injected()
 	if err != nil {
+		defer e.settle(p.Step)
 		ev.Error = err.Error()
 		e.record(history.Fail, ev)
 		if !errors.Is(err, ErrNoTarget) && ctx.Err() == nil {
@@ -187,9 +194,10 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 	e.record(history.OK, ev)
 	stop := ev
 	stop.Op = history.NemesisStop
-	inj := &injection{id: id, stop: stop, heal: heal}
+	inj := &injection{id: id, stop: stop, heal: heal, timed: p.For > 0}
 	if inj.heal == nil { // instantaneous: nothing to undo
 		e.record(history.OK, stop)
+		e.settle(p.Step)
 		return
 	}
 	e.mu.Lock()
@@ -201,13 +209,46 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 		return
 	}
 	if p.For <= 0 {
+		e.settle(p.Step)
 		return // healed by HealAll
 	}
 	select {
 	case <-time.After(p.For):
 		_ = e.healOne(ctx, inj)
+		e.settle(p.Step)
 	case <-ctx.Done():
 	}
+}
+
+func (e *Engine) settle(step int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.settled == nil {
+		e.settled = map[int]bool{}
+	}
+	e.settled[step] = true
+}
+
+// Settled is how many of the plan's steps have run their course once: an
+// injection of each healed after its `for`, in place until the end,
+// instantaneous (a kill, a crash), or failed.
+func (e *Engine) Settled() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.settled)
+}
+
+// InForce reports whether a fault with a `for` is in place: one that will
+// heal on its own, whose aftermath a case still has to see.
+func (e *Engine) InForce() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, a := range e.active {
+		if a.timed {
+			return true
+		}
+	}
+	return false
 }
 
 // resolve finds the targets and checks the fault can act on each.

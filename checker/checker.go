@@ -99,6 +99,52 @@ func (c *Checker) Verdict(ctx context.Context, opt Options) (Verdict, error) {
 	if opt.TimeLimit == 0 {
 		opt.TimeLimit = 10 * time.Second
 	}
+	v, keys := c.judge()
+	if c.linear != nil {
+		failing := map[string]int64{} // key -> when its first violation came
+		first := func(k string, t int64) {
+			if f, ok := failing[k]; !ok || t < f {
+				failing[k] = t
+			}
+		}
+		for _, d := range v.DoubleGrants {
+			first(d.Key, d.Second.Start)
+		}
+		for _, p := range v.Phantoms {
+			first(p.Key, p.T)
+		}
+		for k := range c.linear.ops {
+			keys[k] = true
+		}
+		v.Linearizable = LinYes
+		if len(failing) > 0 {
+			v.Linearizable = LinNo
+		}
+		res, err := c.linear.Visualize(ctx, failing, opt.TimeLimit, opt.HTMLDir)
+		if err != nil {
+			return v, err
+		}
+		v.Linear = res
+	}
+	v.Keys = len(keys)
+	return v, nil
+}
+
+// Snapshot is the verdict on what was added so far, without the
+// linearizability check's drawings (Linearizable is LinSkipped): cheap
+// enough to ask while a run goes on, as a runner does to end a case once
+// it showed what it was expected to. Events still on their way (a worker's
+// line not yet read) can make a violation show here that the whole history
+// does not have: only Verdict decides.
+func (c *Checker) Snapshot() Verdict {
+	v, keys := c.judge()
+	v.Keys = len(keys)
+	return v
+}
+
+// judge runs every check but the linearizability drawings, returning the
+// verdict and the keys seen.
+func (c *Checker) judge() (Verdict, map[string]bool) {
 	v := Verdict{Model: c.mutex.Model(), Events: c.events, Origin: c.mutex.Origin(), Linearizable: LinSkipped, Classes: map[Class]int{}}
 	keys := map[string]bool{}
 	for _, k := range c.mutex.Keys() {
@@ -143,32 +189,5 @@ func (c *Checker) Verdict(ctx context.Context, opt Options) (Verdict, error) {
 		v.Anomalies = revokedInRelease(ts, v.Origin)
 	}
 	v.LockLoss = lockLoss(ts)
-	if c.linear != nil {
-		failing := map[string]int64{} // key -> when its first violation came
-		first := func(k string, t int64) {
-			if f, ok := failing[k]; !ok || t < f {
-				failing[k] = t
-			}
-		}
-		for _, d := range v.DoubleGrants {
-			first(d.Key, d.Second.Start)
-		}
-		for _, p := range v.Phantoms {
-			first(p.Key, p.T)
-		}
-		for k := range c.linear.ops {
-			keys[k] = true
-		}
-		v.Linearizable = LinYes
-		if len(failing) > 0 {
-			v.Linearizable = LinNo
-		}
-		res, err := c.linear.Visualize(ctx, failing, opt.TimeLimit, opt.HTMLDir)
-		if err != nil {
-			return v, err
-		}
-		v.Linear = res
-	}
-	v.Keys = len(keys)
-	return v, nil
+	return v, keys
 }

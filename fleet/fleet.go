@@ -36,6 +36,12 @@ type Fleet interface {
 	// It is called once: a case's clock starts there (after the faults due
 	// at 0 are in place), not when the clients connected.
 	Run(ctx context.Context) (workload.Stats, error)
+	// Finish ends the run now as if the workload's duration had passed:
+	// no client starts another cycle, operations in flight get the drain,
+	// held locks are released, and Run returns. A case whose question was
+	// answered ends so; calling it again, or before Run, changes nothing
+	// more.
+	Finish()
 	// Close ends the fleet: lock clients are closed and processes still
 	// paused resumed so they can exit. A crashed or retired client's lock
 	// is left to the server.

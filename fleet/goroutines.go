@@ -25,10 +25,14 @@ type goroutines struct {
 	// own are the slots as processes, when each client is a process of
 	// its own (impls.Approach.OwnProcess); nil otherwise.
 	own []*ownSlot
+	// finish ends the run early (Finish), through Workload.Finish.
+	finish func()
 }
 
 func newGoroutines(ctx context.Context, cfg Config) (*goroutines, error) {
 	g := &goroutines{cfg: cfg, clocks: make([]*clock.Skewable, cfg.Workload.Clients)}
+	finish := make(chan struct{})
+	g.cfg.Workload.Finish, g.finish = finish, sync.OnceFunc(func() { close(finish) })
 	for i := range g.clocks {
 		g.clocks[i] = &clock.Skewable{}
 	}
@@ -86,6 +90,8 @@ func (g *goroutines) Slots() []Slot {
 func (g *goroutines) Run(ctx context.Context) (workload.Stats, error) {
 	return workload.Run(ctx, g.cfg.Workload, g.clients, g.connect, g.cfg.Recorder, g.cfg.Mono, g.cfg.Progress)
 }
+
+func (g *goroutines) Finish() { g.finish() }
 
 func (g *goroutines) Close() {
 	for _, c := range g.clients {

@@ -30,8 +30,11 @@ type workers struct {
 	spawn    *spawn.Spawner
 	nextProc atomic.Int64
 	slots    []*workerSlot
-	// endMono is when the run ends (CLOCK_MONOTONIC ns), set by Run.
+	// endMono is when the run ends (CLOCK_MONOTONIC ns), set by Run, and
+	// by Finish to now.
 	endMono atomic.Int64
+	// finishing: Finish was called; a worker started since is told too.
+	finishing atomic.Bool
 	// ready counts the first workers not yet connected (or failed);
 	// begun is closed by Run, which lets them go.
 	ready sync.WaitGroup
@@ -115,6 +118,20 @@ func (f *workers) Run(ctx context.Context) (workload.Stats, error) {
 	close(f.begun)
 	r := <-f.done
 	return r.stats, r.err
+}
+
+// Finish ends the run now: no replacement starts, and every running
+// worker is told to end as if its end time had come. A worker that is
+// starting meanwhile is told by runWorker, which reads finishing after it
+// made the worker its slot's current one.
+func (f *workers) Finish() {
+	f.endMono.Store(min(f.endMono.Load(), f.cfg.Mono.Nanos()))
+	f.finishing.Store(true)
+	for _, s := range f.slots {
+		if p := s.current(); p != nil {
+			_ = p.send(toWorker{Finish: true})
+		}
+	}
 }
 
 // Close resumes any worker still paused (so it can exit), stops those
@@ -230,6 +247,9 @@ func (f *workers) runWorker(ctx context.Context, s *workerSlot, proc int, first 
 	}
 	s.hold(p, func() { start.ClockOffset = s.clock })
 	_ = p.send(toWorker{Start: &start})
+	if f.finishing.Load() {
+		_ = p.send(toWorker{Finish: true})
+	}
 	// On Ctrl-C, closing stdin tells the worker to stop: it releases what
 	// it holds and sends its last word.
 	stopWatch := context.AfterFunc(ctx, p.closeInput)

@@ -31,6 +31,8 @@ type toWorker struct {
 	// Hang halts the worker client's own steps (true) or lets them go on
 	// (false): a client-hang fault.
 	Hang *bool `json:"hang,omitempty"`
+	// Finish ends the worker's run now, as if its end had come (Fleet.Finish).
+	Finish bool `json:"finish,omitempty"`
 }
 
 // workerStart is everything one worker client needs.

@@ -56,6 +56,8 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	clk.SetOffset(time.Duration(st.ClockOffset))
 	begin := make(chan int64, 1)
 	halt := &workload.Halt{}
+	finish := make(chan struct{})
+	finishOnce := sync.OnceFunc(func() { close(finish) })
 	// Everything after the start message: replies, clock moves, go, hangs.
 	go func() {
 		defer cancel()
@@ -80,6 +82,8 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 				case begin <- *m.Go:
 				default:
 				}
+			case m.Finish:
+				finishOnce()
 			case m.Hang != nil && *m.Hang:
 				halt.On()
 			case m.Hang != nil:
@@ -115,6 +119,7 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	// run closed loops (bench refuses --rate with --processes).
 	spec := st.Workload
 	spec.Clients, spec.Duration, spec.Seed, spec.ProcBase, spec.Rate, spec.Store = 1, left, spec.Seed^uint64(st.Proc), st.Proc, 0, nil
+	spec.Finish = finish
 	if spec.Kind == workload.Counter || spec.Kind == workload.Tasks {
 		spec.Store = w
 	}

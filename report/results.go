@@ -51,10 +51,14 @@ type Host struct {
 // Run is one case: one approach at one setting (a client count, a
 // scenario, a matrix cell).
 type Run struct {
-	Case           string  `json:"case"`     // unique name within the results folder
-	Approach       string  `json:"approach"` // the lock approach
-	Clients        int     `json:"clients"`
-	Seconds        float64 `json:"seconds"`
+	Case     string  `json:"case"`     // unique name within the results folder
+	Approach string  `json:"approach"` // the lock approach
+	Clients  int     `json:"clients"`
+	Seconds  float64 `json:"seconds"`
+	// Answered: the case ended before its duration, its question answered
+	// (the violation it was expected to show was shown, or a fault it was
+	// expected to be safe under watched through).
+	Answered       bool    `json:"answered,omitempty"`
 	Acquired       int64   `json:"acquired"`
 	AcquiresPerSec float64 `json:"acquires_per_sec"`
 	NotAcquired    int64   `json:"not_acquired"`

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -33,6 +34,10 @@ type caseEnv struct {
 	dir      string
 	nonce    string // keeps keys of different runs on one server apart
 	procBase int    // process ids already used by earlier cases
+	// linkBase is added to a client's slot to name its own proxies
+	// (cluster.ClientEndpoints): cases side by side on one cluster each
+	// have their own.
+	linkBase int
 	step     int
 	steps    int
 	progress func(Status)
@@ -51,6 +56,9 @@ type caseEnv struct {
 	// lean: plot only the timelines of cases that showed a violation
 	// (Plan.Lean).
 	lean bool
+	// endWhenAnswered: a case ends once its question is answered
+	// (Plan.EndWhenAnswered, answer.go).
+	endWhenAnswered bool
 	// keepEvents: each case's outcome carries its events (Session).
 	keepEvents bool
 	// stall is the stall monitor's probe (nil: none); lab holds what the
@@ -182,6 +190,9 @@ type caseRun struct {
 	nem       *nemesisRecorder
 	stats     workload.Stats
 	engineErr error
+	// answeredEarly: the case ended before its duration, its question
+	// answered (watchAnswer).
+	answeredEarly atomic.Bool
 	// Set by measure and check.
 	out         caseOutcome
 	first, last int64 // the history's span
@@ -241,7 +252,7 @@ func (r *caseRun) endpoints(slot int) (impls.Endpoints, error) {
 	case r.c.Direct:
 		return env.narrow(env.servers.DirectEndpoints()), nil
 	case r.ownLinks:
-		ep, err := env.servers.ClientEndpoints(slot)
+		ep, err := env.servers.ClientEndpoints(env.linkBase + slot)
 		return env.narrow(ep), err
 	}
 	return env.narrow(env.servers.Endpoints()), nil
@@ -255,7 +266,7 @@ func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
 	r.nem = &nemesisRecorder{rec: r.rec, clk: env.mono, idBase: int64(env.procBase) * 1000}
 	var engine *chaos.Engine
 	if len(r.plan) > 0 {
-		res := &resolver{cl: env.servers, nodesOf: env.nodesOf, server: r.c.Approach.Server, keyPrefix: r.spec.KeyPrefix,
+		res := &resolver{cl: env.servers, linkBase: env.linkBase, nodesOf: env.nodesOf, server: r.c.Approach.Server, keyPrefix: r.spec.KeyPrefix,
 			slots: r.clients.Slots(), holders: r.hold, ownLinks: r.ownLinks}
 		engine = chaos.NewEngine(res, r.nem, holdingWaiter{holders: r.hold, key: res.keyName})
 	}
@@ -266,20 +277,26 @@ func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
 	// case is over, and what was injected is healed.
 	faultsCtx, stopFaults := context.WithCancel(ctx)
 	defer stopFaults()
+	ectx, endFaults := context.WithDeadline(faultsCtx, start.Add(r.spec.Duration))
+	defer endFaults()
 	engineDone := make(chan struct{})
 	go func() {
 		defer close(engineDone)
 		if engine == nil {
 			return
 		}
-		ectx, cancel := context.WithDeadline(faultsCtx, start.Add(r.spec.Duration))
-		defer cancel()
 		runErr := engine.Run(ectx, start, r.plan)
 		// Run returns once every planned injection has fired; faults
-		// without a `for` stay until the end of the duration.
+		// without a `for` stay until the end of the duration (or until
+		// the case answered its question: endFaults).
 		<-ectx.Done()
 		r.engineErr = errors.Join(runErr, engine.HealAll(ctx))
 	}()
+	clientsDone := make(chan struct{})
+	defer close(clientsDone)
+	if rule, ok := newAnswerRule(r.c, r.plan); ok && env.endWhenAnswered {
+		go r.watchAnswer(ctx, rule, engine, endFaults, engineDone, clientsDone)
+	}
 	// The clients start once the faults due at the start are in place: a
 	// partition "from 0 s" is there before the first request.
 	if engine != nil {
@@ -328,7 +345,7 @@ func (r *caseRun) measure(ctx context.Context) {
 	st, c := r.stats, r.c
 	locks := r.rec.lockMetrics()
 	r.out = caseOutcome{stats: st, handOff: locks.HandOff(), run: report.Run{
-		Case: c.Name, Approach: c.Approach.Name, Clients: c.Workload.Clients, Seconds: st.Elapsed.Seconds(),
+		Case: c.Name, Approach: c.Approach.Name, Clients: c.Workload.Clients, Seconds: st.Elapsed.Seconds(), Answered: r.answeredEarly.Load(),
 		Acquired: st.Acquired, AcquiresPerSec: float64(st.Acquired) / st.Elapsed.Seconds(),
 		NotAcquired: st.NotAcquired, Indeterminate: st.Indeterminate, Errors: st.Errors,
 		FirstError: st.FirstError, ReleaseNotHeld: st.ReleaseNotHeld, Renewals: st.Renewals,

@@ -47,6 +47,13 @@ func (n *nemesisRecorder) Nemesis(typ history.Type, v history.NemesisValue) {
 	}
 }
 
+// started reports whether a fault has taken effect.
+func (n *nemesisRecorder) started() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.first != 0
+}
+
 // windows are the case's fault windows for the timeline and results.json;
 // a fault never healed runs to end.
 func (n *nemesisRecorder) windows(origin, end int64) ([]report.Window, []report.Fault) {

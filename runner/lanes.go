@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/locklab/locklab/chaos"
@@ -11,9 +13,13 @@ import (
 )
 
 // Lanes: how a parallel run shares its cases out. Cases that ask for the
-// same server options share one cluster; within it, lanes of different
-// server kinds run side by side (a fault on one kind's servers cannot
-// touch another kind's case), and cases of one lane run in order.
+// same server options share one cluster; within it, lanes of servers run
+// cases side by side: a server kind's nodes, and for the Redis approaches
+// that use one node, spare Redis nodes each a lane of its own. A case
+// whose faults reach a server has its lane to itself (a fault there meets
+// no other case); cases whose faults reach only their own clients and
+// links share a lane when the plan lets them (Plan.ShareServers). At most
+// MaxCases run at once.
 
 // DefaultMaxCases is how many cases a parallel run runs at once: two per
 // CPU, since a case mostly waits on its servers and its clients' holds.
@@ -41,56 +47,172 @@ func groupsByServers(cases []Case) [][]Case {
 	return out
 }
 
-// spareRedisLanes is how many more lanes share out the Redis approaches
-// that use one node (Approach.Nodes 1), each lane on a Redis node of its
-// own: Redis has the most approaches, and its one lane alone set the
-// length of a parallel matrix. More would crowd 2 cores.
-const spareRedisLanes = 2
+// spareRedisLanes is how many more lanes share out the cases of the Redis
+// approaches that use one node (Approach.Nodes 1), each lane a Redis node
+// of its own: a case that restarts, pauses or moves the clock of its
+// server needs one to itself, and Redis nodes cost little. More than four
+// crowded 2 cores.
+const spareRedisLanes = 4
 
-// lane is cases that run one after the other on the same servers, beside
-// other lanes: a fault on its servers meets only its own cases.
+// lane is servers some cases share: a server kind's nodes, or some of the
+// Redis nodes. A case whose faults reach a server has its lane to itself;
+// in a plan that lets them (Plan.ShareServers), cases whose faults reach
+// only their own clients and links share it (each on keys of its own).
 type lane struct {
-	cases []Case
+	name string
 	// redis are the indices, among the cluster's Redis nodes, of those the
 	// lane's cases use; nil: all of them.
 	redis []int
+	// The scheduler's, under its lock.
+	sharing int  // cases running on it, sharing it
+	whole   bool // a case has it to itself
+	wanted  bool // a case waits to have it to itself: nobody starts sharing it
 }
 
-// planLanes splits cases into lanes: one per server kind, in plan order,
-// except that with spare > 0 the Redis approaches that use one node go to
-// spare lanes of their own (an approach's cases all in one), lane i on
-// Redis node shared+i, and the other Redis approaches to a lane on nodes
-// 0..shared-1.
-func planLanes(cases []Case, shared, spare int) []lane {
-	var out []lane
-	at := map[string]int{}      // lane name -> index in out
-	spareOf := map[string]int{} // approach -> its spare lane
-	for _, c := range cases {
-		name, redis := string(c.Approach.Server), []int(nil)
-		if spare > 0 && c.Approach.Server == impls.Redis {
-			if onSpareLane(c) {
-				i, ok := spareOf[c.Approach.Name]
-				if !ok {
-					i = len(spareOf) % spare
-					spareOf[c.Approach.Name] = i
-				}
-				name, redis = fmt.Sprintf("redis node %d", shared+i), []int{shared + i}
-			} else {
-				redis = make([]int, shared)
-				for i := range redis {
-					redis[i] = i
-				}
-			}
-		}
+// planLanes makes the lanes of a group of cases and, per case, the lanes
+// it may run on: its server kind's, except that with spare > 0 a case of a
+// Redis approach that uses one node (onSpareLane) may run on any of the
+// spare lanes, lane i on Redis node shared+i, and the other Redis
+// approaches' cases on the lane of nodes 0..shared-1.
+func planLanes(cases []Case, shared, spare int) ([]*lane, [][]int) {
+	var lanes []*lane
+	at := map[string]int{} // lane name -> index in lanes
+	laneOf := func(name string, redis []int) int {
 		i, ok := at[name]
 		if !ok {
-			i = len(out)
+			i = len(lanes)
 			at[name] = i
-			out = append(out, lane{redis: redis})
+			lanes = append(lanes, &lane{name: name, redis: redis})
 		}
-		out[i].cases = append(out[i].cases, c)
+		return i
 	}
-	return out
+	cands := make([][]int, len(cases))
+	for i, c := range cases {
+		switch {
+		case spare > 0 && onSpareLane(c):
+			for j := range spare {
+				cands[i] = append(cands[i], laneOf(fmt.Sprintf("redis node %d", shared+j), []int{shared + j}))
+			}
+		case spare > 0 && c.Approach.Server == impls.Redis:
+			redis := make([]int, shared)
+			for j := range redis {
+				redis[j] = j
+			}
+			cands[i] = []int{laneOf(string(c.Approach.Server), redis)}
+		default:
+			cands[i] = []int{laneOf(string(c.Approach.Server), nil)}
+		}
+	}
+	return lanes, cands
+}
+
+// sharesServers reports whether c can run beside other cases on the same
+// servers: none of its faults reaches a server or the links every client
+// shares (only its own clients, their clocks and their own links).
+func sharesServers(c Case) bool {
+	for _, st := range c.Faults {
+		if st.Target.Kind() == chaos.TargetNode {
+			return false
+		}
+	}
+	return true
+}
+
+// scheduler places cases on lanes: a case that shares takes the busiest
+// lane of its own that nobody has or waits to have to itself (sharing
+// cases pack together, leaving the others free); a case that needs a lane
+// to itself takes one nobody uses, and while it waits keeps new cases off
+// the least shared of its lanes, so it is not passed over for ever.
+type scheduler struct {
+	lanes []*lane
+	cands [][]int
+	share []bool // case i shares its lane
+}
+
+// place finds case i a lane and takes it (-1: none now). A placing pass
+// calls it for the waiting cases in order, after clearWanted.
+func (s *scheduler) place(i int) int {
+	best := -1
+	for _, li := range s.cands[i] {
+		l := s.lanes[li]
+		switch {
+		case l.whole:
+		case s.share[i] && !l.wanted && (best < 0 || l.sharing > s.lanes[best].sharing):
+			best = li
+		case !s.share[i] && l.sharing == 0 && best < 0:
+			best = li
+		}
+	}
+	if best >= 0 {
+		if s.share[i] {
+			s.lanes[best].sharing++
+		} else {
+			s.lanes[best].whole = true
+		}
+		return best
+	}
+	if !s.share[i] {
+		// Wait for the least shared lane not already waited for.
+		var want *lane
+		for _, li := range s.cands[i] {
+			if l := s.lanes[li]; !l.whole && !l.wanted && (want == nil || l.sharing < want.sharing) {
+				want = l
+			}
+		}
+		if want != nil {
+			want.wanted = true
+		}
+	}
+	return -1
+}
+
+// pass starts what can start now: for the waiting cases in order, while
+// fewer than free are started, each that finds a lane is given to start
+// (case, lane). It returns the cases still waiting.
+func (s *scheduler) pass(waiting []int, free int, start func(i, li int)) []int {
+	for _, l := range s.lanes {
+		l.wanted = false
+	}
+	var rest []int
+	for _, i := range waiting {
+		if free > 0 {
+			if li := s.place(i); li >= 0 {
+				free--
+				start(i, li)
+				continue
+			}
+		}
+		rest = append(rest, i)
+	}
+	return rest
+}
+
+// leave gives back the lane case i ran on.
+func (s *scheduler) leave(i, li int) {
+	if s.share[i] {
+		s.lanes[li].sharing--
+	} else {
+		s.lanes[li].whole = false
+	}
+}
+
+// caseOrder is the order in which a group's cases wait to start: by round
+// (a matrix's run 1 of every cell before run 2, so a budget that runs out
+// leaves every cell its first runs), then the longest first (the classic
+// rule for finishing a set of jobs early on parallel machines), then plan
+// order.
+func caseOrder(cases []Case, cost func(Case) time.Duration) []int {
+	order := make([]int, len(cases))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if c := cmp.Compare(cases[a].Round, cases[b].Round); c != 0 {
+			return c
+		}
+		return cmp.Compare(cost(cases[b]), cost(cases[a]))
+	})
+	return order
 }
 
 // redisLanes is how many Redis nodes the lane of the approaches that use
@@ -106,15 +228,16 @@ func (p Plan) redisLanes(parallel bool) (shared, spare int) {
 }
 
 // spareLanes is how many spare Redis lanes a parallel run of cases gets:
-// one per approach that uses one Redis node, at most spareRedisLanes.
+// one per case that may run on one (onSpareLane), at most
+// spareRedisLanes.
 func spareLanes(cases []Case) int {
-	single := map[string]bool{}
+	n := 0
 	for _, c := range cases {
 		if onSpareLane(c) {
-			single[c.Approach.Name] = true
+			n++
 		}
 	}
-	return min(len(single), spareRedisLanes)
+	return min(n, spareRedisLanes)
 }
 
 // onSpareLane reports whether c may run on a spare Redis lane: its approach
@@ -143,33 +266,100 @@ func namedNode(node string) bool {
 }
 
 // Estimate is about how long p takes to run, allowing perCase on top of
-// each case's duration: the sum of its cases one after the other, or in
-// parallel the longest lane of each cluster's group (a group starts when
-// the one before it ended).
-func Estimate(p Plan, parallel bool, maxCases int, perCase time.Duration) time.Duration {
-	cost := func(cases []Case) time.Duration {
-		var d time.Duration
-		for _, c := range cases {
-			d += c.Workload.Duration + perCase
-		}
-		return d
-	}
+// each case's expected length (expectedLength) and perCluster for each
+// start of the servers: one case after the other, their sum; in parallel,
+// each group of cases asking for the same server options played through
+// the scheduler the run uses (at most maxCases at once), groups one after
+// the other.
+func Estimate(p Plan, parallel bool, maxCases int, perCase, perCluster time.Duration) time.Duration {
+	cost := func(c Case) time.Duration { return expectedLength(c, p.EndWhenAnswered) + perCase }
+	groups := groupsByServers(p.Cases)
+	total := time.Duration(len(groups)) * perCluster
 	if !parallel {
-		return cost(p.Cases)
+		for _, c := range p.Cases {
+			total += cost(c)
+		}
+		return total
 	}
-	var total time.Duration
 	shared, spare := p.redisLanes(parallel)
 	if maxCases <= 0 {
 		maxCases = DefaultMaxCases()
 	}
-	for _, group := range groupsByServers(p.Cases) {
-		var longest time.Duration
-		for _, l := range planLanes(group, shared, spare) {
-			longest = max(longest, cost(l.cases))
-		}
-		// No lane ends before its own cases, nor the group before its
-		// cases have shared out the slots.
-		total += max(longest, cost(group)/time.Duration(maxCases))
+	for _, group := range groups {
+		total += simulate(group, p.ShareServers, shared, spare, maxCases, cost)
 	}
 	return total
+}
+
+// simulate plays a group of cases through the scheduler, each taking
+// cost, and returns when the last would end.
+func simulate(cases []Case, share bool, shared, spare, maxCases int, cost func(Case) time.Duration) time.Duration {
+	s := newScheduler(cases, share, shared, spare)
+	type running struct {
+		i, lane int
+		end     time.Duration
+	}
+	var now time.Duration
+	var busy []running
+	waiting := caseOrder(cases, cost)
+	for len(waiting) > 0 || len(busy) > 0 {
+		waiting = s.pass(waiting, maxCases-len(busy), func(i, li int) {
+			busy = append(busy, running{i: i, lane: li, end: now + cost(cases[i])})
+		})
+		if len(busy) == 0 {
+			break // nothing can start: cannot happen, every case has a lane
+		}
+		k := 0
+		for j := range busy {
+			if busy[j].end < busy[k].end {
+				k = j
+			}
+		}
+		now = busy[k].end
+		s.leave(busy[k].i, busy[k].lane)
+		busy = slices.Delete(busy, k, k+1)
+	}
+	return now
+}
+
+// newScheduler is the scheduler of a group of cases; share: cases whose
+// faults reach no server share their lane (Plan.ShareServers).
+func newScheduler(cases []Case, share bool, shared, spare int) *scheduler {
+	lanes, cands := planLanes(cases, shared, spare)
+	s := &scheduler{lanes: lanes, cands: cands, share: make([]bool, len(cases))}
+	for i, c := range cases {
+		s.share[i] = share && sharesServers(c)
+	}
+	return s
+}
+
+// expectedLength is about how long c runs: its duration, or, when it ends
+// once answered (answer.go), until its faults' first round has run its
+// course, plus what the rule watches after it and the tail.
+func expectedLength(c Case, early bool) time.Duration {
+	d := c.Workload.Duration
+	if !early {
+		return d
+	}
+	plan, err := compileFaults(c)
+	if err != nil {
+		return d
+	}
+	rule, ok := newAnswerRule(c, plan)
+	if !ok || len(plan) == 0 {
+		return d
+	}
+	var round time.Duration
+	seen := map[int]bool{}
+	for _, p := range plan {
+		if !seen[p.Step] {
+			seen[p.Step] = true
+			round = max(round, p.At+p.For)
+		}
+	}
+	end := round + answerTail
+	if !rule.unsafe {
+		end += rule.observe
+	}
+	return min(d, end)
 }

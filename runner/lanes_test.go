@@ -80,51 +80,118 @@ func TestParallelLanesAcrossServerOptions(t *testing.T) {
 	}
 }
 
-// planLanes: Redis approaches that use one node are shared out over the
-// spare lanes (all of an approach's cases in one), each lane on its own
-// node after the shared ones; the rest of Redis keeps nodes 0..4; other
-// kinds keep one lane each; no spare lanes, no split.
+// planLanes: a case of a Redis approach that uses one node may run on any
+// spare lane, each on its own node after the shared ones; the rest of
+// Redis keeps nodes 0..4; other kinds keep one lane each; no spare lanes,
+// no split.
 func TestPlanLanes(t *testing.T) {
 	mk := func(name string, b impls.Server, nodes int) Case {
 		return Case{Name: name, Approach: impls.Approach{Name: name, Server: b, Nodes: nodes}}
 	}
-	single1, single2, single3 := mk("s1", impls.Redis, 1), mk("s2", impls.Redis, 1), mk("s3", impls.Redis, 1)
+	single1, single2 := mk("s1", impls.Redis, 1), mk("s2", impls.Redis, 1)
 	multi, zk := mk("redlock", impls.Redis, 0), mk("zk", impls.ZooKeeper, 0)
 	// A fault that names redis-0 keeps its case on the shared lane, where
 	// a node has that name.
 	named := mk("named", impls.Redis, 1)
 	named.Faults = []chaos.Step{step(t, "server-restart", chaos.Selector{Node: "redis-0"}, time.Second, 0, nil)}
-	cases := []Case{single1, multi, zk, single2, single1, single3, named}
+	cases := []Case{single1, multi, zk, single2, named}
 	for _, tc := range []struct {
 		name  string
 		spare int
-		want  []string // per lane: its cases, then its Redis nodes
+		want  []string // per case: the lanes it may run on, each with its Redis nodes
 	}{
-		{"split", 2, []string{"s1 s1 s3 @[5]", "redlock named @[0 1 2 3 4]", "zk @[]", "s2 @[6]"}},
-		{"no spare lanes", 0, []string{"s1 redlock s2 s1 s3 named @[]", "zk @[]"}},
+		{"split", 2, []string{"s1: redis node 5 @[5], redis node 6 @[6]", "redlock: redis @[0 1 2 3 4]", "zk: zookeeper @[]",
+			"s2: redis node 5 @[5], redis node 6 @[6]", "named: redis @[0 1 2 3 4]"}},
+		{"no spare lanes", 0, []string{"s1: redis @[]", "redlock: redis @[]", "zk: zookeeper @[]", "s2: redis @[]", "named: redis @[]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			lanes, cands := planLanes(cases, 5, tc.spare)
 			var got []string
-			for _, l := range planLanes(cases, 5, tc.spare) {
-				var names []string
-				for _, c := range l.cases {
-					names = append(names, c.Name)
+			for i, c := range cases {
+				var ls []string
+				for _, li := range cands[i] {
+					ls = append(ls, fmt.Sprintf("%s @%v", lanes[li].name, lanes[li].redis))
 				}
-				got = append(got, fmt.Sprintf("%s @%v", strings.Join(names, " "), l.redis))
+				got = append(got, c.Name+": "+strings.Join(ls, ", "))
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("lanes %q, want %q", got, tc.want)
 			}
 		})
 	}
-	if n := spareLanes(cases); n != spareRedisLanes {
-		t.Fatalf("spareLanes = %d, want %d (three one-node approaches)", n, spareRedisLanes)
+	if n := spareLanes(cases); n != 2 {
+		t.Fatalf("spareLanes = %d, want 2 (two cases of one-node approaches)", n)
 	}
-	if n := spareLanes([]Case{multi, single2}); n != 1 {
-		t.Fatalf("spareLanes = %d, want 1 (one one-node approach)", n)
+	if n := spareLanes([]Case{single1, single1, single2, single2, single1}); n != spareRedisLanes {
+		t.Fatalf("spareLanes = %d, want %d (five cases of one-node approaches)", n, spareRedisLanes)
 	}
 	if n := spareLanes([]Case{multi, named}); n != 0 {
 		t.Fatalf("spareLanes = %d, want 0 (the one-node approach's fault names redis-0)", n)
+	}
+}
+
+// The scheduler: a case whose faults reach a server has its lane to
+// itself; cases whose faults reach only their clients share one, packed
+// together; one waiting for a lane to itself keeps new sharers off the
+// least shared of its lanes; without ShareServers nobody shares.
+func TestSchedulerPlacesCases(t *testing.T) {
+	mk := func(name string, faults ...chaos.Step) Case {
+		return Case{Name: name, Approach: impls.Approach{Name: "r", Server: impls.Redis, Nodes: 1}, Faults: faults}
+	}
+	restart := step(t, "server-restart", chaos.Selector{Node: chaos.NodeFirst}, time.Second, 0, nil)
+	pause := step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, time.Second, nil)
+	server1, server2, server3 := mk("server1", restart), mk("server2", restart), mk("server3", restart)
+	client1, client2 := mk("client1", pause), mk("client2")
+	cases := []Case{server1, client1, server2, client2, server3}
+	// In order, all at once: server1 takes a lane whole, client1 the
+	// other to share; server2 finds none and wants client1's (the least
+	// shared), so client2 may not join it; server3 wants nothing left.
+	s := newScheduler(cases, true, 5, 2)
+	var started []string
+	start := func(i, li int) { started = append(started, fmt.Sprintf("%s@%s", cases[i].Name, s.lanes[li].name)) }
+	waiting := s.pass([]int{0, 1, 2, 3, 4}, 10, start)
+	if fmt.Sprint(started) != "[server1@redis node 5 client1@redis node 6]" || fmt.Sprint(waiting) != "[2 3 4]" {
+		t.Fatalf("first pass started %v, left %v", started, waiting)
+	}
+	// server1 ends: server2 takes its lane; client2 packs beside client1.
+	s.leave(0, s.cands[0][0])
+	started = nil
+	waiting = s.pass(waiting, 10, start)
+	if fmt.Sprint(started) != "[server2@redis node 5 client2@redis node 6]" || fmt.Sprint(waiting) != "[4]" {
+		t.Fatalf("second pass started %v, left %v", started, waiting)
+	}
+	// server3 wants node 6; client1's twin, waiting behind it, may not
+	// start there; once the sharers are gone server3 takes it.
+	started = nil
+	waiting = s.pass(append(waiting, 1), 10, start)
+	if len(started) != 0 || fmt.Sprint(waiting) != "[4 1]" {
+		t.Fatalf("third pass started %v, left %v", started, waiting)
+	}
+	s.leave(1, s.cands[1][1])
+	s.leave(3, s.cands[3][1])
+	waiting = s.pass(waiting, 10, start)
+	if fmt.Sprint(started) != "[server3@redis node 6]" || fmt.Sprint(waiting) != "[1]" {
+		t.Fatalf("fourth pass started %v, left %v", started, waiting)
+	}
+	// A sharer never joins a lane a waiting whole case wants.
+	s = newScheduler([]Case{server1, client1}, true, 5, 1)
+	s.lanes[0].sharing = 1 // a sharer runs there
+	started = nil
+	waiting = s.pass([]int{0, 1}, 10, func(i, li int) { started = append(started, cases[i].Name) })
+	if len(started) != 0 || fmt.Sprint(waiting) != "[0 1]" {
+		t.Fatalf("with a whole case waiting, started %v, left %v", started, waiting)
+	}
+	// Without sharing, client cases take lanes whole too.
+	s = newScheduler([]Case{client1, client2}, false, 5, 1)
+	started = nil
+	waiting = s.pass([]int{0, 1}, 10, func(i, li int) { started = append(started, cases[i].Name) })
+	if len(started) != 1 || len(waiting) != 1 {
+		t.Fatalf("without sharing, started %v, left %v: want one, the lane whole", started, waiting)
+	}
+	// free bounds what starts.
+	s = newScheduler([]Case{client1, client2}, true, 5, 1)
+	if waiting = s.pass([]int{0, 1}, 1, func(int, int) {}); len(waiting) != 1 {
+		t.Fatalf("one free slot left %v waiting, want one", waiting)
 	}
 }
 
@@ -168,8 +235,10 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 	}
 }
 
-// Estimate: one after the other, the sum; in parallel, the longest lane
-// of each server-options group, groups one after the other.
+// Estimate: one after the other, the sum; in parallel, the scheduler
+// played through with each case's cost, groups of server options one
+// after the other, each with a start of its servers; cases that end once
+// answered cost until their first round of faults ran its course.
 func TestEstimate(t *testing.T) {
 	mk := func(b impls.Server, nodes int, persistence string, d time.Duration) Case {
 		return Case{Approach: impls.Approach{Name: fmt.Sprint(b, nodes), Server: b, Nodes: nodes},
@@ -185,17 +254,41 @@ func TestEstimate(t *testing.T) {
 		maxCases int
 		want     time.Duration
 	}{
-		// 4+3+2+4+5+6 s plus 1 s each.
-		{false, 0, 30 * time.Second},
-		// group none: the one-node Redis approach's lane, 4+1+4+1 = 10 s;
-		// group aof-always: ZooKeeper's lane, 7 s.
-		{true, 8, 17 * time.Second},
-		{true, 2, 17 * time.Second},
-		// One case at a time: the cases' sum, 17 s and 13 s.
-		{true, 1, 30 * time.Second},
+		// 4+3+2+4+5+6 s plus 1 s each, plus 2 s for each of 2 clusters.
+		{false, 0, 34 * time.Second},
+		// group none: the two one-node Redis cases on two spare lanes
+		// side by side, 5 s; group aof-always: ZooKeeper's lane, 7 s.
+		{true, 8, 16 * time.Second},
+		// Two at a time: group none's four cases of 5, 4, 3 and 5 s
+		// (longest first: 5 and 5, then 4 and 3): 9 s.
+		{true, 2, 20 * time.Second},
+		// One case at a time: the cases' sum.
+		{true, 1, 34 * time.Second},
 	} {
-		if got := Estimate(p, tc.parallel, tc.maxCases, time.Second); got != tc.want {
+		if got := Estimate(p, tc.parallel, tc.maxCases, time.Second, 2*time.Second); got != tc.want {
 			t.Errorf("Estimate(parallel %v, %d at once) = %v, want %v", tc.parallel, tc.maxCases, got, tc.want)
+		}
+	}
+	// Ending once answered: a client pause at 1 s for 2 s in a 10 s case
+	// expected to show a double grant costs 1+2 s and the tail; expected
+	// safe, also a lease and a hold more (1 s + 500 ms).
+	a := impls.Approach{Name: "r", Server: impls.Redis, Nodes: 1}
+	pause := step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 2*time.Second, nil)
+	spec := workload.Spec{Duration: 10 * time.Second, TTL: time.Second, Hold: workload.Dist{Kind: "fixed", A: 500 * time.Millisecond}}
+	unsafe := Case{Approach: a, Workload: spec, Faults: []chaos.Step{pause}, Record: true, Expect: verdict.Expect("", verdict.DoubleGrant)}
+	safe := unsafe
+	safe.Expect = verdict.Expect("", verdict.Safe)
+	blocked := unsafe
+	blocked.Expect = verdict.Expect("", verdict.Safe, verdict.Blocked)
+	for _, tc := range []struct {
+		c    Case
+		want time.Duration
+	}{{unsafe, 3*time.Second + answerTail}, {safe, 4500*time.Millisecond + answerTail}, {blocked, 10 * time.Second}} {
+		if got := expectedLength(tc.c, true); got != tc.want {
+			t.Errorf("expectedLength(expect %v) = %v, want %v", tc.c.Expect, got, tc.want)
+		}
+		if got := expectedLength(tc.c, false); got != 10*time.Second {
+			t.Errorf("expectedLength(expect %v, not ending early) = %v, want the duration", tc.c.Expect, got)
 		}
 	}
 }

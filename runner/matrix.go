@@ -67,7 +67,7 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 		}
 		faults = opt.Faults
 	}
-	p := Plan{Kind: "matrix", ResultsDir: opt.ResultsDir, External: opt.External, Docker: opt.Docker,
+	p := Plan{Kind: "matrix", ResultsDir: opt.ResultsDir, External: opt.External, Docker: opt.Docker, EndWhenAnswered: true, ShareServers: true,
 		Config: map[string]any{"approaches": names(approaches), "faults": faults, "runs": opt.Runs, "seed": opt.Seed,
 			"cluster": clusterMode(opt.External, opt.Docker), "images": opt.Docker.images()}}
 	var cells []matrix.Cell
@@ -88,7 +88,7 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 				c := Case{Name: CellCaseName(fname, a.Name, run), Approach: a, Record: true,
 					Processes: s.Processes, Servers: ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
 					Workload: workloadSpec(w, s.Duration, opt.Seed+uint64(run)),
-					Expect:   cell.Expect}
+					Expect:   cell.Expect, Round: run}
 				for _, ft := range s.Faults {
 					c.Faults = append(c.Faults, ft.Step)
 				}

@@ -33,6 +33,17 @@ type Plan struct {
 	// cases that showed a violation: a search runs hundreds of short
 	// cases (locklab explore), whose plots would cost more than the cases.
 	Lean bool
+	// EndWhenAnswered ends each case once it answered its question (it
+	// showed the violation it was expected to, or watched a fault through
+	// and enough grants after it: answer.go); its duration is the longest
+	// it runs. matrix and repeated runs set it.
+	EndWhenAnswered bool
+	// ShareServers lets cases whose faults reach no server (only their own
+	// clients, clocks and links) run at the same time on the same servers,
+	// each on keys of its own; a case whose faults reach a server still has
+	// its lane's servers to itself. matrix and repeated runs set it; bench
+	// does not (cases side by side would take each other's throughput).
+	ShareServers bool
 	// StallThreshold is how late a wake-up of the stall monitor's probes
 	// must be to be a stall of the lab: 0, stall.DefaultThreshold;
 	// negative, no stall monitor.
@@ -115,6 +126,9 @@ type Case struct {
 	// other options than the case before get servers started anew.
 	Servers ServerOptions
 	Expect  verdict.Expectation
+	// Round is the run of a repeated case (a matrix cell's run n): in
+	// parallel, every case of round 1 waits to start before any of round 2.
+	Round int
 }
 
 // Validate checks a case before anything starts.
@@ -271,6 +285,10 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 		Config: map[string]any{"cluster": clusterMode(opt.External, opt.Docker), "images": opt.Docker.images(), "scenario": s.Name, "file": s.Path, "description": s.Description, "seed": seed,
 			"approaches": names, "duration": duration.String(), "workload": s.Workload.Kind, "clients": s.Workload.Clients,
 			"processes": s.Processes, "fenced": s.Workload.Fenced, "runs": runs}}
+	// Repeated runs count how many agree: each ends once it answered,
+	// and those whose faults reach no server share them. One run shows
+	// the whole scenario.
+	p.EndWhenAnswered, p.ShareServers = runs > 1, runs > 1
 	for _, name := range names {
 		a, err := reg.Get(name)
 		if err != nil {
@@ -282,7 +300,7 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 				return Plan{}, err
 			}
 			if runs > 1 {
-				c.Name = fmt.Sprintf("%s-r%d", a.Name, i+1)
+				c.Name, c.Round = fmt.Sprintf("%s-r%d", a.Name, i+1), i+1
 			}
 			p.Cases = append(p.Cases, c)
 		}

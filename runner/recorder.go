@@ -18,8 +18,10 @@ type checkingRecorder struct {
 	check *checker.Checker // nil: record nothing, check nothing
 	first int64
 	last  int64
-	// lastGrant is when the last acquire succeeded (for "blocked").
+	// lastGrant is when the last acquire succeeded (for "blocked");
+	// grants counts them.
 	lastGrant int64
+	grants    int64
 	// observe sees every event after it is recorded (the holders view).
 	observe func(history.Event)
 	// latencies keeps each acquire's latency for the latency-over-time
@@ -62,6 +64,7 @@ func (r *checkingRecorder) Record(ev history.Event) history.Event {
 	}
 	if ev.F == history.Acquire && ev.Type == history.OK {
 		r.lastGrant = max(r.lastGrant, ev.T)
+		r.grants++
 	}
 	if ev.F == history.Acquire {
 		if ev.Type == history.Invoke {
@@ -81,6 +84,24 @@ func (r *checkingRecorder) Record(ev history.Event) history.Event {
 		r.observe(ev)
 	}
 	return ev
+}
+
+// grantCount is how many acquires succeeded so far.
+func (r *checkingRecorder) grantCount() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.grants
+}
+
+// snapshot is the checker's verdict on the events so far (checker.Snapshot);
+// empty when nothing is checked.
+func (r *checkingRecorder) snapshot() checker.Verdict {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.check == nil {
+		return checker.Verdict{}
+	}
+	return r.check.Snapshot()
 }
 
 // grantedSince reports whether an acquire succeeded at or after t.

@@ -71,7 +71,7 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 	s.slots = make(chan struct{}, maxCases)
 	s.base = caseEnv{history: history.Discard{}, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
 		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout,
-		lean: p.Lean, stall: p.stallProbe()}
+		lean: p.Lean, endWhenAnswered: p.EndWhenAnswered, stall: p.stallProbe()}
 	if s.base.stall != nil {
 		res.StallThreshold = s.base.stall.Threshold.Seconds()
 	}
@@ -259,11 +259,12 @@ func (s *session) runInOrder(ctx context.Context) error {
 }
 
 // runInLanes runs cases side by side: cases that ask for the same server
-// options share one cluster; within it, lanes of different server kinds
-// run side by side (lanes.go). Each lane numbers its processes in a range
-// of its own, across every group, since all of them write one history.
+// options share one cluster, started when the group before ended; within
+// it the scheduler (lanes.go) starts each case on a lane when one is free
+// for it and fewer than MaxCases run. Each case numbers its processes in a
+// range of its own (they all write one history) and reaches its servers
+// through client proxies of its own slot's.
 func (s *session) runInLanes(ctx context.Context) error {
-	lanesSoFar := 0
 	for _, group := range groupsByServers(s.p.Cases) {
 		if ctx.Err() != nil {
 			return nil
@@ -271,42 +272,82 @@ func (s *session) runInLanes(ctx context.Context) error {
 		if err := s.ensureServers(ctx, group[0]); err != nil {
 			return err
 		}
-		lanes := planLanes(group, s.sharedRedis, s.spareRedis)
-		if err := s.runGroup(ctx, lanes, lanesSoFar); err != nil {
+		if err := s.runGroup(ctx, group); err != nil {
 			return err
 		}
-		lanesSoFar += len(lanes)
 	}
 	return nil
 }
 
-// runGroup runs lanes side by side on the servers running now; the first
-// lane to fail stops the others.
-func (s *session) runGroup(ctx context.Context, lanes []lane, lanesSoFar int) error {
+// caseLinks is how many client ids (cluster.ClientEndpoints) each of the
+// cases at once reserves for its own proxies.
+const caseLinks = 10_000
+
+// runGroup runs a group's cases on the servers running now; the first case
+// to fail stops the others.
+func (s *session) runGroup(ctx context.Context, group []Case) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	errs := make([]error, len(lanes))
-	var wg sync.WaitGroup
-	for i, l := range lanes {
-		env := s.base
-		env.useServers(s.servers)
-		env.procBase = (lanesSoFar + i + 1) * laneProcs
-		env.redis = l.redis
-		wg.Add(1)
-		go func(i int, env caseEnv, cases []Case) {
-			defer wg.Done()
-			if errs[i] = s.runLane(lctx, &env, cases); errs[i] != nil {
-				cancel(errOtherLane)
-			}
-		}(i, env, l.cases)
+	sched := newScheduler(group, s.p.ShareServers, s.sharedRedis, s.spareRedis)
+	waiting := caseOrder(group, func(c Case) time.Duration { return expectedLength(c, s.p.EndWhenAnswered) })
+	type ended struct {
+		i, lane, slot int
+		err           error
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
+	done := make(chan ended)
+	free := make([]int, cap(s.slots)) // the slots of cases at once not in use
+	for i := range free {
+		free[i] = len(free) - 1 - i
+	}
+	var firstErr error
+	for running := 0; ; running-- {
+		if lctx.Err() == nil {
+			waiting = sched.pass(waiting, len(free), func(i, li int) {
+				slot := free[len(free)-1]
+				free = free[:len(free)-1]
+				running++
+				env := s.base
+				env.useServers(s.servers)
+				env.redis = sched.lanes[li].redis
+				env.linkBase = (slot + 1) * caseLinks
+				s.mu.Lock()
+				s.step++
+				env.step = s.step
+				env.procBase = s.step * laneProcs
+				s.mu.Unlock()
+				go func() {
+					err := s.runOne(lctx, &env, group[i])
+					done <- ended{i: i, lane: li, slot: slot, err: err}
+				}()
+			})
+		}
+		if running == 0 {
+			break
+		}
+		e := <-done
+		sched.leave(e.i, e.lane)
+		free = append(free, e.slot)
+		if e.err != nil && firstErr == nil && !errors.Is(e.err, context.Canceled) {
+			firstErr = e.err
+			cancel(errOtherLane)
 		}
 	}
-	return nil
+	return firstErr
+}
+
+// runOne runs one case of a parallel run and records it.
+func (s *session) runOne(ctx context.Context, env *caseEnv, c Case) error {
+	co, err := runCase(ctx, env, c)
+	if err != nil {
+		return err
+	}
+	if errors.Is(context.Cause(ctx), errOtherLane) {
+		// Cut short because another case failed: what it saw is not an
+		// observation of the case (a violation it was due to show would
+		// read as missed). The run reports the other case's error.
+		return nil
+	}
+	return s.record(c, co)
 }
 
 // end closes the history, writes the plan's artifacts and finishes. A run

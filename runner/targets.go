@@ -127,6 +127,9 @@ func (h *holders) holderOf(ctx context.Context, key string, wait time.Duration) 
 // resolver turns a fault step's selector into targets when it fires.
 type resolver struct {
 	cl *cluster.Cluster // nil without servers
+	// linkBase is added to a slot's index to name its client's own
+	// proxies (caseEnv.linkBase).
+	linkBase int
 	// nodesOf is the case's nodes of a kind: those of its lane.
 	nodesOf   func(impls.Server) []*cluster.Node
 	server    impls.Server // the case's approach's server kind: the default for node selectors
@@ -165,7 +168,7 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 			return nil, err
 		}
 		name := fmt.Sprintf("client %d", c.Index)
-		links, err := r.cl.ClientLinks(c.Index, nodes)
+		links, err := r.cl.ClientLinks(r.linkBase+c.Index, nodes)
 		if err != nil {
 			return nil, fmt.Errorf("links of %s: %w", name, err)
 		}
@@ -181,7 +184,7 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 			// network fault on the node must cut those as well.
 			for i := range out {
 				for _, c := range r.slots {
-					links, err := r.cl.ClientLinks(c.Index, nodes[i:i+1])
+					links, err := r.cl.ClientLinks(r.linkBase+c.Index, nodes[i:i+1])
 					if err != nil {
 						return nil, err
 					}

@@ -80,6 +80,20 @@ func Run(ctx context.Context, spec Spec, clients []Client, connect Connect, rec 
 	defer cancel()
 	opCtx, cancelOps := context.WithTimeout(ctx, spec.Duration+spec.Drain)
 	defer cancelOps()
+	if spec.Finish != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-spec.Finish:
+				cancel()
+				t := time.AfterFunc(spec.Drain, cancelOps)
+				<-stop
+				t.Stop()
+			case <-stop:
+			}
+		}()
+	}
 	// A broken lock client (an adapter that broke its protocol) ends the
 	// run for everyone: nothing it said can be judged.
 	var brokenOnce sync.Once

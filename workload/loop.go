@@ -169,7 +169,8 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 			continue
 		}
 		// The critical section runs to its end even if the run is over: a
-		// holder does not cut its work short.
+		// holder does not cut its work short (unless the run was finished
+		// early, its question answered: Spec.Finish).
 		stopWatch := c.watch(key, lease, st)
 		c.critical(key, lease, hold)
 		stopWatch()
@@ -296,13 +297,13 @@ func (c *client) critical(key string, lease impls.Lease, hold time.Duration) {
 		// The seed's "deduct 3% of the balance": read, think, write.
 		b, err := c.spec.Store.Read(c.proc, key, token)
 		c.work(lease, hold)
-		if err == nil && c.mayAct(lease) {
+		if err == nil && c.mayAct(lease) && !c.finished() {
 			_ = c.spec.Store.Write(c.proc, key, b-b*3/100, b, token)
 		}
 	case Tasks:
 		if !c.spec.Store.Done(key) {
 			c.work(lease, hold) // the processing
-			if c.mayAct(lease) {
+			if c.mayAct(lease) && !c.finished() {
 				_, _ = c.spec.Store.Process(c.proc, key, token)
 			}
 		}
@@ -324,17 +325,47 @@ func (c *client) work(lease impls.Lease, hold time.Duration) {
 	// that was stopped whole.
 	defer c.halt.wait()
 	if !c.spec.HonourLease {
-		sleep(hold)
+		c.sleep(hold)
 		return
 	}
 	end := time.Now().Add(hold)
 	for {
 		c.halt.wait()
 		left := time.Until(end)
-		if left <= 0 || !c.mayAct(lease) {
+		if left <= 0 || !c.mayAct(lease) || c.finished() {
 			return
 		}
-		sleep(min(left, workStep))
+		c.sleep(min(left, workStep))
+	}
+}
+
+// sleep waits d, or less if the run is finished early (Spec.Finish): a
+// case that answered its question does not wait for the holds under way,
+// which last seconds in some (the work is given up, its write not made).
+// A run that reached its duration lets every hold run to its end.
+func (c *client) sleep(d time.Duration) {
+	if c.spec.Finish == nil || d <= 0 {
+		sleep(d)
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.spec.Finish:
+	}
+}
+
+// finished reports whether the run was finished early (Spec.Finish).
+func (c *client) finished() bool {
+	if c.spec.Finish == nil {
+		return false
+	}
+	select {
+	case <-c.spec.Finish:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -65,7 +65,11 @@ type Spec struct {
 	Seed      uint64        `yaml:"-" json:"seed"`
 	Drain     time.Duration `yaml:"-" json:"drain"`      // after Duration, how long waiters may still wait (default 1s)
 	KeyPrefix string        `yaml:"-" json:"key_prefix"` // keys are KeyPrefix + "k" + index
-	ProcBase  int           `yaml:"-" json:"proc_base"`  // client i records as process ProcBase+i; replacements count on from ProcBase+Clients
+	// Finish, when closed, ends the run before Duration as if it had
+	// passed: no new cycle starts, operations in flight get the Drain. A
+	// case whose question was answered stops so (nil: never).
+	Finish   <-chan struct{} `yaml:"-" json:"-"`
+	ProcBase int             `yaml:"-" json:"proc_base"` // client i records as process ProcBase+i; replacements count on from ProcBase+Clients
 	// Rate, when positive, makes the workload an open loop: lock requests
 	// arrive at Rate per second over all clients (each client takes every
 	// Clients-th arrival, staggered), whether or not earlier ones are done,

@@ -76,7 +76,28 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
 		return code
 	}
-	est := runner.Estimate(plan, !*sequential, *parallel, 2*time.Second)
+	estimate := func(p runner.Plan) time.Duration {
+		return runner.Estimate(p, !*sequential, *parallel, caseOverhead, clusterStart)
+	}
+	est := estimate(plan)
+	if *budget > 0 && est > *budget && opt.Runs > 1 {
+		// Plan the runs to fit: fewer per cell, each cell's first runs
+		// first (a budget that still runs out leaves every cell its
+		// first runs).
+		asked, askedEst := opt.Runs, est
+		for opt.Runs > 1 && est > *budget {
+			opt.Runs--
+			if plan, cells, err = runner.MatrixPlan(reg, m, opt); err != nil {
+				return exitCode(stderr, err)
+			}
+			if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
+				return code
+			}
+			est = estimate(plan)
+		}
+		fmt.Fprintf(stderr, "locklab matrix: --runs %d would take about %v, past the --budget of %v: %d run(s) per cell\n",
+			asked, roughly(askedEst), *budget, opt.Runs)
+	}
 	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), roughly(est))
 	runCtx := ctx
 	if *budget > 0 {
@@ -90,10 +111,12 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", s.Step, s.Steps, s.Case)
 		}
 	}
+	began := time.Now()
 	out, err := r.Run(runCtx, plan)
 	if out == nil {
 		return exitCode(stderr, err)
 	}
+	fmt.Fprintf(stderr, "locklab matrix: %d runs in %v (estimated %v)\n", len(out.Results.Runs), time.Since(began).Round(time.Second), roughly(est))
 	mat := runner.MatrixResults(cells, out.Results.Runs, opt)
 	mat.Generated = time.Now().UTC()
 	mat.Command = "locklab matrix " + strings.Join(args, " ")
@@ -131,11 +154,24 @@ func countApplies(cells []matrix.Cell) int {
 	return n
 }
 
-// roughly rounds an estimate to what it can promise: minutes past a
-// minute, seconds below (a small matrix is not "about 0s").
+// What a case costs beyond the time it runs (its clients start and stop,
+// the servers' health is checked, the history is judged, plots drawn), and
+// what a start of the servers costs, as measured on a 2-core machine: the
+// estimate printed at the start of a matrix adds them.
+const (
+	caseOverhead = 1500 * time.Millisecond
+	clusterStart = 3 * time.Second
+)
+
+// roughly rounds an estimate to what it can promise: minutes past ten
+// minutes, ten seconds past a minute, seconds below (a small matrix is not
+// "about 0s").
 func roughly(d time.Duration) time.Duration {
-	if d >= time.Minute {
+	switch {
+	case d >= 10*time.Minute:
 		return d.Round(time.Minute)
+	case d >= time.Minute:
+		return d.Round(10 * time.Second)
 	}
 	return d.Round(time.Second)
 }

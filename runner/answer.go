@@ -16,22 +16,24 @@ import (
 //     expected (the verdict on the events so far agrees) and no fault with
 //     a `for` is in force, the faults are healed, the history gets a tail
 //     of answerTail for the aftermath, and the clients finish;
-//   - expected safe: once every fault step has run its course once (healed,
-//     in place until the end, or instantaneous), the case has watched for
-//     one lease and one hold more (a lease the fault disturbed runs out, a
-//     holder working past it writes), and at least minGrantsUnderFault
-//     grants were checked since the first fault (minGrantsNoFault when the
-//     case has none); then the same heal, tail and finish;
+//   - expected safe, under faults: once every fault step has run its course
+//     once (healed, in place until the end, or instantaneous), a lease (the
+//     workload's TTL) has passed since the first fault took effect (what
+//     was held then has run out on the server, so a wrong grant could be
+//     made), and after the round as many grants as there are clients were
+//     checked (each could have been the one wrongly granted, or the holder
+//     that outlived its lease); then the same heal, tail and finish;
+//   - expected safe without faults: once minGrantsNoFault grants were
+//     checked;
 //   - expected to be blocked or unavailable, or forbidden to be: never
 //     early, since the case's last stretch decides those.
 //
 // The final verdict is still the checker's on the whole history: the early
 // look only decides when to stop.
 const (
-	answerTail          = time.Second
-	answerEvery         = 200 * time.Millisecond
-	minGrantsUnderFault = 100
-	minGrantsNoFault    = 1000
+	answerTail       = time.Second
+	answerEvery      = 200 * time.Millisecond
+	minGrantsNoFault = 300
 )
 
 // answerRule is when one case may end early.
@@ -39,7 +41,8 @@ type answerRule struct {
 	expect  verdict.Expectation
 	unsafe  bool          // expects a violation
 	steps   int           // distinct fault steps the case plans
-	observe time.Duration // watched after every step ran its course (expected safe)
+	lease   time.Duration // the workload's TTL
+	clients int
 }
 
 // newAnswerRule is c's rule; ok false: c runs its whole duration.
@@ -58,7 +61,7 @@ func newAnswerRule(c Case, plan []chaos.Planned) (answerRule, bool) {
 		steps[p.Step] = true
 	}
 	return answerRule{expect: e, unsafe: verdict.ExpectsViolation(e.Outcomes), steps: len(steps),
-		observe: c.Workload.TTL + max(c.Workload.Hold.A, c.Workload.Hold.B)}, true
+		lease: c.Workload.TTL, clients: c.Workload.Clients}, true
 }
 
 // engineState is what the rule reads of a case's chaos engine.
@@ -67,21 +70,29 @@ type engineState interface {
 	InForce() bool
 }
 
-// answered says whether the case may end now. settledAt is when every
-// step had first run its course (zero: not yet); grants counts grants
-// since the first fault (since the start without one).
-func (a answerRule) answered(snapshot func() checker.Verdict, eng engineState, now, settledAt time.Time, grants int64) bool {
-	if eng != nil && eng.InForce() && a.unsafe {
-		return false
-	}
+// caseSoFar is what the rule reads of a running case.
+type caseSoFar struct {
+	now        time.Time
+	firstFault time.Time // when the first fault took effect; zero: none yet
+	settledAt  time.Time // when every step had run its course; zero: not yet
+	grants     int64     // grants so far
+	settledAs  int64     // grants when every step had run its course
+}
+
+// answered says whether the case may end now.
+func (a answerRule) answered(snapshot func() checker.Verdict, eng engineState, s caseSoFar) bool {
 	if a.unsafe {
+		if eng != nil && eng.InForce() {
+			return false
+		}
 		obs := verdict.Observe(snapshot(), true, verdict.Liveness{})
 		return verdict.Compare(a.expect, obs).Status == verdict.Agrees
 	}
 	if eng == nil || a.steps == 0 {
-		return grants >= minGrantsNoFault
+		return s.grants >= minGrantsNoFault
 	}
-	return !settledAt.IsZero() && now.Sub(settledAt) >= a.observe && grants >= minGrantsUnderFault
+	return !s.settledAt.IsZero() && !s.firstFault.IsZero() && s.now.Sub(s.firstFault) >= a.lease &&
+		s.grants-s.settledAs >= int64(a.clients)
 }
 
 // watchAnswer checks a's rule every answerEvery until the case answered
@@ -94,29 +105,22 @@ func (r *caseRun) watchAnswer(ctx context.Context, a answerRule, eng *chaos.Engi
 	if eng != nil {
 		state = eng
 	}
-	var settledAt time.Time
-	grantsFrom := int64(-1)
-	if eng == nil {
-		grantsFrom = 0
-	}
+	var s caseSoFar
 	for {
 		select {
 		case <-done:
 			return
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			if grantsFrom < 0 && r.nem.started() {
-				grantsFrom = r.rec.grantCount()
+		case s.now = <-t.C:
+			s.grants = r.rec.grantCount()
+			if s.firstFault.IsZero() && r.nem.started() {
+				s.firstFault = s.now
 			}
-			if eng != nil && settledAt.IsZero() && eng.Settled() >= a.steps {
-				settledAt = now
+			if eng != nil && s.settledAt.IsZero() && eng.Settled() >= a.steps {
+				s.settledAt, s.settledAs = s.now, s.grants
 			}
-			grants := int64(0)
-			if grantsFrom >= 0 {
-				grants = r.rec.grantCount() - grantsFrom
-			}
-			if !a.answered(r.rec.snapshot, state, now, settledAt, grants) {
+			if !a.answered(r.rec.snapshot, state, s) {
 				continue
 			}
 		}

@@ -24,7 +24,7 @@ func (e fakeEngine) InForce() bool { return e.inForce }
 // The rule of a case that ends once answered, case by case.
 func TestAnswerRule(t *testing.T) {
 	pause := step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, time.Second, nil)
-	spec := workload.Spec{Duration: 10 * time.Second, TTL: time.Second, Hold: workload.Dist{Kind: "uniform", A: 100 * time.Millisecond, B: 300 * time.Millisecond}}
+	spec := workload.Spec{Duration: 10 * time.Second, Clients: 4, TTL: time.Second, Hold: workload.Dist{Kind: "uniform", A: 100 * time.Millisecond, B: 300 * time.Millisecond}}
 	mk := func(expect verdict.Expectation, faults ...chaos.Step) Case {
 		return Case{Approach: impls.Approach{Name: "r", Server: impls.Redis}, Workload: spec, Record: true, Expect: expect, Faults: faults}
 	}
@@ -33,30 +33,34 @@ func TestAnswerRule(t *testing.T) {
 	}
 	clean := func() checker.Verdict { return checker.Verdict{} }
 	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	healed := caseSoFar{now: at(2 * time.Second), firstFault: t0, settledAt: at(time.Second), grants: 10, settledAs: 5}
 	for _, tc := range []struct {
-		name      string
-		c         Case
-		ok        bool // the case may end early at all
-		snapshot  func() checker.Verdict
-		eng       engineState
-		settledAt time.Time
-		now       time.Time
-		grants    int64
-		want      bool
+		name     string
+		c        Case
+		ok       bool // the case may end early at all
+		snapshot func() checker.Verdict
+		eng      engineState
+		so       caseSoFar
+		want     bool
 	}{
-		{"violation shown, faults healed", mk(verdict.Expect("", verdict.DoubleGrant), pause), true, doubleGrant, fakeEngine{1, false}, t0, t0, 0, true},
-		{"violation shown, a fault still in force", mk(verdict.Expect("", verdict.DoubleGrant), pause), true, doubleGrant, fakeEngine{0, true}, time.Time{}, t0, 0, false},
-		{"violation not shown yet", mk(verdict.Expect("", verdict.DoubleGrant), pause), true, clean, fakeEngine{1, false}, t0, t0, 500, false},
-		{"another violation than the one expected", mk(verdict.Expect("", verdict.LostUpdate), pause), true, doubleGrant, fakeEngine{1, false}, t0, t0, 500, false},
-		{"safe: watched a lease and a hold after the fault, enough grants", mk(verdict.Expect("", verdict.Safe), pause), true, clean, fakeEngine{1, false}, t0, t0.Add(1300 * time.Millisecond), minGrantsUnderFault, true},
-		{"safe: not watched long enough", mk(verdict.Expect("", verdict.Safe), pause), true, clean, fakeEngine{1, false}, t0, t0.Add(1200 * time.Millisecond), minGrantsUnderFault, false},
-		{"safe: too few grants", mk(verdict.Expect("", verdict.Safe), pause), true, clean, fakeEngine{1, false}, t0, t0.Add(time.Minute), minGrantsUnderFault - 1, false},
-		{"safe: the fault's round not over", mk(verdict.Expect("", verdict.Safe), pause), true, clean, fakeEngine{0, true}, time.Time{}, t0.Add(time.Minute), 1000, false},
-		{"safe without faults: enough grants", mk(verdict.Expect("", verdict.Safe)), true, clean, nil, time.Time{}, t0, minGrantsNoFault, true},
-		{"safe without faults: too few", mk(verdict.Expect("", verdict.Safe)), true, clean, nil, time.Time{}, t0, minGrantsNoFault - 1, false},
-		{"blocked is decided by the last stretch", mk(verdict.Expect("", verdict.Safe, verdict.Blocked), pause), false, nil, nil, time.Time{}, t0, 0, false},
-		{"forbidden unavailable too", mk(verdict.Expectation{Outcomes: []verdict.Outcome{verdict.Safe}, Forbidden: []verdict.Outcome{verdict.Unavailable}}, pause), false, nil, nil, time.Time{}, t0, 0, false},
-		{"nothing expected", mk(verdict.Expectation{}, pause), false, nil, nil, time.Time{}, t0, 0, false},
+		{"violation shown, faults healed", mk(verdict.Expect("", verdict.DoubleGrant), pause), true, doubleGrant, fakeEngine{1, false}, healed, true},
+		{"violation shown, a fault still in force", mk(verdict.Expect("", verdict.DoubleGrant), pause), true, doubleGrant, fakeEngine{0, true}, caseSoFar{now: t0, firstFault: t0}, false},
+		{"violation not shown yet", mk(verdict.Expect("", verdict.DoubleGrant), pause), true, clean, fakeEngine{1, false}, healed, false},
+		{"another violation than the one expected", mk(verdict.Expect("", verdict.LostUpdate), pause), true, doubleGrant, fakeEngine{1, false}, healed, false},
+		{"safe: a lease since the fault, a grant per client after its round", mk(verdict.Expect("", verdict.Safe), pause), true, clean, fakeEngine{1, false},
+			caseSoFar{now: at(time.Second), firstFault: t0, settledAt: at(500 * time.Millisecond), grants: 8, settledAs: 4}, true},
+		{"safe: less than a lease since the fault", mk(verdict.Expect("", verdict.Safe), pause), true, clean, fakeEngine{1, false},
+			caseSoFar{now: at(999 * time.Millisecond), firstFault: t0, settledAt: at(500 * time.Millisecond), grants: 8, settledAs: 4}, false},
+		{"safe: too few grants after the round", mk(verdict.Expect("", verdict.Safe), pause), true, clean, fakeEngine{1, false},
+			caseSoFar{now: at(time.Minute), firstFault: t0, settledAt: at(500 * time.Millisecond), grants: 7, settledAs: 4}, false},
+		{"safe: the fault's round not over", mk(verdict.Expect("", verdict.Safe), pause), true, clean, fakeEngine{0, true},
+			caseSoFar{now: at(time.Minute), firstFault: t0, grants: 1000}, false},
+		{"safe without faults: enough grants", mk(verdict.Expect("", verdict.Safe)), true, clean, nil, caseSoFar{now: t0, grants: minGrantsNoFault}, true},
+		{"safe without faults: too few", mk(verdict.Expect("", verdict.Safe)), true, clean, nil, caseSoFar{now: t0, grants: minGrantsNoFault - 1}, false},
+		{"blocked is decided by the last stretch", mk(verdict.Expect("", verdict.Safe, verdict.Blocked), pause), false, nil, nil, caseSoFar{}, false},
+		{"forbidden unavailable too", mk(verdict.Expectation{Outcomes: []verdict.Outcome{verdict.Safe}, Forbidden: []verdict.Outcome{verdict.Unavailable}}, pause), false, nil, nil, caseSoFar{}, false},
+		{"nothing expected", mk(verdict.Expectation{}, pause), false, nil, nil, caseSoFar{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan, err := compileFaults(tc.c)
@@ -70,7 +74,7 @@ func TestAnswerRule(t *testing.T) {
 			if !ok {
 				return
 			}
-			if got := rule.answered(tc.snapshot, tc.eng, tc.now, tc.settledAt, tc.grants); got != tc.want {
+			if got := rule.answered(tc.snapshot, tc.eng, tc.so); got != tc.want {
 				t.Fatalf("answered = %v, want %v", got, tc.want)
 			}
 		})

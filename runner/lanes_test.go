@@ -119,13 +119,13 @@ func TestPlanLanes(t *testing.T) {
 			}
 		})
 	}
-	if n := spareLanes(cases); n != 2 {
+	if n := spareLanes(cases, 8); n != 2 {
 		t.Fatalf("spareLanes = %d, want 2 (two cases of one-node approaches)", n)
 	}
-	if n := spareLanes([]Case{single1, single1, single2, single2, single1}); n != spareRedisLanes {
-		t.Fatalf("spareLanes = %d, want %d (five cases of one-node approaches)", n, spareRedisLanes)
+	if n := spareLanes([]Case{single1, single1, single2, single2, single1}, 4); n != 2 {
+		t.Fatalf("spareLanes = %d, want 2 (five cases of one-node approaches, four at once: half)", n)
 	}
-	if n := spareLanes([]Case{multi, named}); n != 0 {
+	if n := spareLanes([]Case{multi, named}, 8); n != 0 {
 		t.Fatalf("spareLanes = %d, want 0 (the one-node approach's fault names redis-0)", n)
 	}
 }
@@ -271,10 +271,10 @@ func TestEstimate(t *testing.T) {
 	}
 	// Ending once answered: a client pause at 1 s for 2 s in a 10 s case
 	// expected to show a double grant costs 1+2 s and the tail; expected
-	// safe, also a lease and a hold more (1 s + 500 ms).
+	// safe, also the holds of the clients but one (3 x 500 ms).
 	a := impls.Approach{Name: "r", Server: impls.Redis, Nodes: 1}
 	pause := step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 2*time.Second, nil)
-	spec := workload.Spec{Duration: 10 * time.Second, TTL: time.Second, Hold: workload.Dist{Kind: "fixed", A: 500 * time.Millisecond}}
+	spec := workload.Spec{Duration: 10 * time.Second, Clients: 4, TTL: time.Second, Hold: workload.Dist{Kind: "fixed", A: 500 * time.Millisecond}}
 	unsafe := Case{Approach: a, Workload: spec, Faults: []chaos.Step{pause}, Record: true, Expect: verdict.Expect("", verdict.DoubleGrant)}
 	safe := unsafe
 	safe.Expect = verdict.Expect("", verdict.Safe)
@@ -283,7 +283,7 @@ func TestEstimate(t *testing.T) {
 	for _, tc := range []struct {
 		c    Case
 		want time.Duration
-	}{{unsafe, 3*time.Second + answerTail}, {safe, 4500*time.Millisecond + answerTail}, {blocked, 10 * time.Second}} {
+	}{{unsafe, 3*time.Second + answerTail}, {safe, 3*time.Second + answerTail + 1500*time.Millisecond}, {blocked, 10 * time.Second}} {
 		if got := expectedLength(tc.c, true); got != tc.want {
 			t.Errorf("expectedLength(expect %v) = %v, want %v", tc.c.Expect, got, tc.want)
 		}

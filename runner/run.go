@@ -40,18 +40,18 @@ type Runner struct {
 	// (Docker mode; it is mounted there, so it must run on the image's
 	// system); default: this binary with the argument "probe".
 	ProbeArgv []string
-	// Parallel runs the cases of different server kinds side by side (one
-	// lane per kind, and the Redis approaches that use one node on up to
-	// spareRedisLanes lanes of their own, each on a Redis node started for
-	// it), on one cluster per set of server options (a Redis persistence
-	// mode). Cases of one lane stay in order, so a fault on a lane's
-	// servers only ever meets that lane's case.
+	// Parallel runs cases side by side (lanes.go): on one cluster per set
+	// of server options (a Redis persistence mode), each case on a lane of
+	// servers: its kind's, or for the Redis approaches that use one node,
+	// a spare Redis node. A case whose faults reach a server has its lane
+	// to itself, so such a fault only ever meets that case; with
+	// Plan.ShareServers, cases whose faults reach only their own clients
+	// share theirs.
 	Parallel bool
-	// MaxCases bounds how many cases run at once in a parallel run, across
-	// lanes (a lane waits for a slot before each case); 0: DefaultMaxCases.
-	// Eight lanes at once on two cores starved the servers: a ZooKeeper
-	// ensemble granted a lock once in 4 s, and a restarted member did not
-	// rejoin within the health check's 30 s.
+	// MaxCases bounds how many cases run at once in a parallel run;
+	// 0: DefaultMaxCases. (Before cases shared servers, eight lanes at once
+	// on two cores starved the servers: a ZooKeeper ensemble granted a lock
+	// once in 4 s. The stall monitor now says when the lab went too far.)
 	MaxCases int
 	// HealthTimeout bounds how long a case waits for its servers to be
 	// healthy, before the first fault and after the last heal; default

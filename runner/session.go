@@ -63,11 +63,11 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 	if ext != nil && ext.HasFaultCommands() {
 		s.faultLog = &lazyFile{path: filepath.Join(dir, faultLogName)}
 	}
-	s.sharedRedis, s.spareRedis = p.redisLanes(r.Parallel)
 	maxCases := r.MaxCases
 	if maxCases <= 0 {
 		maxCases = DefaultMaxCases()
 	}
+	s.sharedRedis, s.spareRedis = p.redisLanes(r.Parallel, maxCases)
 	s.slots = make(chan struct{}, maxCases)
 	s.base = caseEnv{history: history.Discard{}, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
 		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout,

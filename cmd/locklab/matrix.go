@@ -31,7 +31,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	results := fs.String("results", "results", "directory for results/<run-id>/")
 	junit := fs.String("junit", "", "also write JUnit XML (one test case per cell) to this file")
 	sequential := fs.Bool("sequential", false, "run one cell at a time (by default, cells of different server kinds run side by side)")
-	parallel := fs.Int("parallel", 0, fmt.Sprintf("at most this many cases at once when cells run side by side; 0: two per CPU (%d here)", runner.DefaultMaxCases()))
+	parallel := fs.Int("parallel", 0, fmt.Sprintf("at most this many cases at once when cells run side by side; 0: six per CPU (%d here)", runner.DefaultMaxCases()))
 	where := addClusterFlags(fs, "matrix", false)
 	dir := fs.String("matrix", "", "a directory with expectations.yaml and faults/*.yaml to use instead of the built-in matrix")
 	files := addApproachFiles(fs)

@@ -409,3 +409,47 @@ func TestInPlanOrderKeepsVerdictsWithRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedServersKeepCasesApart: with ShareServers, two cases whose
+// faults reach only their own clients run at the same time on the same
+// Redis node: one cuts its holder off from the server for 2 s (its own
+// proxies), the other pauses nothing. They overlap; the cut reaches the
+// first case's clients only: the second never fails an operation.
+func TestSharedServersKeepCasesApart(t *testing.T) {
+	spec := workload.Spec{Clients: 2, Keys: 1, Kind: workload.Mutex, Hold: workload.Dist{Kind: "fixed", A: 200 * time.Millisecond},
+		TTL: time.Second, AcquireTimeout: 2 * time.Second, Duration: 4 * time.Second, Seed: 1}
+	cut := step(t, "partition", chaos.Selector{Client: chaos.ClientHolder, Key: "0", Node: chaos.NodeAll}, time.Second, 2*time.Second, nil)
+	partitioned := faultCase(t, "redis-setnx-px-lua", spec, cut)
+	partitioned.Name, partitioned.Processes, partitioned.Direct = "partitioned", false, false
+	calm := faultCase(t, "redis-setnx-px-lua", spec)
+	calm.Name, calm.Processes, calm.Direct = "calm", false, false
+	cases := []Case{partitioned, calm}
+	if !sharesServers(partitioned) || !sharesServers(calm) {
+		t.Fatal("a partition of a client's own links must let its case share the servers")
+	}
+	var clusters atomic.Int32
+	logf := func(format string, args ...any) {
+		if strings.HasPrefix(format, "cluster ready") {
+			clusters.Add(1)
+		}
+	}
+	out, err := (&Runner{Parallel: true, MaxCases: 2, Log: logf}).Run(context.Background(),
+		Plan{Kind: "test", Cases: cases, ResultsDir: t.TempDir(), ShareServers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := caseSpans(t, out.Dir, func(e history.Event) bool { return e.F == history.Acquire && e.Type == history.OK })
+	if first["calm"] > last["partitioned"] || first["partitioned"] > last["calm"] {
+		t.Fatalf("the cases did not overlap: calm %v..%v, partitioned %v..%v", time.Duration(first["calm"]), time.Duration(last["calm"]),
+			time.Duration(first["partitioned"]), time.Duration(last["partitioned"]))
+	}
+	for _, r := range out.Results.Runs {
+		failed := r.NotAcquired + r.Indeterminate + r.Errors + r.ReleaseNotHeld
+		switch {
+		case r.Case == "partitioned" && failed == 0:
+			t.Fatalf("partitioned: nothing failed while its holder was cut off for 2 s: the cut missed it")
+		case r.Case == "calm" && (failed > 0 || r.Acquired == 0):
+			t.Fatalf("calm: %d acquired, %d failed (%s): the other case's cut reached it", r.Acquired, failed, r.FirstError)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,7 +32,7 @@ func TestHoldersHeldAtCrash(t *testing.T) {
 		{"held another key", []history.Event{ev(1, history.OK, history.Acquire, "j")}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHolders()
+			h := newHolders(0, 0)
 			for _, e := range tt.events {
 				h.see(e)
 			}
@@ -45,7 +46,7 @@ func TestHoldersHeldAtCrash(t *testing.T) {
 			}
 		})
 	}
-	if _, err := newHolders().heldAtCrash(1, "k", 10*time.Millisecond); err == nil {
+	if _, err := newHolders(0, 0).heldAtCrash(1, "k", 10*time.Millisecond); err == nil {
 		t.Fatal("a crash never recorded must be an error, not a silent false")
 	}
 }
@@ -69,7 +70,7 @@ func TestHolderPauseMovesToTheNextHolder(t *testing.T) {
 		_, rest, _ := strings.Cut(string(b), ") ")
 		return strings.HasPrefix(rest, "T")
 	}
-	h := newHolders()
+	h := newHolders(0, 0)
 	a, b := slot(), slot()
 	h.bind(1, 0)
 	h.bind(2, 1)
@@ -103,3 +104,36 @@ func (s signalled) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT)
 func (s signalled) Kill() error   { return s.cmd.Process.Kill() }
 func (s signalled) Hang() error   { return nil }
 func (s signalled) Unhang() error { return nil }
+
+// A fault aimed at "the holder" prefers a holder granted less than its
+// workload's shortest hold ago: one holding longer may be finishing, so
+// holderOf waits for the next grant; with no next grant within its
+// patience it takes the holder there is.
+func TestHolderOfPrefersAFreshGrant(t *testing.T) {
+	h := newHolders(50*time.Millisecond, 100*time.Millisecond)
+	h.bind(1, 0)
+	h.bind(2, 1)
+	h.see(history.Event{Proc: 1, Type: history.OK, F: history.Acquire, Key: "k"})
+	if slot, _, err := h.holderOf(context.Background(), "k", time.Second); err != nil || slot != 0 {
+		t.Fatalf("a holder granted just now: slot %d, %v; want slot 0", slot, err)
+	}
+	time.Sleep(60 * time.Millisecond) // process 1 has held past the shortest hold
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		h.see(history.Event{Proc: 1, Type: history.Invoke, F: history.Release, Key: "k"})
+		h.see(history.Event{Proc: 2, Type: history.OK, F: history.Acquire, Key: "k"})
+	}()
+	if slot, proc, err := h.holderOf(context.Background(), "k", time.Second); err != nil || slot != 1 || proc != 2 {
+		t.Fatalf("after a hold of a while: slot %d, process %d, %v; want the next holder, process 2 in slot 1", slot, proc, err)
+	}
+	// Process 2 holds on and nobody else is granted: patience (the longest
+	// hold and 1 s) runs out and process 2 it is.
+	time.Sleep(60 * time.Millisecond)
+	began := time.Now()
+	if slot, _, err := h.holderOf(context.Background(), "k", 5*time.Second); err != nil || slot != 1 {
+		t.Fatalf("a holder holding on: slot %d, %v; want slot 1", slot, err)
+	}
+	if waited := time.Since(began); waited < time.Second || waited > 3*time.Second {
+		t.Fatalf("waited %v for a fresh grant, want its patience (1.1 s)", waited)
+	}
+}

@@ -22,14 +22,23 @@ import (
 type holders struct {
 	mu      sync.Mutex
 	byKey   map[string]int          // key -> proc
+	since   map[string]time.Time    // key -> when its holder was granted it
 	procOf  map[int]int             // proc -> slot
 	crashed map[int]map[string]bool // proc -> the keys it held when its crash was recorded
 	wait    chan struct{}           // closed and replaced whenever a grant or a crash is seen
+	// fresh: a holder that has held its key this long may be finishing
+	// (its write made, its release on the wire): a fault aimed at "the
+	// holder" waits up to patience for the next grant instead, so it lands
+	// inside a hold (a pause that caught the holder after its write showed
+	// a double grant but no lost update). 0: any holder will do.
+	fresh, patience time.Duration
 }
 
-func newHolders() *holders {
-	return &holders{byKey: map[string]int{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
-		wait: make(chan struct{})}
+// newHolders follows the holders of a workload whose shortest hold is
+// fresh and longest hold is longest.
+func newHolders(fresh, longest time.Duration) *holders {
+	return &holders{byKey: map[string]int{}, since: map[string]time.Time{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
+		wait: make(chan struct{}), fresh: fresh, patience: longest + time.Second}
 }
 
 // holds reports whether proc holds key now, as far as the history shows.
@@ -71,6 +80,7 @@ func (h *holders) see(ev history.Event) {
 	switch {
 	case ev.F == history.Acquire && ev.Type == history.OK:
 		h.byKey[ev.Key] = ev.Proc
+		h.since[ev.Key] = time.Now()
 		close(h.wait)
 		h.wait = make(chan struct{})
 	case ev.F == history.Crash:
@@ -101,18 +111,29 @@ func (h *holders) bind(proc, slot int) {
 }
 
 // holderOf returns the slot whose client holds key, waiting up to wait for
-// someone to take it.
+// someone to take it, and up to patience for a holder granted less than
+// fresh ago (else the holder there is).
 func (h *holders) holderOf(ctx context.Context, key string, wait time.Duration) (slot, proc int, err error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	var patient <-chan time.Time // runs once only a holder of a while was found
+	impatient := false           // patience ran out: any holder will do
 	for {
 		h.mu.Lock()
 		p, held := h.byKey[key]
 		s, known := h.procOf[p]
+		granted := h.since[key]
 		ch := h.wait
 		h.mu.Unlock()
 		if held && known {
-			return s, p, nil
+			if impatient || h.fresh <= 0 || time.Since(granted) < h.fresh {
+				return s, p, nil
+			}
+			if patient == nil {
+				t := time.NewTimer(h.patience)
+				defer t.Stop()
+				patient = t.C
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -120,6 +141,8 @@ func (h *holders) holderOf(ctx context.Context, key string, wait time.Duration) 
 		case <-deadline.C:
 			return 0, 0, fmt.Errorf("nobody held %s within %v: %w", key, wait, chaos.ErrNoTarget)
 		case <-ch:
+		case <-patient:
+			impatient = true
 		}
 	}
 }

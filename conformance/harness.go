@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,48 @@ func (x *fault) Heal(ctx context.Context) error {
 		return nil
 	}
 	return h(ctx)
+}
+
+// RequireFailure runs the suite's test named test (its name's last part,
+// "/FairGrantOrder") on a, a mutant declaring what it does not do, against
+// c, and fails t unless the suite fails it: a test that passed everything
+// would go unseen.
+func RequireFailure(t *testing.T, c *cluster.Cluster, a impls.Approach, test string) {
+	t.Helper()
+	h, err := HarnessFor(c, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := Standalone{Match: func(name string) bool { return strings.HasSuffix(name, test) }}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	results, err := run.Run(ctx, a.Name, func(t T) { RunT(t, h) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if strings.HasSuffix(r.Name, test) {
+			if r.Status != Failed {
+				t.Fatalf("%s on %s: %s, want FAIL (output: %v)", test, a.Name, r.Status, r.Output)
+			}
+			t.Logf("%s on %s: %s: %s", test, a.Name, r.Status, strings.Join(r.Output, "; "))
+			return
+		}
+	}
+	t.Fatalf("%s did not run on %s (results: %v)", test, a.Name, results)
+}
+
+// Mutant is a renamed name, every client it makes changed by mutate: a lock
+// broken on purpose, for a test the suite must fail it in.
+func Mutant(a impls.Approach, name string, mutate func(impls.Locker)) impls.Approach {
+	m := a
+	m.Name = name
+	m.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		l, err := a.New(ctx, env)
+		if err == nil {
+			mutate(l)
+		}
+		return l, err
+	}
+	return m
 }

@@ -49,6 +49,7 @@ var pinned = map[string]string{
 	"mysql-insert-delete-replicated": "safe weak:no-expiry",
 	"mysql-insert-delete-semisync":   "safe weak:no-expiry",
 	"mysql-optimistic":               "safe fencing weak:no-expiry",
+	"mysql-queue-fair":               "safe ttl fair renewal",
 	"mysql-sharded":                  "safe ttl reentrant renewal",
 	"mysql-sharded-replicated":       "safe ttl reentrant renewal",
 	"mysql-sharded-semisync":         "safe ttl reentrant renewal",

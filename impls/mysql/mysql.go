@@ -23,6 +23,7 @@ func Register(r *impls.Registry) {
 	r.Register(ForUpdateApproach)
 	r.Register(OptimisticApproach)
 	r.Register(ShardedApproach)
+	r.Register(QueueFairApproach)
 	r.Register(InsertDeleteReplicatedApproach)
 	r.Register(ForUpdateReplicatedApproach)
 	r.Register(ShardedReplicatedApproach)
@@ -69,11 +70,7 @@ func openWithSchema(ctx context.Context, name string, s impls.Server, env impls.
 // no row means the lock is no longer ours. A statement InnoDB rolled back
 // as a deadlock victim did nothing, so it is run again.
 func execOne(ctx context.Context, db execer, op, key, query string, args ...any) error {
-	res, err := db.ExecContext(ctx, query, args...)
-	for attempt := 0; attempt < 20 && err != nil && isContention(err) && ctx.Err() == nil; attempt++ {
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
-		res, err = db.ExecContext(ctx, query, args...)
-	}
+	res, err := execRetry(ctx, db, query, args...)
 	if err != nil {
 		return classify(ctx, op, err)
 	}
@@ -85,6 +82,17 @@ func execOne(ctx context.Context, db execer, op, key, query string, args ...any)
 		return fmt.Errorf("%s %s: %w", op, key, impls.ErrNotHeld)
 	}
 	return nil
+}
+
+// execRetry runs a statement, again while it fails for contention (InnoDB
+// rolled it back as a deadlock victim, say): it did nothing then.
+func execRetry(ctx context.Context, db execer, query string, args ...any) (sql.Result, error) {
+	res, err := db.ExecContext(ctx, query, args...)
+	for attempt := 0; attempt < 20 && err != nil && isContention(err) && ctx.Err() == nil; attempt++ {
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+		res, err = db.ExecContext(ctx, query, args...)
+	}
+	return res, err
 }
 
 type execer interface {

@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/conformance"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -20,16 +21,8 @@ func TestFairGrantOrderFailsAnUnfairQueue(t *testing.T) {
 	if lifoSrc == fairAcquireSrc {
 		t.Fatal("the queue's push is not where the mutation expects it")
 	}
-	lifo := FairApproach
-	lifo.Name = "redis-fair-lifo"
-	lifo.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		l, err := FairApproach.New(ctx, env)
-		if err == nil {
-			l.(*hashLock).acquire = goredis.NewScript(lifoSrc)
-		}
-		return l, err
-	}
-	suiteTestFails(t, lifo, "/FairGrantOrder")
+	lifo := conformance.Mutant(FairApproach, "redis-fair-lifo", func(l impls.Locker) { l.(*hashLock).acquire = goredis.NewScript(lifoSrc) })
+	conformance.RequireFailure(t, testCluster, lifo, "/FairGrantOrder")
 }
 
 // A waiter that crashed at the head of the queue (it never leaves it) is

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,36 +28,8 @@ func TestWatchdogTestsFailBrokenWatchdogs(t *testing.T) {
 		{none, "/WatchdogKeepsTheLock"},
 		{leaky, "/WatchdogStopsAtRelease"},
 	} {
-		t.Run(tt.a.Name, func(t *testing.T) { suiteTestFails(t, tt.a, tt.test) })
+		t.Run(tt.a.Name, func(t *testing.T) { conformance.RequireFailure(t, testCluster, tt.a, tt.test) })
 	}
-}
-
-// suiteTestFails runs the conformance suite's test (a name's last part,
-// "/FairGrantOrder") on a, a mutant declaring what it does not do, and
-// fails unless the suite fails it.
-func suiteTestFails(t *testing.T, a impls.Approach, test string) {
-	t.Helper()
-	h, err := conformance.HarnessFor(testCluster, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := conformance.Standalone{Match: func(name string) bool { return strings.HasSuffix(name, test) }}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	results, err := run.Run(ctx, a.Name, func(t conformance.T) { conformance.RunT(t, h) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range results {
-		if strings.HasSuffix(r.Name, test) {
-			if r.Status != conformance.Failed {
-				t.Fatalf("%s on %s: %s, want FAIL (output: %v)", test, a.Name, r.Status, r.Output)
-			}
-			t.Logf("%s on %s: %s: %s", test, a.Name, r.Status, strings.Join(r.Output, "; "))
-			return
-		}
-	}
-	t.Fatalf("%s did not run on %s (results: %v)", test, a.Name, results)
 }
 
 // leakyWatchdog adds to each lease a second renewer that nothing stops: the

@@ -53,22 +53,8 @@ func TestHoldersHeldAtCrash(t *testing.T) {
 // A holder pause that lands on a client whose release was already on its
 // way is undone and moved to the key's next holder.
 func TestHolderPauseMovesToTheNextHolder(t *testing.T) {
-	slot := func() signalled {
-		cmd := exec.Command("sleep", "30")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return signalled{cmd}
-	}
-	stopped := func(s signalled) bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, rest, _ := strings.Cut(string(b), ") ")
-		return strings.HasPrefix(rest, "T")
-	}
+	slot := func() signalled { return sleeper(t) }
+	stopped := func(s signalled) bool { return isStopped(t, s) }
 	h := newHolders()
 	a, b := slot(), slot()
 	h.bind(1, 0)
@@ -92,6 +78,61 @@ func TestHolderPauseMovesToTheNextHolder(t *testing.T) {
 	if err := p.Resume(); err != nil || stopped(b) {
 		t.Fatalf("resume: %v; process 2 stopped %v", err, stopped(b))
 	}
+}
+
+// A holder pause (or hang) passes over a holder that has already written
+// to the protected store: stopped between its write and its release, it
+// could write nothing stale. The key's next holder is stopped instead.
+func TestHolderPausePassesOverAHolderThatWrote(t *testing.T) {
+	start := func() signalled { return sleeper(t) }
+	stopped := func(s signalled) bool { return isStopped(t, s) }
+	h := newHolders()
+	a, b := start(), start()
+	h.bind(1, 0)
+	h.bind(2, 1)
+	r := &resolver{holders: h, slots: []fleet.Slot{{Index: 0, Process: a}, {Index: 1, Process: b}}}
+	h.see(history.Event{Proc: 1, Type: history.OK, F: history.Acquire, Key: "k"})
+	h.see(history.Event{Proc: 1, Type: history.OK, F: history.Write, Key: "k"})
+	if h.working(1, "k") || !h.holds(1, "k") {
+		t.Fatal("a holder that wrote still holds, but is no longer working")
+	}
+	go func() {
+		time.Sleep(holderSettle / 5)
+		h.see(history.Event{Proc: 1, Type: history.Invoke, F: history.Release, Key: "k"})
+		h.see(history.Event{Proc: 2, Type: history.OK, F: history.Acquire, Key: "k"})
+	}()
+	p := &holderProcess{r: r, key: "k"}
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if stopped(a) || !stopped(b) {
+		t.Fatalf("process 1 stopped %v, process 2 stopped %v; want only process 2, which had not written", stopped(a), stopped(b))
+	}
+	if err := p.Resume(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sleeper is a process for a slot, killed when the test ends.
+func sleeper(t *testing.T) signalled {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return signalled{cmd}
+}
+
+// isStopped reports whether s's process is stopped (SIGSTOP).
+func isStopped(t *testing.T, s signalled) bool {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "T")
 }
 
 // signalled stands in for a worker process in its slot: holderProcess

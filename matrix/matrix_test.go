@@ -157,7 +157,7 @@ func TestReplicatedMariaDBCells(t *testing.T) {
 	for name, want := range map[string][]verdict.Outcome{
 		"mysql-sharded-replicated":       {verdict.DoubleGrantBothValid},
 		"mysql-sharded-semisync":         {verdict.Safe},
-		"mysql-for-update-semisync":      {verdict.DoubleGrant},
+		"mysql-for-update-semisync":      {verdict.DoubleGrantBothValid},
 		"mysql-insert-delete-replicated": {verdict.Blocked},
 	} {
 		a, _ := reg.Get(name)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/verdict"
 )
@@ -125,5 +126,47 @@ func TestMostSpecificRuleWins(t *testing.T) {
 	a, _ := reg.Get("pg-advisory")
 	if c := m.Cell(a, "f"); c.Applies {
 		t.Error("a cell whose approach the fault's scenario does not run must be n/a")
+	}
+}
+
+// The replicated MariaDB approaches run in their own column, db-failover,
+// but every column has a rule that speaks for them (explore and approach
+// files are judged by the rules a capability or weakness matches), and the
+// column's cells say what asynchronous and semi-synchronous replication
+// each lose.
+func TestReplicatedMariaDBCells(t *testing.T) {
+	reg := all.Registry()
+	m, err := Load(Shipped, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replicated []string
+	for _, a := range reg.All() {
+		if a.Server == impls.MySQLReplicated || a.Server == impls.MySQLSemiSync {
+			replicated = append(replicated, a.Name)
+			for _, f := range m.Faults {
+				if _, ok := m.RuleFor(f.Name, a); !ok {
+					t.Errorf("no rule of %s speaks for %s", f.Name, a.Name)
+				}
+			}
+		}
+	}
+	if len(replicated) != 6 {
+		t.Fatalf("replicated MariaDB approaches: %v, want 6", replicated)
+	}
+	for name, want := range map[string][]verdict.Outcome{
+		"mysql-sharded-replicated":       {verdict.DoubleGrantBothValid},
+		"mysql-sharded-semisync":         {verdict.Safe},
+		"mysql-for-update-semisync":      {verdict.DoubleGrantBothValid},
+		"mysql-insert-delete-replicated": {verdict.Blocked},
+	} {
+		a, _ := reg.Get(name)
+		c := m.Cell(a, "db-failover")
+		if !c.Applies || !sameOutcomes(c.Expect.Outcomes, want) {
+			t.Errorf("%s under db-failover: %+v, want %v", name, c, want)
+		}
+		if c := m.Cell(a, "none"); c.Applies {
+			t.Errorf("%s applies under none; the replicated topologies have a column of their own", name)
+		}
 	}
 }

@@ -218,7 +218,7 @@ func (r *caseRun) startFleet(ctx context.Context) error {
 	for _, st := range c.Faults {
 		r.ownLinks = r.ownLinks || st.Target.Kind() == chaos.TargetLink
 	}
-	r.hold = newHolders(c.Workload.Hold.A, max(c.Workload.Hold.A, c.Workload.Hold.B))
+	r.hold = newHolders()
 	r.rec = &checkingRecorder{w: history.Discard{}, observe: r.hold.see, locks: metrics.NewLocks(), keep: env.keepEvents}
 	if c.Record {
 		r.rec.w = env.history

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,7 +31,7 @@ func TestHoldersHeldAtCrash(t *testing.T) {
 		{"held another key", []history.Event{ev(1, history.OK, history.Acquire, "j")}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHolders(0, 0)
+			h := newHolders()
 			for _, e := range tt.events {
 				h.see(e)
 			}
@@ -46,7 +45,7 @@ func TestHoldersHeldAtCrash(t *testing.T) {
 			}
 		})
 	}
-	if _, err := newHolders(0, 0).heldAtCrash(1, "k", 10*time.Millisecond); err == nil {
+	if _, err := newHolders().heldAtCrash(1, "k", 10*time.Millisecond); err == nil {
 		t.Fatal("a crash never recorded must be an error, not a silent false")
 	}
 }
@@ -54,23 +53,9 @@ func TestHoldersHeldAtCrash(t *testing.T) {
 // A holder pause that lands on a client whose release was already on its
 // way is undone and moved to the key's next holder.
 func TestHolderPauseMovesToTheNextHolder(t *testing.T) {
-	slot := func() signalled {
-		cmd := exec.Command("sleep", "30")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return signalled{cmd}
-	}
-	stopped := func(s signalled) bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, rest, _ := strings.Cut(string(b), ") ")
-		return strings.HasPrefix(rest, "T")
-	}
-	h := newHolders(0, 0)
+	slot := func() signalled { return sleeper(t) }
+	stopped := func(s signalled) bool { return isStopped(t, s) }
+	h := newHolders()
 	a, b := slot(), slot()
 	h.bind(1, 0)
 	h.bind(2, 1)
@@ -95,6 +80,61 @@ func TestHolderPauseMovesToTheNextHolder(t *testing.T) {
 	}
 }
 
+// A holder pause (or hang) passes over a holder that has already written
+// to the protected store: stopped between its write and its release, it
+// could write nothing stale. The key's next holder is stopped instead.
+func TestHolderPausePassesOverAHolderThatWrote(t *testing.T) {
+	start := func() signalled { return sleeper(t) }
+	stopped := func(s signalled) bool { return isStopped(t, s) }
+	h := newHolders()
+	a, b := start(), start()
+	h.bind(1, 0)
+	h.bind(2, 1)
+	r := &resolver{holders: h, slots: []fleet.Slot{{Index: 0, Process: a}, {Index: 1, Process: b}}}
+	h.see(history.Event{Proc: 1, Type: history.OK, F: history.Acquire, Key: "k"})
+	h.see(history.Event{Proc: 1, Type: history.OK, F: history.Write, Key: "k"})
+	if h.working(1, "k") || !h.holds(1, "k") {
+		t.Fatal("a holder that wrote still holds, but is no longer working")
+	}
+	go func() {
+		time.Sleep(holderSettle / 5)
+		h.see(history.Event{Proc: 1, Type: history.Invoke, F: history.Release, Key: "k"})
+		h.see(history.Event{Proc: 2, Type: history.OK, F: history.Acquire, Key: "k"})
+	}()
+	p := &holderProcess{r: r, key: "k"}
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if stopped(a) || !stopped(b) {
+		t.Fatalf("process 1 stopped %v, process 2 stopped %v; want only process 2, which had not written", stopped(a), stopped(b))
+	}
+	if err := p.Resume(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sleeper is a process for a slot, killed when the test ends.
+func sleeper(t *testing.T) signalled {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return signalled{cmd}
+}
+
+// isStopped reports whether s's process is stopped (SIGSTOP).
+func isStopped(t *testing.T, s signalled) bool {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "T")
+}
+
 // signalled stands in for a worker process in its slot: holderProcess
 // needs only its signals.
 type signalled struct{ cmd *exec.Cmd }
@@ -104,36 +144,3 @@ func (s signalled) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT)
 func (s signalled) Kill() error   { return s.cmd.Process.Kill() }
 func (s signalled) Hang() error   { return nil }
 func (s signalled) Unhang() error { return nil }
-
-// A fault aimed at "the holder" prefers a holder granted less than its
-// workload's shortest hold ago: one holding longer may be finishing, so
-// holderOf waits for the next grant; with no next grant within its
-// patience it takes the holder there is.
-func TestHolderOfPrefersAFreshGrant(t *testing.T) {
-	h := newHolders(50*time.Millisecond, 100*time.Millisecond)
-	h.bind(1, 0)
-	h.bind(2, 1)
-	h.see(history.Event{Proc: 1, Type: history.OK, F: history.Acquire, Key: "k"})
-	if slot, _, err := h.holderOf(context.Background(), "k", time.Second); err != nil || slot != 0 {
-		t.Fatalf("a holder granted just now: slot %d, %v; want slot 0", slot, err)
-	}
-	time.Sleep(60 * time.Millisecond) // process 1 has held past the shortest hold
-	go func() {
-		time.Sleep(30 * time.Millisecond)
-		h.see(history.Event{Proc: 1, Type: history.Invoke, F: history.Release, Key: "k"})
-		h.see(history.Event{Proc: 2, Type: history.OK, F: history.Acquire, Key: "k"})
-	}()
-	if slot, proc, err := h.holderOf(context.Background(), "k", time.Second); err != nil || slot != 1 || proc != 2 {
-		t.Fatalf("after a hold of a while: slot %d, process %d, %v; want the next holder, process 2 in slot 1", slot, proc, err)
-	}
-	// Process 2 holds on and nobody else is granted: patience (the longest
-	// hold and 1 s) runs out and process 2 it is.
-	time.Sleep(60 * time.Millisecond)
-	began := time.Now()
-	if slot, _, err := h.holderOf(context.Background(), "k", 5*time.Second); err != nil || slot != 1 {
-		t.Fatalf("a holder holding on: slot %d, %v; want slot 1", slot, err)
-	}
-	if waited := time.Since(began); waited < time.Second || waited > 3*time.Second {
-		t.Fatalf("waited %v for a fresh grant, want its patience (1.1 s)", waited)
-	}
-}

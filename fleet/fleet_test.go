@@ -288,3 +288,38 @@ func TestFinishEndsTheRunEarly(t *testing.T) {
 		})
 	}
 }
+
+// A worker's draws depend on its case and its place in it, not on the
+// process ids the session gave out before it: the same case, run at two
+// places of a session (explore) or alone (locklab run on the file explore
+// wrote), picks the same keys in the same order.
+func TestWorkerDrawsDoNotDependOnProcBase(t *testing.T) {
+	keys := func(base int) []string {
+		cfg, rec := config(t, true, 1, 200*time.Millisecond)
+		cfg.Workload.Keys, cfg.Workload.ProcBase = 8, base
+		f, err := New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var out []string
+		for _, ev := range rec.evs {
+			if ev.F == history.Acquire && ev.Type == history.Invoke && len(out) < 6 {
+				out = append(out, ev.Key)
+			}
+		}
+		if len(out) < 6 {
+			t.Fatalf("ProcBase %d: %d acquires in 200ms, want 6 or more", base, len(out))
+		}
+		return out
+	}
+	a, b := keys(procBase), keys(procBase+117)
+	if strings.Join(a, " ") != strings.Join(b, " ") {
+		t.Errorf("keys drawn with ProcBase %d: %v; with %d: %v", procBase, a, procBase+117, b)
+	}
+}

@@ -116,9 +116,13 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	}
 	// The case's workload, as its one client recording as st.Proc. An
 	// open loop's rate is over all clients, which no worker sees: workers
-	// run closed loops (bench refuses --rate with --processes).
+	// run closed loops (bench refuses --rate with --processes). Its draws
+	// (holds, keys) are seeded by its number within the case, not its
+	// process id, which counts on over a session's cases: the same case
+	// draws the same holds wherever it runs (a scenario explore found,
+	// run again by locklab run).
 	spec := st.Workload
-	spec.Clients, spec.Duration, spec.Seed, spec.ProcBase, spec.Rate, spec.Store = 1, left, spec.Seed^uint64(st.Proc), st.Proc, 0, nil
+	spec.Clients, spec.Duration, spec.Seed, spec.ProcBase, spec.Rate, spec.Store = 1, left, spec.Seed^uint64(st.Proc-st.Workload.ProcBase), st.Proc, 0, nil
 	spec.Finish = finish
 	if spec.Kind == workload.Counter || spec.Kind == workload.Tasks {
 		spec.Store = w

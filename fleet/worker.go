@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/locklab/locklab/history"
@@ -119,6 +120,10 @@ func (f *workers) Run(ctx context.Context) (workload.Stats, error) {
 	r := <-f.done
 	return r.stats, r.err
 }
+
+// workerStopGrace is how long a worker told to stop may take before it is
+// killed: its release has 5 s of its own.
+const workerStopGrace = 10 * time.Second
 
 // Finish ends the run now: no replacement starts, and every running
 // worker is told to end as if its end time had come. A worker that is
@@ -251,8 +256,21 @@ func (f *workers) runWorker(ctx context.Context, s *workerSlot, proc int, first 
 		_ = p.send(toWorker{Finish: true})
 	}
 	// On Ctrl-C, closing stdin tells the worker to stop: it releases what
-	// it holds and sends its last word.
-	stopWatch := context.AfterFunc(ctx, p.closeInput)
+	// it holds and sends its last word. One that has not exited
+	// workerStopGrace later (stopped by a fault nobody healed, or stuck in
+	// a call that ignores its context: a driver blocked on a dead server)
+	// is killed, so a case that was cut short never hangs on it.
+	stopWatch := context.AfterFunc(ctx, func() {
+		p.closeInput()
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		go func() {
+			select {
+			case <-p.exited:
+			case <-time.After(workerStopGrace):
+				_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			}
+		}()
+	})
 	defer stopWatch()
 
 	sc := p.lines()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/locklab/locklab/impls"
@@ -131,14 +132,51 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*Node, error) {
 }
 
 // installMariaDB creates a MariaDB data directory with a root that logs
-// in without a password.
+// in without a password. mariadb-install-db bootstraps a server of its
+// own, which fails now and then when several install at once on a loaded
+// machine (the five MariaDB nodes of a full matrix): it is tried up to
+// three times on a fresh directory, and its error names the line that
+// says why, not its closing advice.
 func installMariaDB(ctx context.Context, name, data string) error {
-	install := exec.CommandContext(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+data,
-		"--auth-root-authentication-method=normal", "--skip-test-db", "--user=root")
-	if out, err := install.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: mariadb-install-db: %w: %s", name, err, lastLine(string(out)))
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			}
+		}
+		if rmErr := os.RemoveAll(data); rmErr != nil {
+			return fmt.Errorf("%s: %w", name, rmErr)
+		}
+		install := exec.CommandContext(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+data,
+			"--auth-root-authentication-method=normal", "--skip-test-db", "--user=root")
+		out, runErr := install.CombinedOutput()
+		if runErr == nil {
+			return nil
+		}
+		err = fmt.Errorf("%s: mariadb-install-db (%d attempts): %w: %s", name, attempt+1, runErr, installError(string(out)))
 	}
-	return nil
+	return err
+}
+
+// installError is the line of mariadb-install-db's output that says what
+// went wrong: its last ERROR line, else its last line before the advice
+// that follows a failure.
+func installError(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "ERROR") {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	for i, l := range lines {
+		if strings.HasPrefix(l, "Installation of system tables failed") && i > 0 {
+			return strings.TrimSpace(lines[i-1])
+		}
+	}
+	return lastLine(out)
 }
 
 // mariadbHealth: the server at a takes root's queries; it also creates the

@@ -86,12 +86,15 @@ func TestMatrixWrongExpectationFails(t *testing.T) {
 	}
 }
 
+// roughly: seconds below a minute, ten seconds below ten minutes (the
+// estimate is held to 15%), minutes past.
 func TestRoughly(t *testing.T) {
 	for _, c := range []struct{ in, want time.Duration }{
 		{400 * time.Millisecond, 0},
 		{14600 * time.Millisecond, 15 * time.Second},
 		{59 * time.Second, 59 * time.Second},
-		{90 * time.Second, 2 * time.Minute},
+		{94 * time.Second, 90 * time.Second},
+		{9*time.Minute + 56*time.Second, 10 * time.Minute},
 		{17*time.Minute + 20*time.Second, 17 * time.Minute},
 	} {
 		if got := roughly(c.in); got != c.want {

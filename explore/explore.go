@@ -439,7 +439,13 @@ func (e *explorer) search(approach string) *Search {
 func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 	srch := e.search(f.Approach)
 	idx := slices.Index(e.res.Findings, f) + 1
-	sh := e.shrinker(srch, f.Class, fmt.Sprintf("f%d-s", idx), "shrinking")
+	prefix := fmt.Sprintf("f%d-s", idx)
+	if f.Retries > 0 {
+		// A schedule taken up again: its runs are named apart from the
+		// refuted one's (f1r1-s001...).
+		prefix = fmt.Sprintf("f%dr%d-s", idx, f.Retries)
+	}
+	sh := e.shrinker(srch, f.Class, prefix, "shrinking")
 	out, err := sh.Shrink(ctx, f.Original, f.hits, f.tries)
 	// How often the final schedule shows it: more runs of it, while the
 	// shrink's share of the budget lasts.

@@ -75,6 +75,32 @@ type Finding struct {
 	// hits and tries are the runs of Original that showed it and that it
 	// had before its shrink (the run that found it: 1 of 1).
 	hits, tries int
+	// Retries counts the schedules taken up again after one was refuted;
+	// reshrink marks the finding as waiting for a shrink of its new one.
+	Retries  int
+	reshrink bool
+}
+
+// maxRetries bounds how many times a refuted finding takes up another
+// schedule that showed it.
+const maxRetries = 2
+
+// seenAgain notes another exploring run, of schedule s, that showed f. A
+// finding whose schedule was refuted (shown again in
+// too few of its re-runs: a timing that one run hit and most do not) takes
+// this one up instead, to be confirmed and shrunk in its turn: a class that
+// several runs show is not left unshrunk because the first of them was the
+// luckiest. It reports whether it did.
+func (f *Finding) seenAgain(s Schedule) bool {
+	f.Seen++
+	if f.Shrunk == nil || !f.Shrunk.Refuted || f.Retries >= maxRetries {
+		return false
+	}
+	f.Retries++
+	// Run, Case and Proof stay the first sighting's; the shrink's last
+	// run that shows it gives the file its proof.
+	f.Original, f.Shrunk, f.hits, f.tries, f.reshrink = s, nil, 1, 1, true
+	return true
 }
 
 // Schedule is the finding's smallest schedule so far.
@@ -243,13 +269,13 @@ func (e *explorer) loop(ctx context.Context) error {
 	for ctx.Err() == nil {
 		var todo *Finding
 		for _, f := range e.res.Findings {
-			if !shrunk[f] && (!f.Known || time.Until(e.deadline) < time.Duration(knownShare*float64(e.cfg.Budget))) {
+			if (!shrunk[f] || f.reshrink) && (!f.Known || time.Until(e.deadline) < time.Duration(knownShare*float64(e.cfg.Budget))) {
 				todo = f
 				break
 			}
 		}
 		if todo != nil {
-			shrunk[todo] = true
+			shrunk[todo], todo.reshrink = true, false
 			if err := e.shrink(ctx, todo); err != nil {
 				return e.ended(ctx, err)
 			}
@@ -351,7 +377,11 @@ func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin
 			e.queueUnmask(srch, p.Class, s, j.Because, n)
 		}
 		if f := e.finding(srch.Approach, p.Class, j.Known); f != nil {
-			f.Seen++
+			if f.seenAgain(s) {
+				if err := e.writeFound(f); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		f := &Finding{Approach: srch.Approach, Class: p.Class, Known: j.Known, Why: j.Why, Run: n, After: time.Since(e.start),
@@ -409,7 +439,13 @@ func (e *explorer) search(approach string) *Search {
 func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 	srch := e.search(f.Approach)
 	idx := slices.Index(e.res.Findings, f) + 1
-	sh := e.shrinker(srch, f.Class, fmt.Sprintf("f%d-s", idx), "shrinking")
+	prefix := fmt.Sprintf("f%d-s", idx)
+	if f.Retries > 0 {
+		// A schedule taken up again: its runs are named apart from the
+		// refuted one's (f1r1-s001...).
+		prefix = fmt.Sprintf("f%dr%d-s", idx, f.Retries)
+	}
+	sh := e.shrinker(srch, f.Class, prefix, "shrinking")
 	out, err := sh.Shrink(ctx, f.Original, f.hits, f.tries)
 	// How often the final schedule shows it: more runs of it, while the
 	// shrink's share of the budget lasts.

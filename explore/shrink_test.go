@@ -163,3 +163,41 @@ func TestShrinkStopsWhenTheBudgetEnds(t *testing.T) {
 		t.Fatalf("runs %d, stopped %q, steps %v", out.Runs, out.Stopped, out.Steps)
 	}
 }
+
+// A finding whose schedule was refuted takes up the next schedule that
+// shows it, to be shrunk in its turn, at most maxRetries times; one
+// confirmed, or not yet shrunk, keeps its own.
+func TestRefutedFindingTakesUpTheNextSchedule(t *testing.T) {
+	first := Schedule{Approach: "a", Seed: 1}
+	for _, tc := range []struct {
+		name    string
+		shrunk  *Shrunk
+		retries int
+		want    bool
+	}{
+		{"not shrunk yet", nil, 0, false},
+		{"confirmed", &Shrunk{Confirmed: true}, 0, false},
+		{"refuted", &Shrunk{Refuted: true}, 0, true},
+		{"refuted, retried once", &Shrunk{Refuted: true}, 1, true},
+		{"refuted, out of retries", &Shrunk{Refuted: true}, maxRetries, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &Finding{Original: first, Shrunk: tc.shrunk, Retries: tc.retries, Seen: 1, hits: 1, tries: 3}
+			next := Schedule{Approach: "a", Seed: 2}
+			got := f.seenAgain(next)
+			if got != tc.want || f.Seen != 2 {
+				t.Fatalf("seenAgain = %v (seen %d), want %v (seen 2)", got, f.Seen, tc.want)
+			}
+			if !tc.want {
+				if f.Original.Seed != 1 || f.reshrink || f.Shrunk != tc.shrunk {
+					t.Errorf("kept: schedule seed %d, reshrink %v, shrunk %v", f.Original.Seed, f.reshrink, f.Shrunk)
+				}
+				return
+			}
+			if f.Original.Seed != 2 || !f.reshrink || f.Shrunk != nil || f.hits != 1 || f.tries != 1 || f.Retries != tc.retries+1 {
+				t.Errorf("taken up: schedule seed %d, reshrink %v, shrunk %v, %d of %d, retries %d",
+					f.Original.Seed, f.reshrink, f.Shrunk, f.hits, f.tries, f.Retries)
+			}
+		})
+	}
+}

@@ -444,12 +444,16 @@ func TestSharedServersKeepCasesApart(t *testing.T) {
 			time.Duration(first["partitioned"]), time.Duration(last["partitioned"]))
 	}
 	for _, r := range out.Results.Runs {
-		failed := r.NotAcquired + r.Indeterminate + r.Errors + r.ReleaseNotHeld
+		// A cut shows as operations without an answer, errors, or a
+		// release that found the lock gone. An acquire that timed out is
+		// not counted: the lock is not fair, and a polling waiter can
+		// lose every hand-off to a client that asks again at once.
+		failed := r.Indeterminate + r.Errors + r.ReleaseNotHeld
 		switch {
-		case r.Case == "partitioned" && failed == 0:
+		case r.Case == "partitioned" && failed+r.NotAcquired == 0:
 			t.Fatalf("partitioned: nothing failed while its holder was cut off for 2 s: the cut missed it")
 		case r.Case == "calm" && (failed > 0 || r.Acquired == 0):
-			t.Fatalf("calm: %d acquired, %d failed (%s): the other case's cut reached it", r.Acquired, failed, r.FirstError)
+			t.Fatalf("calm: %d acquired, %d failed (not acquired %d, indeterminate %d, errors %d, release not held %d; %s): the other case's cut reached it", r.Acquired, failed, r.NotAcquired, r.Indeterminate, r.Errors, r.ReleaseNotHeld, r.FirstError)
 		}
 	}
 }

@@ -205,14 +205,15 @@ func (s *scheduler) leave(i, li int) {
 // order.
 func caseOrder(cases []Case, cost func(Case) time.Duration) []int {
 	order := make([]int, len(cases))
-	for i := range order {
-		order[i] = i
+	costs := make([]time.Duration, len(cases)) // once each: a cost compiles the case's faults
+	for i, c := range cases {
+		order[i], costs[i] = i, cost(c)
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
 		if c := cmp.Compare(cases[a].Round, cases[b].Round); c != 0 {
 			return c
 		}
-		return cmp.Compare(cost(cases[b]), cost(cases[a]))
+		return cmp.Compare(costs[b], costs[a])
 	})
 	return order
 }

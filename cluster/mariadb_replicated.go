@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/moby/moby/api/types/container"
@@ -335,6 +336,15 @@ func (c *Cluster) settle(ctx context.Context, p *mariadbPair, n *Node) error {
 	}
 	switch {
 	case st.replica:
+		if st.io == "No" && st.sql == "No" && oerr == nil && ost.leads() {
+			// Both threads stopped while the other node leads: a rejoin
+			// cut short between CHANGE MASTER and START SLAVE (seen in
+			// CI's loaded run) would otherwise leave it so for ever.
+			if _, err := conn.ExecContext(ctx, "START SLAVE"); err != nil {
+				return fmt.Errorf("%s: restart replication from %s: %w", n.Name, other.Name, err)
+			}
+			return fmt.Errorf("%s: replication from %s restarting", n.Name, other.Name)
+		}
 		if st.io != "Yes" || st.sql != "Yes" {
 			return fmt.Errorf("%s: replication not running (IO thread %s, SQL thread %s) %s", n.Name, st.io, st.sql, st.lastErr)
 		}
@@ -345,7 +355,11 @@ func (c *Cluster) settle(ctx context.Context, p *mariadbPair, n *Node) error {
 		}
 		return nil
 	case oerr == nil && ost.leads():
-		if err := rejoin(ctx, conn, c.replicationLink(other)); err != nil {
+		// Not under the health check's one-second deadline: a rejoin cut
+		// between its statements leaves a half-made replica.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := rejoin(rctx, conn, c.replicationLink(other)); err != nil {
 			return fmt.Errorf("%s: replicate from %s: %w", n.Name, other.Name, err)
 		}
 		return fmt.Errorf("%s: replication from %s starting", n.Name, other.Name)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +36,10 @@ type Config struct {
 	Runner *runner.Runner
 	// Runs is how many runs decide a shrink candidate (default 3).
 	Runs int
+	// Parallel is how many cases run side by side (default
+	// DefaultParallel; 1: one at a time): exploring runs, and the runs
+	// that decide shrink candidates.
+	Parallel int
 	// Progress is told what explore is doing, a few times a second.
 	Progress func(Progress)
 	// Command is the command line, for the results.
@@ -113,12 +119,18 @@ func (f *Finding) Schedule() Schedule {
 
 // Result is what an exploration found.
 type Result struct {
-	Dir         string
-	Seed        uint64
-	Budget      time.Duration
-	Elapsed     time.Duration
-	Runs        int // exploring runs
-	ShrinkRuns  int
+	Dir        string
+	Seed       uint64
+	Budget     time.Duration
+	Elapsed    time.Duration
+	Runs       int // exploring runs
+	ShrinkRuns int
+	// Stalled counts exploring runs whose violations are not findings:
+	// the lab itself stalled during the events that show them (a worker
+	// or locklab stood still, so a holder may have "outlived" its lease
+	// only in the lab's own time).
+	Stalled     int
+	Parallel    int        // cases side by side
 	Findings    []*Finding // new ones first
 	Approaches  []*Search
 	Interrupted bool
@@ -146,6 +158,12 @@ func (r *Result) New() int {
 	}
 	return n
 }
+
+// DefaultParallel is how many cases an exploration runs at once: two per
+// CPU. A case mostly waits on its faults and its clients' holds, but its
+// clients are processes of their own, and a lab that stalls makes its
+// verdicts undecided.
+func DefaultParallel() int { return max(2, 2*runtime.NumCPU()) }
 
 // reproRuns is how many runs of a finding's final schedule say how often
 // it shows the violation.
@@ -214,11 +232,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		templates = append(templates, c)
 	}
+	if e.cfg.Parallel <= 0 {
+		e.cfg.Parallel = DefaultParallel()
+	}
 	r := cfg.Runner
 	if r == nil {
 		r = &runner.Runner{}
 	}
 	r.Progress = e.caseProgress
+	r.Parallel, r.MaxCases = e.cfg.Parallel > 1, e.cfg.Parallel
+	e.res.Parallel = e.cfg.Parallel
 	sess, err := r.Open(ctx, runner.Plan{Kind: "explore", Cases: templates, ResultsDir: cfg.ResultsDir, External: cfg.External,
 		Docker: cfg.Docker, Lean: true, Config: e.config()})
 	if err != nil {
@@ -289,27 +312,43 @@ func (e *explorer) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		// Approaches take turns; one whose case no longer fits the
-		// budget gives its turn away.
-		ran := false
-		for range e.res.Approaches {
-			srch := e.res.Approaches[next%len(e.res.Approaches)]
-			next++
-			s, origin := srch.searcher.Next()
-			if !e.afford(srch, s) {
-				continue
+		// A batch of exploring runs side by side. Approaches take turns;
+		// one whose case no longer fits the budget gives its turn away.
+		var batch []exploring
+		for len(batch) < e.cfg.Parallel {
+			placed := false
+			for range e.res.Approaches {
+				srch := e.res.Approaches[next%len(e.res.Approaches)]
+				next++
+				s, origin := srch.searcher.Next()
+				if !e.afford(srch, s) {
+					continue
+				}
+				batch = append(batch, exploring{srch: srch, s: s, origin: origin})
+				placed = true
+				break
 			}
-			if err := e.explore(ctx, srch, s, origin); err != nil {
-				return e.ended(ctx, err)
+			if !placed {
+				break
 			}
-			ran = true
-			break
 		}
-		if !ran {
+		if len(batch) == 0 {
 			return nil
+		}
+		if err := e.explore(ctx, batch); err != nil {
+			return e.ended(ctx, err)
 		}
 	}
 	return nil
+}
+
+// exploring is one exploring run of a batch.
+type exploring struct {
+	srch   *Search
+	s      Schedule
+	origin Origin
+	n      int    // its number among the exploring runs
+	name   string // its case's
 }
 
 // ended is what a loop's error means: the budget's end is no error.
@@ -329,38 +368,92 @@ func (e *explorer) afford(srch *Search, s Schedule) bool {
 // which a holder finishes after the run's end.
 func cost(s Schedule) time.Duration { return s.Duration + max(s.Workload.Hold.A, s.Workload.Hold.B) }
 
-// run runs schedule s as case name, and measures what a case costs
-// beyond its duration.
-func (e *explorer) run(ctx context.Context, srch *Search, s Schedule, name string) (runner.CaseResult, error) {
-	c, err := e.cs.caseOf(s, name)
-	if err != nil {
-		return runner.CaseResult{}, err
+// runs runs schedules ss of srch's approach side by side as cases
+// named names (each first passed to adjust, when set), and measures what a
+// batch costs beyond its longest schedule.
+func (e *explorer) runs(ctx context.Context, srch *Search, ss []Schedule, names []string, adjust func(c *runner.Case)) ([]runner.CaseResult, error) {
+	cases := make([]runner.Case, len(ss))
+	for i, s := range ss {
+		c, err := e.cs.caseOf(s, names[i])
+		if err != nil {
+			return nil, err
+		}
+		if adjust != nil {
+			adjust(&c)
+		}
+		cases[i] = c
 	}
 	t0 := time.Now()
-	res, err := e.sess.RunCase(ctx, c)
+	res, err := e.sess.RunCases(ctx, cases)
 	if err == nil && ctx.Err() == nil {
-		took := time.Since(t0) - cost(s)
+		took := time.Since(t0) - cost(longest(ss))
 		srch.overhead = (srch.overhead + max(took, 0)) / 2
 	}
 	return res, err
 }
 
-// explore runs one exploring case and looks at what it showed.
-func (e *explorer) explore(ctx context.Context, srch *Search, s Schedule, origin Origin) error {
-	e.res.Runs++
-	srch.Runs++
-	n := e.res.Runs
-	name := fmt.Sprintf("e%04d", n)
-	how := fmt.Sprintf("fresh #%d", origin.Fresh)
-	if origin.Fresh < 0 {
-		how = fmt.Sprintf("mutant #%d", origin.Mutant)
+// explore runs a batch of exploring cases side by side and looks at
+// what each showed, in order.
+func (e *explorer) explore(ctx context.Context, batch []exploring) error {
+	var whats []string
+	for i := range batch {
+		x := &batch[i]
+		e.res.Runs++
+		x.srch.Runs++
+		x.n = e.res.Runs
+		x.name = fmt.Sprintf("e%04d", x.n)
+		how := fmt.Sprintf("fresh #%d", x.origin.Fresh)
+		if x.origin.Fresh < 0 {
+			how = fmt.Sprintf("mutant #%d", x.origin.Mutant)
+		}
+		whats = append(whats, fmt.Sprintf("%s %s (%s): %s", x.name, x.srch.Approach, how, x.s.Summary()))
 	}
-	e.begin(fmt.Sprintf("%s %s (%s): %s", name, srch.Approach, how, s.Summary()))
-	res, err := e.run(ctx, srch, s, name)
+	doing := whats[0]
+	if len(whats) > 1 {
+		doing = fmt.Sprintf("%s..%s side by side; %s", batch[0].name, batch[len(batch)-1].name, strings.Join(whats, "; "))
+	}
+	e.begin(doing)
+	cases := make([]runner.Case, len(batch))
+	longestRun := batch[0].s
+	for i, x := range batch {
+		c, err := e.cs.caseOf(x.s, x.name)
+		if err != nil {
+			return err
+		}
+		cases[i] = c
+		if cost(x.s) > cost(longestRun) {
+			longestRun = x.s
+		}
+	}
+	t0 := time.Now()
+	res, err := e.sess.RunCases(ctx, cases)
 	if err != nil {
 		return err
 	}
+	if ctx.Err() == nil {
+		// The batch's time beyond its longest schedule is what each of
+		// its approaches' cases costs beyond its own.
+		took := max(time.Since(t0)-cost(longestRun), 0)
+		for _, x := range batch {
+			x.srch.overhead = (x.srch.overhead + took) / 2
+		}
+	}
+	for i, x := range batch {
+		if err := e.examine(x.srch, x.s, x.n, x.name, res[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// examine looks at what exploring run n (case name, of schedule s)
+// showed: the steering's feedback, and its findings.
+func (e *explorer) examine(srch *Search, s Schedule, n int, name string, res runner.CaseResult) error {
 	srch.searcher.Feedback(n, s, transitions(res.Events))
+	if res.Verdict.LabStalled {
+		e.res.Stalled++
+		return nil
+	}
 	ss := sightings(res.Check, res.Events)
 	primary, also := primaries(ss)
 	kinds := faultKinds(res.Events)
@@ -445,20 +538,12 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 		// refuted one's (f1r1-s001...).
 		prefix = fmt.Sprintf("f%dr%d-s", idx, f.Retries)
 	}
-	sh := e.shrinker(srch, f.Class, prefix, "shrinking")
+	sh := e.shrinker(srch, f.Class, f.Stated, prefix, "shrinking")
 	out, err := sh.Shrink(ctx, f.Original, f.hits, f.tries)
-	// How often the final schedule shows it: more runs of it, while the
-	// shrink's share of the budget lasts.
-	for err == nil && out.Confirmed && out.Tries < reproRuns && sh.Afford(out.Schedule) {
-		var t Trial
-		if t, err = sh.Oracle(ctx, out.Schedule); err == nil {
-			out.Runs++
-			out.Tries++
-			if t.Shown {
-				out.Hits++
-				out.Last = t
-			}
-		}
+	if err == nil {
+		// How often the final schedule shows it: more runs of it, while
+		// the shrink's share of the budget lasts.
+		err = sh.More(ctx, &out, reproRuns)
 	}
 	f.Shrunk = &out
 	if out.Confirmed && len(out.Steps) > 0 {
@@ -473,30 +558,54 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 	return err
 }
 
-// shrinker runs schedules of srch's approach for class c, its cases named
-// prefix and a number, for at most shrinkShare of the budget from now.
-func (e *explorer) shrinker(srch *Search, c verdict.Outcome, prefix, doing string) *Shrinker {
+// shrinker runs schedules of srch's approach for class c (stated so in a
+// scenario file; "": not known yet), its cases named prefix and a number,
+// side by side as the exploration runs cases, for at most shrinkShare of
+// the budget from now. Each run ends once it showed the class (it is run
+// to learn that, and nothing after it).
+func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, prefix, doing string) *Shrinker {
 	limit := time.Now().Add(time.Duration(shrinkShare * float64(e.cfg.Budget)))
 	k := 0
-	return &Shrinker{Runs: e.cfg.Runs, Scale: srch.Profile.Scale,
+	return &Shrinker{Runs: e.cfg.Runs, Scale: srch.Profile.Scale, Parallel: e.cfg.Parallel,
 		Afford: func(s Schedule) bool {
 			return e.afford(srch, s) && time.Now().Add(cost(s)+srch.overhead).Before(limit)
 		},
-		Oracle: func(ctx context.Context, s Schedule) (Trial, error) {
-			k++
-			e.res.ShrinkRuns++
-			name := fmt.Sprintf("%s%03d", prefix, k)
-			e.begin(fmt.Sprintf("%s: %s %s of %s (%d faults, %v)", name, doing, c, srch.Approach, len(s.Faults), s.Duration))
-			res, err := e.run(ctx, srch, s, name)
-			if err != nil {
-				return Trial{}, err
+		Batch: func(ctx context.Context, ss []Schedule) ([]Trial, error) {
+			names := make([]string, len(ss))
+			for i := range ss {
+				k++
+				e.res.ShrinkRuns++
+				names[i] = fmt.Sprintf("%s%03d", prefix, k)
 			}
-			return trial(res, name, c), nil
+			what := names[0]
+			if len(names) > 1 {
+				what += ".." + names[len(names)-1]
+			}
+			e.begin(fmt.Sprintf("%s: %s %s of %s (%d faults, %v)", what, doing, c, srch.Approach, len(ss[0].Faults), ss[0].Duration))
+			res, err := e.runs(ctx, srch, ss, names, func(rc *runner.Case) {
+				if stated != "" {
+					rc.Expect = verdict.Expectation{Outcomes: []verdict.Outcome{stated}}
+					rc.EndWhenAnswered = true
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+			ts := make([]Trial, len(res))
+			for i, r := range res {
+				ts[i] = trial(r, names[i], c)
+			}
+			return ts, nil
 		}}
 }
 
 // trial is what case name's result says of class c.
 func trial(res runner.CaseResult, name string, c verdict.Outcome) Trial {
+	if res.Verdict.LabStalled {
+		// The lab stood still during what decides it: not a
+		// reproduction (nor anything else).
+		return Trial{Case: name}
+	}
 	for _, x := range sightings(res.Check, res.Events) {
 		if x.Class == c {
 			return Trial{Shown: true, Case: name, Proof: x.Proof, Stated: x.Stated}
@@ -530,7 +639,7 @@ func (e *explorer) caseProgress(st runner.Status) {
 func (e *explorer) config() map[string]any {
 	c := e.cfg
 	return map[string]any{"approaches": c.Approaches, "faults": c.Faults, "budget": c.Budget.String(), "seed": c.Seed,
-		"steer": c.Steer, "runs_per_candidate": max(c.Runs, 3), "command": c.Command}
+		"steer": c.Steer, "runs_per_candidate": (&Shrinker{Runs: c.Runs}).runs(), "parallel": e.cfg.Parallel, "command": c.Command}
 }
 
 // writeFound writes finding f's scenario file, atomically.

@@ -14,15 +14,20 @@ import (
 
 // Summary is what results.json says of an exploration (its "explore").
 type Summary struct {
-	Seed        uint64           `json:"seed"`
-	Budget      float64          `json:"budget_s"`
-	Elapsed     float64          `json:"elapsed_s"`
-	Steer       bool             `json:"steer"`
-	Runs        int              `json:"runs"`        // exploring runs
-	ShrinkRuns  int              `json:"shrink_runs"` // runs of shrink candidates
-	Classes     int              `json:"classes"`     // distinct classes of violation (approach, class)
-	Known       int              `json:"known"`       // findings a rule predicts
-	New         int              `json:"new"`         // findings no rule predicts
+	Seed       uint64  `json:"seed"`
+	Budget     float64 `json:"budget_s"`
+	Elapsed    float64 `json:"elapsed_s"`
+	Steer      bool    `json:"steer"`
+	Runs       int     `json:"runs"`        // exploring runs
+	ShrinkRuns int     `json:"shrink_runs"` // runs of shrink candidates
+	// Stalled counts the exploring runs whose violations were not taken
+	// as findings: the lab itself stalled during the events that show
+	// them (see Result.Stalled).
+	Stalled     int              `json:"stalled_runs"`
+	Parallel    int              `json:"parallel"` // cases side by side
+	Classes     int              `json:"classes"`  // distinct classes of violation (approach, class)
+	Known       int              `json:"known"`    // findings a rule predicts
+	New         int              `json:"new"`      // findings no rule predicts
 	Interrupted bool             `json:"interrupted,omitempty"`
 	Findings    []FindingSummary `json:"findings"`
 	Approaches  []SearchSummary  `json:"approaches"`
@@ -87,7 +92,7 @@ type TransitionCount struct {
 // Summarize is the result as results.json keeps it.
 func (r *Result) Summarize(steer bool) Summary {
 	s := Summary{Seed: r.Seed, Budget: r.Budget.Seconds(), Elapsed: r.Elapsed.Seconds(), Steer: steer, Runs: r.Runs,
-		ShrinkRuns: r.ShrinkRuns, Classes: r.Classes(), New: r.New(), Interrupted: r.Interrupted,
+		ShrinkRuns: r.ShrinkRuns, Stalled: r.Stalled, Parallel: r.Parallel, Classes: r.Classes(), New: r.New(), Interrupted: r.Interrupted,
 		Findings: []FindingSummary{}}
 	s.Known = len(r.Findings) - s.New
 	for _, f := range r.Findings {
@@ -226,8 +231,11 @@ func (r *Result) JUnit() ([]byte, error) {
 // then each finding (new first) with its file.
 func (r *Result) Print(w io.Writer) error {
 	ew := &bytes.Buffer{}
-	fmt.Fprintf(ew, "explore: %d exploring runs, %d shrink runs in %v: %d distinct class(es) of violation; findings: %d new, %d known\n",
-		r.Runs, r.ShrinkRuns, r.Elapsed.Round(1e9), r.Classes(), r.New(), len(r.Findings)-r.New())
+	fmt.Fprintf(ew, "explore: %d exploring runs, %d shrink runs in %v (%d side by side): %d distinct class(es) of violation; findings: %d new, %d known\n",
+		r.Runs, r.ShrinkRuns, r.Elapsed.Round(1e9), r.Parallel, r.Classes(), r.New(), len(r.Findings)-r.New())
+	if r.Stalled > 0 {
+		fmt.Fprintf(ew, "  %d exploring run(s) showed a violation while the lab itself stalled: not taken as findings\n", r.Stalled)
+	}
 	for _, f := range r.Findings {
 		status := "known"
 		if !f.Known {

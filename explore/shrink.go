@@ -16,6 +16,11 @@ import (
 // class of violation being shrunk.
 type Oracle func(ctx context.Context, s Schedule) (Trial, error)
 
+// Trials runs schedules side by side, once each, and reports what each
+// run showed, in order. It returns the trials of the runs that ended
+// (all of them, unless it failed).
+type Trials func(ctx context.Context, ss []Schedule) ([]Trial, error)
+
 // Trial is one run of a schedule: whether it showed the violation, and
 // where (its case, and the violation in words).
 type Trial struct {
@@ -28,17 +33,24 @@ type Trial struct {
 // shows a violation: fewer faults, a shorter run, fewer clients and keys,
 // shorter faults placed earlier, a plainer workload. A candidate is kept
 // only if most of its runs show the violation (a flaky reproduction is not
-// a reproduction); it is dropped at its first run that cannot make a
-// majority any more.
+// a reproduction); it is given no more runs once it is decided. Run k of a
+// schedule (0 the first) has its seed plus k, as `locklab run --runs N` of
+// its file has: the shrink decides on the runs a user repeats.
 type Shrinker struct {
-	Oracle Oracle
+	// Oracle runs one schedule; Batch, when set, runs several side by
+	// side and is used instead: a candidate's runs, and those of the next
+	// few candidates (Parallel runs at most at once), go together.
+	Oracle   Oracle
+	Batch    Trials
+	Parallel int
 	// Runs is how many runs decide a candidate (default 3); most of them
 	// must show the violation.
 	Runs int
 	// MaxRuns bounds the oracle's runs over the whole shrink (0: none).
 	MaxRuns int
-	// Afford reports whether there is time for one more run of s; nil:
-	// always. The shrink stops, keeping what it has, when there is not.
+	// Afford reports whether there is time for one more run of s (or a
+	// batch of runs of schedules like s side by side); nil: always. The
+	// shrink stops, keeping what it has, when there is not.
 	Afford func(s Schedule) bool
 	// Scale is the schedule's time scale (Profile.Scale): a run is not
 	// cut shorter than the last fault's end plus one of it.
@@ -67,7 +79,8 @@ type Shrunk struct {
 // already (the run that found it: 1 of 1).
 func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Shrunk, error) {
 	out := Shrunk{Schedule: s, RunsPer: sh.runs()}
-	d, err := sh.decide(ctx, s, hits, tries, &out.Runs)
+	ds, err := sh.decide(ctx, []Schedule{s}, []decision{{hits: hits, tries: tries}}, &out.Runs)
+	d := ds[0]
 	out.Hits, out.Tries, out.Last = d.hits, d.tries, d.last
 	if err != nil {
 		return out, stopped(&out, err)
@@ -82,23 +95,42 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 	// schedule's list, so the same cut is tried again at once (a fault
 	// halved until it no longer shows the violation). A candidate refused
 	// in a pass is tried again only in the next, which runs only if the
-	// pass kept one.
+	// pass kept one. With runs side by side, the next few candidates are
+	// decided together; the first of them kept is as if decided alone
+	// (those before it were refused), and what came after it is dropped.
 	for pass := 0; pass < maxPasses; pass++ {
 		progress := false
-		for i := 0; ; i++ {
+		for i := 0; ; {
 			cs := sh.candidates(out.Schedule)
 			if i >= len(cs) {
 				break
 			}
-			d, err := sh.decide(ctx, cs[i].s, 0, 0, &out.Runs)
+			window := cs[i:min(i+sh.window(), len(cs))]
+			ss := make([]Schedule, len(window))
+			for k, c := range window {
+				ss[k] = c.s
+			}
+			ds, err := sh.decide(ctx, ss, make([]decision, len(ss)), &out.Runs)
+			kept := -1
+			for k, d := range ds {
+				if d.ok {
+					kept = k
+					break
+				}
+				if !d.decided() {
+					break // an earlier candidate was cut short: it comes first
+				}
+			}
+			if kept >= 0 {
+				out.Schedule, out.Hits, out.Tries, out.Last = ss[kept], ds[kept].hits, ds[kept].tries, ds[kept].last
+				out.Steps = append(out.Steps, window[kept].what)
+				progress = true
+				i += kept // the same place in the new list
+			} else {
+				i += len(window)
+			}
 			if err != nil {
 				return out, stopped(&out, err)
-			}
-			if d.ok {
-				out.Schedule, out.Hits, out.Tries, out.Last = cs[i].s, d.hits, d.tries, d.last
-				out.Steps = append(out.Steps, cs[i].what)
-				progress = true
-				i-- // the same place in the new list
 			}
 		}
 		if !progress {
@@ -108,11 +140,37 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 	return out, nil
 }
 
+// More gives the final schedule of out more runs, side by side, until it
+// had n (or the budget ends): how often it shows the violation.
+func (sh *Shrinker) More(ctx context.Context, out *Shrunk, n int) error {
+	if !out.Confirmed || out.Tries >= n {
+		return nil
+	}
+	ss := make([]Schedule, 0, n-out.Tries)
+	for k := out.Tries; k < n; k++ {
+		ss = append(ss, nth(out.Schedule, k))
+	}
+	ts, err := sh.trials(ctx, ss, &out.Runs)
+	for _, t := range ts {
+		out.Tries++
+		if t.Shown {
+			out.Hits++
+			out.Last = t
+		}
+	}
+	var stop errStop
+	if errors.As(err, &stop) {
+		return nil
+	}
+	return err
+}
+
 // Reproduce runs s until most of Runs runs show the violation
 // (Confirmed) or can no longer (Refuted); it shrinks nothing.
 func (sh *Shrinker) Reproduce(ctx context.Context, s Schedule) (Shrunk, error) {
 	out := Shrunk{Schedule: s, RunsPer: sh.runs()}
-	d, err := sh.decide(ctx, s, 0, 0, &out.Runs)
+	ds, err := sh.decide(ctx, []Schedule{s}, make([]decision, 1), &out.Runs)
+	d := ds[0]
 	out.Hits, out.Tries, out.Last = d.hits, d.tries, d.last
 	if err != nil {
 		return out, stopped(&out, err)
@@ -128,42 +186,136 @@ func (sh *Shrinker) runs() int {
 	return sh.Runs
 }
 
+// window is how many candidates are decided together: as many as the
+// runs side by side give each the runs that may decide it.
+func (sh *Shrinker) window() int {
+	if sh.Batch == nil {
+		return 1
+	}
+	return max(1, sh.Parallel/(sh.runs()/2+1))
+}
+
 // decision is how a schedule's runs came out.
 type decision struct {
 	ok          bool
 	hits, tries int
 	last        Trial // its last run that showed the violation
+	need, allow int   // hits that decide it, misses it may have
 }
 
-// decide runs c until most of the runs show the violation (ok) or can no
-// longer, counting on the hits and tries it starts with; *runs counts the
-// oracle's runs against MaxRuns.
-func (sh *Shrinker) decide(ctx context.Context, c Schedule, hits, tries int, runs *int) (decision, error) {
-	d := decision{hits: hits, tries: tries}
+// decided reports whether the runs so far decide the schedule.
+func (d decision) decided() bool { return d.hits >= d.need || d.tries-d.hits > d.allow }
+
+// decide runs the schedules ss until each is decided: most of the runs show
+// the violation (ok) or can no longer, counting on the hits and tries each
+// starts with (ds). In rounds, each schedule not yet decided gets as many
+// runs as may decide it and no more (the hits it lacks, or the misses that
+// would end it, whichever is fewer), all of a round's runs side by side; a
+// round stops at the first schedule found ok (those after it would be
+// dropped). *runs counts the oracle's runs against MaxRuns. On an error,
+// the decisions so far come back with it.
+func (sh *Shrinker) decide(ctx context.Context, ss []Schedule, ds []decision, runs *int) ([]decision, error) {
 	need := sh.runs()/2 + 1
-	for d.hits < need && d.tries-d.hits <= sh.runs()-need {
-		if err := ctx.Err(); err != nil {
-			return d, err
+	allow := sh.runs() - need
+	for i := range ds {
+		ds[i].need, ds[i].allow = need, allow
+	}
+	for {
+		var batch []Schedule
+		var owner []int
+		for i, d := range ds {
+			if d.hits >= need {
+				break
+			}
+			if d.decided() {
+				continue
+			}
+			for k := range min(need-d.hits, allow-(d.tries-d.hits)+1) {
+				batch = append(batch, nth(ss[i], d.tries+k))
+				owner = append(owner, i)
+			}
 		}
-		if sh.MaxRuns > 0 && *runs >= sh.MaxRuns {
-			return d, errStop("the shrink's run limit")
+		if len(batch) == 0 {
+			break
 		}
-		if sh.Afford != nil && !sh.Afford(c) {
-			return d, errStop("the budget")
+		ts, err := sh.trials(ctx, batch, runs)
+		for k, t := range ts {
+			d := &ds[owner[k]]
+			d.tries++
+			if t.Shown {
+				d.hits++
+				d.last = t
+			}
 		}
-		t, err := sh.Oracle(ctx, c)
-		*runs++
 		if err != nil {
-			return d, err
-		}
-		d.tries++
-		if t.Shown {
-			d.hits++
-			d.last = t
+			return ds, err
 		}
 	}
-	d.ok = d.hits >= need
-	return d, nil
+	for i := range ds {
+		ds[i].ok = ds[i].hits >= need
+	}
+	return ds, nil
+}
+
+// trials runs ss (side by side with Batch, else one after the other),
+// within MaxRuns and what Afford allows: the runs past a limit are not
+// run, and the limit is the error.
+func (sh *Shrinker) trials(ctx context.Context, ss []Schedule, runs *int) ([]Trial, error) {
+	var out []Trial
+	for len(ss) > 0 {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		n := len(ss)
+		if sh.Batch == nil {
+			n = 1
+		} else if sh.Parallel > 0 {
+			n = min(n, sh.Parallel)
+		}
+		if sh.MaxRuns > 0 {
+			if *runs >= sh.MaxRuns {
+				return out, errStop("the shrink's run limit")
+			}
+			n = min(n, sh.MaxRuns-*runs)
+		}
+		if sh.Afford != nil && !sh.Afford(longest(ss[:n])) {
+			return out, errStop("the budget")
+		}
+		var ts []Trial
+		var err error
+		if sh.Batch != nil {
+			ts, err = sh.Batch(ctx, ss[:n])
+		} else {
+			var t Trial
+			if t, err = sh.Oracle(ctx, ss[0]); err == nil {
+				ts = []Trial{t}
+			}
+		}
+		*runs += len(ts)
+		out = append(out, ts...)
+		if err != nil {
+			return out, err
+		}
+		ss = ss[n:]
+	}
+	return out, nil
+}
+
+// nth is run k of s: its seed plus k.
+func nth(s Schedule, k int) Schedule {
+	s.Seed += uint64(k)
+	return s
+}
+
+// longest is the schedule of ss that runs longest: a batch's time.
+func longest(ss []Schedule) Schedule {
+	l := ss[0]
+	for _, s := range ss[1:] {
+		if cost(s) > cost(l) {
+			l = s
+		}
+	}
+	return l
 }
 
 // maxPasses bounds the passes over the candidates: a first pass does most

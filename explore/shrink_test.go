@@ -96,12 +96,15 @@ func TestShrinkKeepsOnlyMajorityReproductions(t *testing.T) {
 			seen := map[string]int{}
 			var decided []string
 			sh := &Shrinker{Oracle: func(_ context.Context, s Schedule) (Trial, error) {
-				key := string(s.Scenario(ScenarioFile{Name: "x"}))
-				if key == string(orig.Scenario(ScenarioFile{Name: "x"})) {
+				key := withoutSeed(s)
+				if key == withoutSeed(orig) {
 					return Trial{Shown: true}, nil
 				}
 				n := seen[key]
 				seen[key]++
+				if s.Seed != orig.Seed+uint64(n) {
+					t.Errorf("run %d of a candidate has seed %d, want %d (the schedule's plus %d)", n, s.Seed, orig.Seed+uint64(n), n)
+				}
 				if n == 0 {
 					decided = append(decided, key)
 				}
@@ -199,5 +202,76 @@ func TestRefutedFindingTakesUpTheNextSchedule(t *testing.T) {
 					f.Original.Seed, f.reshrink, f.Shrunk, f.hits, f.tries, f.Retries)
 			}
 		})
+	}
+}
+
+// withoutSeed is s as a scenario file, its seed left out: the runs of one
+// schedule differ only in their seeds.
+func withoutSeed(s Schedule) string {
+	s.Seed = 0
+	return string(s.Scenario(ScenarioFile{Name: "x"}))
+}
+
+// Side by side (a Batch of up to Parallel runs at once) the shrink keeps
+// the candidates one run after the other keeps, in fewer rounds, and never
+// runs more at once than it was given.
+func TestShrinkSideBySideKeepsWhatOneByOneKeeps(t *testing.T) {
+	ctx := context.Background()
+	one := &Shrinker{Oracle: func(_ context.Context, s Schedule) (Trial, error) { return Trial{Shown: needsClock(s)}, nil }}
+	seq, err := one.Shrink(ctx, big(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, parallel := range []int{1, 2, 4, 7} {
+		t.Run(fmt.Sprint(parallel), func(t *testing.T) {
+			rounds, widest := 0, 0
+			sh := &Shrinker{Parallel: parallel, Batch: func(_ context.Context, ss []Schedule) ([]Trial, error) {
+				rounds++
+				widest = max(widest, len(ss))
+				out := make([]Trial, len(ss))
+				for i, s := range ss {
+					out[i] = Trial{Shown: needsClock(s)}
+				}
+				return out, nil
+			}}
+			got, err := sh.Shrink(ctx, big(), 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if withoutSeed(got.Schedule) != withoutSeed(seq.Schedule) || fmt.Sprint(got.Steps) != fmt.Sprint(seq.Steps) {
+				t.Fatalf("side by side kept %v: %s; one by one %v: %s", got.Steps, got.Schedule.Summary(), seq.Steps, seq.Schedule.Summary())
+			}
+			if widest > parallel {
+				t.Errorf("%d runs at once, given %d", widest, parallel)
+			}
+			if got.Hits != seq.Hits || got.Tries != seq.Tries {
+				t.Errorf("final %d/%d, one by one %d/%d", got.Hits, got.Tries, seq.Hits, seq.Tries)
+			}
+			t.Logf("%d runs in %d rounds (one by one: %d runs)", got.Runs, rounds, seq.Runs)
+			if parallel >= 4 && 2*rounds > seq.Runs {
+				t.Errorf("%d rounds for %d runs one by one: not side by side", rounds, seq.Runs)
+			}
+		})
+	}
+}
+
+// More gives the final schedule its further runs side by side, each with
+// the next seed, and counts them.
+func TestMoreRunsOfTheFinalSchedule(t *testing.T) {
+	var seeds []uint64
+	sh := &Shrinker{Parallel: 8, Batch: func(_ context.Context, ss []Schedule) ([]Trial, error) {
+		out := make([]Trial, len(ss))
+		for i, s := range ss {
+			seeds = append(seeds, s.Seed)
+			out[i] = Trial{Shown: s.Seed%2 == 0, Case: fmt.Sprint(s.Seed)}
+		}
+		return out, nil
+	}}
+	out := Shrunk{Schedule: Schedule{Seed: 10}, Confirmed: true, Hits: 2, Tries: 2}
+	if err := sh.More(context.Background(), &out, 5); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seeds) != "[12 13 14]" || out.Tries != 5 || out.Hits != 4 || out.Runs != 3 || out.Last.Case != "14" {
+		t.Fatalf("seeds %v; %d of %d, %d runs, last %q", seeds, out.Hits, out.Tries, out.Runs, out.Last.Case)
 	}
 }

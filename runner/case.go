@@ -294,7 +294,7 @@ func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
 	}()
 	clientsDone := make(chan struct{})
 	defer close(clientsDone)
-	if rule, ok := newAnswerRule(r.c, r.plan); ok && env.endWhenAnswered {
+	if rule, ok := newAnswerRule(r.c, r.plan); ok && (env.endWhenAnswered || r.c.EndWhenAnswered) {
 		go r.watchAnswer(ctx, rule, engine, endFaults, engineDone, clientsDone)
 	}
 	// The clients start once the faults due at the start are in place: a

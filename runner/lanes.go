@@ -33,16 +33,25 @@ const laneProcs = 1_000_000
 // groupsByServers splits cases by the server options they ask for, in
 // order of first appearance, keeping plan order within each group.
 func groupsByServers(cases []Case) [][]Case {
+	var out [][]Case
+	for _, idx := range indicesByServers(cases) {
+		out = append(out, pick(cases, idx))
+	}
+	return out
+}
+
+// indicesByServers is groupsByServers by index.
+func indicesByServers(cases []Case) [][]int {
 	var order []ServerOptions
-	by := map[ServerOptions][]Case{}
-	for _, c := range cases {
+	by := map[ServerOptions][]int{}
+	for i, c := range cases {
 		o := c.servers()
 		if _, ok := by[o]; !ok {
 			order = append(order, o)
 		}
-		by[o] = append(by[o], c)
+		by[o] = append(by[o], i)
 	}
-	out := make([][]Case, len(order))
+	out := make([][]int, len(order))
 	for i, o := range order {
 		out[i] = by[o]
 	}
@@ -341,7 +350,7 @@ func newScheduler(cases []Case, share bool, shared, spare int) *scheduler {
 // course, plus what the rule watches after it and the tail.
 func expectedLength(c Case, early bool) time.Duration {
 	d := c.Workload.Duration
-	if !early {
+	if !early && !c.EndWhenAnswered {
 		return d
 	}
 	plan, err := compileFaults(c)

@@ -14,10 +14,14 @@ import (
 // case needs them (and again when a case asks for other server options),
 // every case goes through runCase's numbered steps into one history and
 // one results folder, and Close writes the plan's artifacts as Run does.
-// Cases run one at a time.
+// RunCases runs a batch of cases side by side when the runner is Parallel
+// (as a parallel run does: each case on a lane its faults allow, those
+// whose faults reach no server sharing theirs, at most MaxCases at once),
+// one after the other when it is not.
 type Session struct {
-	s   *session
-	env caseEnv
+	s         *session
+	stopWatch func() // the stall probe of locklab itself
+	procBase  int    // process ids used by the cases run one after the other
 }
 
 // Open starts a session for p. p.Cases are not run: they name the
@@ -34,9 +38,14 @@ func (r *Runner) Open(ctx context.Context, p Plan) (*Session, error) {
 		_, err = s.finish(ctx, err)
 		return nil, err
 	}
-	x := &Session{s: s, env: s.base}
-	x.env.keepEvents = true
-	return x, nil
+	if r.Parallel && p.External == nil && spareLanes(p.Cases, 1) > 0 {
+		// The cases to come are not known yet: as many as may run at
+		// once may want a spare Redis lane.
+		s.spareRedis = spareRedisLanes(cap(s.slots))
+	}
+	s.p.ShareServers = s.p.ShareServers || r.Parallel
+	s.base.keepEvents = true
+	return &Session{s: s, stopWatch: s.watchStalls(ctx)}, nil
 }
 
 // Dir is the session's results folder.
@@ -58,25 +67,73 @@ type CaseResult struct {
 // cuts the case short, as a Ctrl-C does a run's; what it showed is still
 // checked and returned.
 func (x *Session) RunCase(ctx context.Context, c Case) (CaseResult, error) {
-	if err := c.Validate(); err != nil {
-		return CaseResult{}, usageErr(err)
-	}
-	if err := x.s.ensureServers(ctx, c); err != nil {
-		return CaseResult{}, err
-	}
-	x.env.useServers(x.s.servers)
-	x.s.mu.Lock()
-	x.s.step++
-	x.env.step, x.env.steps = x.s.step, x.s.step
-	x.s.mu.Unlock()
-	co, err := runCase(ctx, &x.env, c)
+	out, err := x.RunCases(ctx, []Case{c})
 	if err != nil {
 		return CaseResult{}, err
 	}
-	if err := x.s.record(c, co); err != nil {
-		return CaseResult{}, err
+	return out[0], nil
+}
+
+// RunCases runs cases (side by side when the runner is Parallel) and keeps
+// them in the session's results; it returns their results in the order
+// given. Cases asking for other server options than those running wait
+// for their servers to be started anew, after the others. The first case
+// to fail stops the others and is the error.
+func (x *Session) RunCases(ctx context.Context, cases []Case) ([]CaseResult, error) {
+	s := x.s
+	for _, c := range cases {
+		if err := c.Validate(); err != nil {
+			return nil, usageErr(err)
+		}
 	}
-	return CaseResult{Run: co.run, Verdict: co.verdict, Check: co.check, Events: co.events}, nil
+	out := make([]CaseResult, len(cases))
+	keep := func(i int, c Case, co caseOutcome) error {
+		if err := s.record(c, co); err != nil {
+			return err
+		}
+		out[i] = CaseResult{Run: co.run, Verdict: co.verdict, Check: co.check, Events: co.events}
+		return nil
+	}
+	for _, idx := range indicesByServers(cases) {
+		if err := s.ensureServers(ctx, cases[idx[0]]); err != nil {
+			return nil, err
+		}
+		group := pick(cases, idx)
+		var err error
+		if s.r.Parallel {
+			err = s.runGroup(ctx, group, func(i int, co caseOutcome) error { return keep(idx[i], group[i], co) })
+		} else {
+			err = x.inOrder(ctx, group, func(i int, co caseOutcome) error { return keep(idx[i], group[i], co) })
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// inOrder runs a group's cases one after the other on the servers running
+// now, on all of them.
+func (x *Session) inOrder(ctx context.Context, group []Case, done func(i int, co caseOutcome) error) error {
+	s := x.s
+	for i, c := range group {
+		env := s.base
+		env.useServers(s.servers)
+		s.mu.Lock()
+		s.step++
+		env.step, env.steps = s.step, s.step
+		s.mu.Unlock()
+		env.procBase = x.procBase
+		co, err := runCase(ctx, &env, c)
+		x.procBase = env.procBase
+		if err != nil {
+			return err
+		}
+		if err := done(i, co); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close ends the session: the history is closed, the plan's artifacts and
@@ -84,6 +141,8 @@ func (x *Session) RunCase(ctx context.Context, c Case) (CaseResult, error) {
 // cases ended (nil: as it meant them to); a ctx that has ended marks the
 // results interrupted.
 func (x *Session) Close(ctx context.Context, runErr error) (*Outcome, error) {
+	defer x.s.closeFaultLog() // after the servers: their last heals write to it
 	defer x.s.closeServers()
+	x.stopWatch()
 	return x.s.end(ctx, runErr)
 }

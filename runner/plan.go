@@ -129,6 +129,10 @@ type Case struct {
 	// Round is the run of a repeated case (a matrix cell's run n): in
 	// parallel, every case of round 1 waits to start before any of round 2.
 	Round int
+	// EndWhenAnswered ends this case once it answered its question
+	// (answer.go), whatever the plan says: a shrink's run of a schedule
+	// that is to show one violation needs nothing after it.
+	EndWhenAnswered bool
 }
 
 // Validate checks a case before anything starts.

@@ -272,7 +272,8 @@ func (s *session) runInLanes(ctx context.Context) error {
 		if err := s.ensureServers(ctx, group[0]); err != nil {
 			return err
 		}
-		if err := s.runGroup(ctx, group); err != nil {
+		err := s.runGroup(ctx, group, func(i int, co caseOutcome) error { return s.record(group[i], co) })
+		if err != nil {
 			return err
 		}
 	}
@@ -283,9 +284,10 @@ func (s *session) runInLanes(ctx context.Context) error {
 // cases at once reserves for its own proxies.
 const caseLinks = 10_000
 
-// runGroup runs a group's cases on the servers running now; the first case
-// to fail stops the others.
-func (s *session) runGroup(ctx context.Context, group []Case) error {
+// runGroup runs a group's cases on the servers running now, telling done
+// of each as it ends (from the case's goroutine); the first case to fail
+// stops the others.
+func (s *session) runGroup(ctx context.Context, group []Case, done func(i int, co caseOutcome) error) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sched := newScheduler(group, s.p.ShareServers, s.sharedRedis, s.spareRedis)
@@ -294,7 +296,7 @@ func (s *session) runGroup(ctx context.Context, group []Case) error {
 		i, lane, slot int
 		err           error
 	}
-	done := make(chan ended)
+	ends := make(chan ended)
 	free := make([]int, cap(s.slots)) // the slots of cases at once not in use
 	for i := range free {
 		free[i] = len(free) - 1 - i
@@ -316,15 +318,15 @@ func (s *session) runGroup(ctx context.Context, group []Case) error {
 				env.procBase = s.step * laneProcs
 				s.mu.Unlock()
 				go func() {
-					err := s.runOne(lctx, &env, group[i])
-					done <- ended{i: i, lane: li, slot: slot, err: err}
+					err := runOne(lctx, &env, group[i], func(co caseOutcome) error { return done(i, co) })
+					ends <- ended{i: i, lane: li, slot: slot, err: err}
 				}()
 			})
 		}
 		if running == 0 {
 			break
 		}
-		e := <-done
+		e := <-ends
 		sched.leave(e.i, e.lane)
 		free = append(free, e.slot)
 		if e.err != nil && firstErr == nil && !errors.Is(e.err, context.Canceled) {
@@ -335,8 +337,8 @@ func (s *session) runGroup(ctx context.Context, group []Case) error {
 	return firstErr
 }
 
-// runOne runs one case of a parallel run and records it.
-func (s *session) runOne(ctx context.Context, env *caseEnv, c Case) error {
+// runOne runs one case of a parallel run and hands its outcome to done.
+func runOne(ctx context.Context, env *caseEnv, c Case, done func(caseOutcome) error) error {
 	co, err := runCase(ctx, env, c)
 	if err != nil {
 		return err
@@ -347,7 +349,7 @@ func (s *session) runOne(ctx context.Context, env *caseEnv, c Case) error {
 		// read as missed). The run reports the other case's error.
 		return nil
 	}
-	return s.record(c, co)
+	return done(co)
 }
 
 // end closes the history, writes the plan's artifacts and finishes. A run

@@ -28,6 +28,7 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	seed := fs.Uint64("seed", 1, "seed of the schedules: the same seed gives the same sequence for the same observations")
 	steer := fs.Bool("steer", true, "favour schedules that reached rarely seen lock-state transitions (false: seeded dice only)")
 	runs := fs.Int("runs", 3, "runs that decide a shrink candidate: it is kept only if most of them show the violation")
+	parallel := fs.Int("parallel", explore.DefaultParallel(), "cases side by side (exploring runs, and the runs deciding a shrink candidate); 1: one at a time")
 	results := fs.String("results", "results", "directory for results/<run-id>/ (found/*.yaml in it)")
 	junit := fs.String("junit", "", "also write JUnit XML: one test case per finding, a new one failing")
 	verbose := fs.Bool("verbose", false, "print the runner's warnings too (a fault that found no target, ...)")
@@ -52,6 +53,9 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	case *runs < 1 || *runs > 15:
 		fmt.Fprintf(stderr, "locklab explore: --runs %d: want 1..15\n", *runs)
 		return exitUsage
+	case *parallel < 1 || *parallel > 64:
+		fmt.Fprintf(stderr, "locklab explore: --parallel %d: want 1..64\n", *parallel)
+		return exitUsage
 	}
 	ext, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
@@ -71,7 +75,7 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	}}
 	cfg := explore.Config{Registry: reg, Approaches: approaches, Faults: faults, Budget: *budget, Seed: *seed, Steer: *steer,
 		Expect: explore.NewExpectations(m, all.Registry()), ResultsDir: *results, External: ext, Docker: docker, Runner: r,
-		Runs: *runs, Command: "locklab explore " + strings.Join(args, " ")}
+		Runs: *runs, Parallel: *parallel, Command: "locklab explore " + strings.Join(args, " ")}
 	terminal := isTerminal(stderr)
 	last := ""
 	cfg.Progress = func(p explore.Progress) {

@@ -128,10 +128,12 @@ func TestExploreFindsAPlantedBugOnRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	agreed := 0
-	for _, v := range out.Verdicts {
+	for i, v := range out.Verdicts {
 		if v.Status == verdict.Agrees {
 			agreed++
+			continue
 		}
+		t.Logf("run %d of the file: %s: %s", i+1, v.Status, v.Text)
 	}
 	t.Logf("locklab run of %s: as expected in %d of %d runs", found.File, agreed, len(out.Verdicts))
 	if agreed == 0 {

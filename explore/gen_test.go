@@ -131,6 +131,7 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 		p := profileOf(t, name)
 		seen := map[string]bool{}
 		counts := map[int]bool{}
+		thinking := 0
 		for i := range 300 {
 			s := Generate(p, 42, i)
 			if i%2 == 1 {
@@ -138,6 +139,9 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 			}
 			checkBounds(t, p, s)
 			counts[len(s.Faults)] = true
+			if thinks(s.Workload) {
+				thinking++
+			}
 			for _, f := range s.Faults {
 				seen[f.Kind] = true
 			}
@@ -145,7 +149,8 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: schedule %d does not read back: %v\n%s", name, i, err, s.Scenario(ScenarioFile{Name: "t"}))
 			}
-			if len(sc.Faults) != len(s.Faults) || sc.Duration != s.Duration || sc.Seed != s.Seed || sc.Workload.Hold != s.Workload.Hold {
+			if len(sc.Faults) != len(s.Faults) || sc.Duration != s.Duration || sc.Seed != s.Seed || sc.Workload.Hold != s.Workload.Hold ||
+				thinks(sc.Workload) != thinks(s.Workload) || sc.Workload.Think.A != s.Workload.Think.A || sc.Workload.Think.B != s.Workload.Think.B {
 				t.Fatalf("%s: schedule %d read back differently", name, i)
 			}
 			if i < 30 { // the runner's own check, a few times per approach
@@ -153,6 +158,9 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 					t.Fatalf("%s: schedule %d refused by the runner: %v\n%s", name, i, err, s.Summary())
 				}
 			}
+		}
+		if thinking < 60 || thinking > 240 {
+			t.Errorf("%s: %d of 300 schedules with a think time", name, thinking)
 		}
 		for n := minFaults; n <= maxFaults; n++ {
 			if !counts[n] {
@@ -191,6 +199,8 @@ func checkBounds(t *testing.T, p Profile, s Schedule) {
 		fail("a workload setting the approach cannot take")
 	case !w.HonourLease && !w.Renew && w.Hold.B > T/5:
 		fail("hold up to %v with a lease of %v and neither care nor renewal", w.Hold.B, T)
+	case thinks(w) && (w.Think.A < 5*time.Millisecond || w.Think.B < w.Think.A || w.Think.B > max(w.TTL/10, 20*time.Millisecond)):
+		fail("think time %v with a lease of %v", w.Think, w.TTL)
 	}
 	for _, f := range s.Faults {
 		if !slices.ContainsFunc(p.Options, func(o Option) bool { return o.Kind == f.Kind && reflect.DeepEqual(o.Target, f.Target) }) {

@@ -106,6 +106,9 @@ func (s Schedule) Summary() string {
 			extra += ", " + x.name
 		}
 	}
+	if thinks(w) {
+		extra += ", think " + w.Think.String()
+	}
 	faults := "no fault"
 	if len(fs) > 0 {
 		faults = strings.Join(fs, "; ")
@@ -156,6 +159,9 @@ func (s Schedule) Scenario(sf ScenarioFile) []byte {
 	if w.AcquireTimeout > 0 {
 		keys = append(keys, "acquire-timeout: "+dur(w.AcquireTimeout))
 	}
+	if thinks(w) {
+		keys = append(keys, "think: "+w.Think.String())
+	}
 	for _, x := range []struct {
 		on   bool
 		name string
@@ -178,6 +184,9 @@ func (s Schedule) Scenario(sf ScenarioFile) []byte {
 	}
 	return []byte(b.String())
 }
+
+// thinks reports whether w's clients wait after a release.
+func thinks(w workload.Spec) bool { return w.Think.A > 0 || w.Think.B > 0 }
 
 // yaml is the fault as one flow mapping.
 func (f Fault) yaml() string {

@@ -410,6 +410,7 @@ func (sh *Shrinker) candidates(s Schedule) []candidate {
 		{w.Renew, "no renewal", func(w *workload.Spec) { w.Renew = false }},
 		{w.HonourLease, "a holder that ignores its lease", func(w *workload.Spec) { w.HonourLease = false }},
 		{w.Fenced, "unfenced writes", func(w *workload.Spec) { w.Fenced = false }},
+		{thinks(w), "no think time", func(w *workload.Spec) { w.Think = workload.Dist{} }},
 	}
 	all, n := s.Clone(), 0
 	var whats []string

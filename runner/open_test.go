@@ -74,3 +74,50 @@ func TestSessionRunsCasesOneAtATime(t *testing.T) {
 		t.Errorf("a lean session wrote latency files: %v", m)
 	}
 }
+
+// A parallel session runs a batch of cases side by side (their histories
+// overlap in time), returns their results in the order given, each with
+// events of its own, and keeps every one in the results.
+func TestSessionRunsABatchSideBySide(t *testing.T) {
+	p := memoryPlan(t, memlock.NewService(1), 3, 400*time.Millisecond)
+	p.Lean = true
+	x, err := (&Runner{Parallel: true, MaxCases: 4}).Open(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []Case
+	for _, name := range []string{"d", "b", "a", "c"} {
+		c := p.Cases[0]
+		c.Name = name
+		batch = append(batch, c)
+	}
+	res, err := x.RunCases(context.Background(), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var latestStart, earliestEnd int64 = 0, 1 << 62
+	procs := map[int]string{}
+	for i, r := range res {
+		if r.Run.Case != batch[i].Name || len(r.Events) == 0 || r.Run.Acquired == 0 {
+			t.Fatalf("result %d: case %q, %d events, %d grants; want %q with grants", i, r.Run.Case, len(r.Events), r.Run.Acquired, batch[i].Name)
+		}
+		latestStart = max(latestStart, r.Events[0].T)
+		earliestEnd = min(earliestEnd, r.Events[len(r.Events)-1].T)
+		for _, ev := range r.Events {
+			if other, ok := procs[ev.Proc]; ok && other != r.Run.Case && ev.Proc >= 0 {
+				t.Fatalf("process %d records in cases %s and %s", ev.Proc, other, r.Run.Case)
+			}
+			procs[ev.Proc] = r.Run.Case
+		}
+	}
+	if latestStart >= earliestEnd {
+		t.Errorf("the cases did not run side by side: the last started at %d, the first ended at %d", latestStart, earliestEnd)
+	}
+	out, err := x.Close(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results.Runs) != len(batch) || !out.Results.Complete {
+		t.Fatalf("%d runs kept, complete %v", len(out.Results.Runs), out.Results.Complete)
+	}
+}

@@ -198,6 +198,11 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 		default:
 			fail(err)
 		}
+		// A zero Think draws nothing: the cycles of a workload without
+		// one are those it always had.
+		if think := c.spec.Think.Sample(c.rng); think > 0 && sleepCtx(ctx, think) != nil {
+			return false
+		}
 	}
 	return false
 }

@@ -34,18 +34,23 @@ func CheckKind(kind string) error {
 
 // Spec is the contention workload: C clients, each with its own
 // connection(s), acquire one of K keys at random, hold it for a drawn time
-// (doing the critical section of Kind), release it, and start over, until
-// Duration has passed.
+// (doing the critical section of Kind), release it, wait the Think time,
+// and start over, until Duration has passed.
 //
 // It is written once: a scenario file's `workload:` holds the fields with
 // a yaml key (the others are set from the scenario's top level, the command
 // line or the runner), the worker protocol sends it as JSON, and `bench`
 // fills it from its flags.
 type Spec struct {
-	Kind           string        `yaml:"kind" json:"kind"` // Mutex (default), Counter or Tasks
-	Clients        int           `yaml:"clients" json:"clients"`
-	Keys           int           `yaml:"keys" json:"keys"`
-	Hold           Dist          `yaml:"hold" json:"hold"`
+	Kind    string `yaml:"kind" json:"kind"` // Mutex (default), Counter or Tasks
+	Clients int    `yaml:"clients" json:"clients"`
+	Keys    int    `yaml:"keys" json:"keys"`
+	Hold    Dist   `yaml:"hold" json:"hold"`
+	// Think is how long a client waits after its release before it asks
+	// again (none: at once, a closed loop in which the client that let go
+	// usually wins the key back; real clients do other work between two
+	// critical sections, and the key changes hands).
+	Think          Dist          `yaml:"think" json:"think"`
 	TTL            time.Duration `yaml:"ttl" json:"ttl"`                         // lease length asked of TTL approaches
 	AcquireTimeout time.Duration `yaml:"acquire-timeout" json:"acquire_timeout"` // how long one acquire may wait (default 10s)
 	// Fenced makes the protected Store refuse a holder whose fencing

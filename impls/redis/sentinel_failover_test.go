@@ -3,8 +3,11 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/cluster"
@@ -81,9 +84,15 @@ func TestSentinelFailover(t *testing.T) {
 					defer cancel()
 					leaseA, errA = a.Acquire(actx, key, opt)
 				}()
-				// A's SET is applied within milliseconds; its WAIT then
-				// blocks for up to WaitTimeout (1 s) on the held link.
-				time.Sleep(300 * time.Millisecond)
+				// A's WAIT blocks for up to WaitTimeout (1 s) on the held
+				// link once its SET is applied: the primary dies as soon
+				// as the key is there. (A fixed 300 ms was not enough
+				// with both cores busy: the primary died before the SET,
+				// A's retry set the key on the promoted replica, and B
+				// found it held.)
+				if err := awaitKey(ctx, primary.DirectAddr(), key, 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
 				if err := primary.Kill(); err != nil {
 					t.Fatal(err)
 				}
@@ -185,5 +194,22 @@ func restoreTopology(t *testing.T, old *cluster.Node, held *cluster.HeldReplicat
 		if err := held.Reopen(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// awaitKey waits until the Redis server at addr has key.
+func awaitKey(ctx context.Context, addr, key string, within time.Duration) error {
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer c.Close()
+	deadline := time.Now().Add(within)
+	for {
+		n, err := c.Exists(ctx, key).Result()
+		if err == nil && n == 1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: key %s not set within %v (last error: %v)", addr, key, within, err)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -439,6 +439,12 @@ func (e *explorer) explore(ctx context.Context, batch []exploring) error {
 		}
 	}
 	for i, x := range batch {
+		if res[i].Run.Case == "" {
+			// Never started: the budget or a Ctrl-C ended the batch.
+			e.res.Runs--
+			x.srch.Runs--
+			continue
+		}
 		if err := e.examine(x.srch, x.s, x.n, x.name, res[i]); err != nil {
 			return err
 		}
@@ -574,7 +580,6 @@ func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, prefix, doi
 			names := make([]string, len(ss))
 			for i := range ss {
 				k++
-				e.res.ShrinkRuns++
 				names[i] = fmt.Sprintf("%s%03d", prefix, k)
 			}
 			what := names[0]
@@ -591,10 +596,14 @@ func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, prefix, doi
 			if err != nil {
 				return nil, err
 			}
-			ts := make([]Trial, len(res))
+			var ts []Trial
 			for i, r := range res {
-				ts[i] = trial(r, names[i], c)
+				if r.Run.Case == "" {
+					break // never started: the budget or a Ctrl-C ended the batch
+				}
+				ts = append(ts, trial(r, names[i], c))
 			}
+			e.res.ShrinkRuns += len(ts)
 			return ts, nil
 		}}
 }

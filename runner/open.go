@@ -78,7 +78,8 @@ func (x *Session) RunCase(ctx context.Context, c Case) (CaseResult, error) {
 // them in the session's results; it returns their results in the order
 // given. Cases asking for other server options than those running wait
 // for their servers to be started anew, after the others. The first case
-// to fail stops the others and is the error.
+// to fail stops the others and is the error. A case that never started
+// (ctx ended first) has a zero CaseResult (Run.Case empty).
 func (x *Session) RunCases(ctx context.Context, cases []Case) ([]CaseResult, error) {
 	s := x.s
 	for _, c := range cases {

@@ -85,6 +85,10 @@ type Finding struct {
 	// reshrink marks the finding as waiting for a shrink of its new one.
 	Retries  int
 	reshrink bool
+	// spares are schedules of later exploring runs that showed it before
+	// its own was decided (a batch's other runs, those while it shrank):
+	// one is taken up at once if its own is refuted.
+	spares []Schedule
 }
 
 // maxRetries bounds how many times a refuted finding takes up another
@@ -99,13 +103,37 @@ const maxRetries = 2
 // luckiest. It reports whether it did.
 func (f *Finding) seenAgain(s Schedule) bool {
 	f.Seen++
-	if f.Shrunk == nil || !f.Shrunk.Refuted || f.Retries >= maxRetries {
+	if f.Shrunk == nil {
+		// Not decided yet: kept in case its own schedule is refuted.
+		if len(f.spares) < maxRetries {
+			f.spares = append(f.spares, s)
+		}
 		return false
 	}
+	if !f.Shrunk.Refuted || f.Retries >= maxRetries {
+		return false
+	}
+	f.takeUp(s)
+	return true
+}
+
+// takeUp makes s the finding's schedule, to be confirmed and shrunk.
+// Run, Case and Proof stay the first sighting's; the shrink's last run
+// that shows it gives the file its proof.
+func (f *Finding) takeUp(s Schedule) {
 	f.Retries++
-	// Run, Case and Proof stay the first sighting's; the shrink's last
-	// run that shows it gives the file its proof.
 	f.Original, f.Shrunk, f.hits, f.tries, f.reshrink = s, nil, 1, 1, true
+}
+
+// refuted takes up a spare schedule when the finding's own was refuted;
+// it reports whether it did.
+func (f *Finding) refuted() bool {
+	if f.Shrunk == nil || !f.Shrunk.Refuted || f.Retries >= maxRetries || len(f.spares) == 0 {
+		return false
+	}
+	s := f.spares[0]
+	f.spares = f.spares[1:]
+	f.takeUp(s)
 	return true
 }
 
@@ -558,6 +586,9 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 		j := e.cfg.Expect.Judge(srch.approach, out.Schedule.Kinds(), out.Schedule.Workload, f.Class)
 		f.Known, f.Why = j.Known, j.Why
 	}
+	// Refuted: a later run that showed it (in the same batch, or while
+	// this shrink ran) gives it another schedule, shrunk in its turn.
+	f.refuted()
 	if werr := e.writeFound(f); werr != nil && err == nil {
 		err = werr
 	}

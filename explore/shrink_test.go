@@ -167,6 +167,42 @@ func TestShrinkStopsWhenTheBudgetEnds(t *testing.T) {
 	}
 }
 
+// A finding seen again before its own schedule was decided keeps the
+// later schedule as a spare, and takes it up at once when its own is
+// refuted; one confirmed keeps its own.
+func TestRefutedFindingTakesUpASpare(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		shrunk *Shrunk
+		want   bool
+	}{
+		{"refuted", &Shrunk{Refuted: true}, true},
+		{"confirmed", &Shrunk{Confirmed: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &Finding{Original: Schedule{Seed: 1}, Seen: 1, hits: 1, tries: 1}
+			for seed := uint64(2); seed <= 4; seed++ {
+				if f.seenAgain(Schedule{Seed: seed}) {
+					t.Fatal("taken up before its own schedule was decided")
+				}
+			}
+			if len(f.spares) != maxRetries || f.Seen != 4 {
+				t.Fatalf("%d spares, seen %d; want %d, 4", len(f.spares), f.Seen, maxRetries)
+			}
+			f.Shrunk = tc.shrunk
+			if got := f.refuted(); got != tc.want {
+				t.Fatalf("refuted() = %v, want %v", got, tc.want)
+			}
+			if tc.want && (f.Original.Seed != 2 || f.Shrunk != nil || !f.reshrink || f.Retries != 1 || len(f.spares) != 1) {
+				t.Errorf("taken up: seed %d, shrunk %v, reshrink %v, retries %d, %d spares left", f.Original.Seed, f.Shrunk, f.reshrink, f.Retries, len(f.spares))
+			}
+			if !tc.want && f.Original.Seed != 1 {
+				t.Errorf("a confirmed finding changed its schedule to seed %d", f.Original.Seed)
+			}
+		})
+	}
+}
+
 // A finding whose schedule was refuted takes up the next schedule that
 // shows it, to be shrunk in its turn, at most maxRetries times; one
 // confirmed, or not yet shrunk, keeps its own.

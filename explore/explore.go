@@ -580,9 +580,10 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 		err = sh.More(ctx, &out, reproRuns)
 	}
 	f.Shrunk = &out
-	if out.Confirmed && len(out.Steps) > 0 {
-		// Judged again on what is left: a known class may turn out new
-		// once the faults that a rule spoke for are gone.
+	if out.Confirmed && (len(out.Steps) > 0 || f.Retries > 0) {
+		// Judged again on what is left (a known class may turn out new
+		// once the faults that a rule spoke for are gone), or on the
+		// schedule taken up after the first was refuted.
 		j := e.cfg.Expect.Judge(srch.approach, out.Schedule.Kinds(), out.Schedule.Workload, f.Class)
 		f.Known, f.Why = j.Known, j.Why
 	}

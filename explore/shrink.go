@@ -79,7 +79,9 @@ type Shrunk struct {
 // already (the run that found it: 1 of 1).
 func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Shrunk, error) {
 	out := Shrunk{Schedule: s, RunsPer: sh.runs()}
-	ds, err := sh.decide(ctx, []Schedule{s}, []decision{{hits: hits, tries: tries}}, &out.Runs)
+	start := sh.fresh(false)
+	start.hits, start.tries = hits, tries
+	ds, err := sh.decide(ctx, []Schedule{s}, []decision{start}, &out.Runs)
 	d := ds[0]
 	out.Hits, out.Tries, out.Last = d.hits, d.tries, d.last
 	if err != nil {
@@ -107,10 +109,11 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 			}
 			window := cs[i:min(i+sh.window(), len(cs))]
 			ss := make([]Schedule, len(window))
+			ds := make([]decision, len(window))
 			for k, c := range window {
-				ss[k] = c.s
+				ss[k], ds[k] = c.s, sh.fresh(c.cut)
 			}
-			ds, err := sh.decide(ctx, ss, make([]decision, len(ss)), &out.Runs)
+			ds, err := sh.decide(ctx, ss, ds, &out.Runs)
 			kept := -1
 			for k, d := range ds {
 				if d.ok {
@@ -169,7 +172,7 @@ func (sh *Shrinker) More(ctx context.Context, out *Shrunk, n int) error {
 // (Confirmed) or can no longer (Refuted); it shrinks nothing.
 func (sh *Shrinker) Reproduce(ctx context.Context, s Schedule) (Shrunk, error) {
 	out := Shrunk{Schedule: s, RunsPer: sh.runs()}
-	ds, err := sh.decide(ctx, []Schedule{s}, make([]decision, 1), &out.Runs)
+	ds, err := sh.decide(ctx, []Schedule{s}, []decision{sh.fresh(false)}, &out.Runs)
 	d := ds[0]
 	out.Hits, out.Tries, out.Last = d.hits, d.tries, d.last
 	if err != nil {
@@ -203,34 +206,46 @@ type decision struct {
 	need, allow int   // hits that decide it, misses it may have
 }
 
+// fresh is the decision of a schedule not run yet: most of its runs must
+// show the violation, or every one for a cut.
+func (sh *Shrinker) fresh(cut bool) decision {
+	need := sh.runs()/2 + 1
+	if cut {
+		need = sh.runs()
+	}
+	return decision{need: need, allow: sh.runs() - need}
+}
+
 // decided reports whether the runs so far decide the schedule.
 func (d decision) decided() bool { return d.hits >= d.need || d.tries-d.hits > d.allow }
 
-// decide runs the schedules ss until each is decided: most of the runs show
-// the violation (ok) or can no longer, counting on the hits and tries each
-// starts with (ds). In rounds, each schedule not yet decided gets as many
-// runs as may decide it and no more (the hits it lacks, or the misses that
-// would end it, whichever is fewer), all of a round's runs side by side; a
-// round stops at the first schedule found ok (those after it would be
+// decide runs the schedules ss until each is decided: as many of the runs
+// as its decision needs show the violation (ok) or can no longer, counting
+// on the hits and tries each starts with (ds, from fresh). In rounds, each
+// schedule not yet decided gets the runs that may decide it: one after the
+// other (no Batch, or Parallel 1), no more than that (the hits it lacks,
+// or the misses that would end it, whichever is fewer); side by side, the
+// hits it lacks, all of a
+// round's runs at once (a run wasted now and then against a round saved).
+// A round stops at the first schedule found ok (those after it would be
 // dropped). *runs counts the oracle's runs against MaxRuns. On an error,
 // the decisions so far come back with it.
 func (sh *Shrinker) decide(ctx context.Context, ss []Schedule, ds []decision, runs *int) ([]decision, error) {
-	need := sh.runs()/2 + 1
-	allow := sh.runs() - need
-	for i := range ds {
-		ds[i].need, ds[i].allow = need, allow
-	}
 	for {
 		var batch []Schedule
 		var owner []int
 		for i, d := range ds {
-			if d.hits >= need {
+			if d.hits >= d.need {
 				break
 			}
 			if d.decided() {
 				continue
 			}
-			for k := range min(need-d.hits, allow-(d.tries-d.hits)+1) {
+			n := d.need - d.hits
+			if sh.Batch == nil || sh.Parallel == 1 {
+				n = min(n, d.allow-(d.tries-d.hits)+1)
+			}
+			for k := range n {
 				batch = append(batch, nth(ss[i], d.tries+k))
 				owner = append(owner, i)
 			}
@@ -252,7 +267,7 @@ func (sh *Shrinker) decide(ctx context.Context, ss []Schedule, ds []decision, ru
 		}
 	}
 	for i := range ds {
-		ds[i].ok = ds[i].hits >= need
+		ds[i].ok = ds[i].hits >= ds[i].need
 	}
 	return ds, nil
 }
@@ -346,6 +361,13 @@ func stopped(out *Shrunk, err error) error {
 type candidate struct {
 	what string
 	s    Schedule
+	// cut: a time or an option made smaller (not a fault, client, key or
+	// workload setting taken away). A cut must show the violation in every
+	// run it is given, not most: halving a length until it stops showing
+	// drives a schedule to the edge where it shows in half its runs (a
+	// pause shrunk to 900 ms against a 1 s lease, kept 2 of 3, then shown
+	// in 2 of 5), and the file would not reproduce.
+	cut bool
 }
 
 // candidates are the smaller schedules to try next: the cuts of time
@@ -354,7 +376,8 @@ type candidate struct {
 // workload made plainer, each fault shortened and its options halved.
 func (sh *Shrinker) candidates(s Schedule) []candidate {
 	var out []candidate
-	add := func(what string, c Schedule) { out = append(out, candidate{what, c}) }
+	add := func(what string, c Schedule) { out = append(out, candidate{what: what, s: c}) }
+	cut := func(what string, c Schedule) { out = append(out, candidate{what: what, s: c, cut: true}) }
 	scale := time.Second
 	if sh.Scale != nil {
 		scale = sh.Scale(s.Workload)
@@ -372,12 +395,12 @@ func (sh *Shrinker) candidates(s Schedule) []candidate {
 			c.Faults[i].At -= shift
 		}
 		c.Duration -= shift
-		add(fmt.Sprintf("everything %v earlier", shift), c)
+		cut(fmt.Sprintf("everything %v earlier", shift), c)
 	}
 	if d := round(max(s.Duration/2, lastEnd+scale)); d < s.Duration-grain {
 		c := s.Clone()
 		c.Duration = d
-		add(fmt.Sprintf("ran %v instead of %v", d, s.Duration), c)
+		cut(fmt.Sprintf("ran %v instead of %v", d, s.Duration), c)
 	}
 	for i, f := range s.Faults {
 		c := s.Clone()
@@ -436,13 +459,13 @@ func (sh *Shrinker) candidates(s Schedule) []candidate {
 		if f.For > minCut {
 			c := s.Clone()
 			c.Faults[i].For = round(f.For / 2)
-			add(fmt.Sprintf("%s for %v instead of %v", f.Kind, c.Faults[i].For, f.For), c)
+			cut(fmt.Sprintf("%s for %v instead of %v", f.Kind, c.Faults[i].For, f.For), c)
 		}
 		for _, p := range f.Params {
 			if v, ok := halve(p.Value); ok {
 				c := s.Clone()
 				c.Faults[i].setParam(p.Name, v)
-				add(fmt.Sprintf("%s %s %s instead of %s", f.Kind, p.Name, v, p.Value), c)
+				cut(fmt.Sprintf("%s %s %s instead of %s", f.Kind, p.Name, v, p.Value), c)
 			}
 		}
 	}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
@@ -422,6 +424,19 @@ func (sh *Shrinker) candidates(s Schedule) []candidate {
 		c := s.Clone()
 		c.Workload.Keys = 1
 		add("one key", c)
+	}
+	// A random client named: each run (its own seed) draws its own random
+	// client, and a file whose fault lands on the one that matters only
+	// some of the time reproduces only some of the time.
+	for i, f := range s.Faults {
+		if f.Target.Client != chaos.ClientRandom {
+			continue
+		}
+		for k := range s.Workload.Clients {
+			c := s.Clone()
+			c.Faults[i].Target.Client = strconv.Itoa(k)
+			add(fmt.Sprintf("%s on client %d, not a random one", f.Kind, k), c)
+		}
 	}
 	w := s.Workload
 	plainer := []struct {

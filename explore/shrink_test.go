@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -326,5 +328,42 @@ func TestMoreRunsOfTheFinalSchedule(t *testing.T) {
 	}
 	if fmt.Sprint(seeds) != "[12 13 14]" || out.Tries != 5 || out.Hits != 4 || out.Runs != 3 || out.Last.Case != "14" {
 		t.Fatalf("seeds %v; %d of %d, %d runs, last %q", seeds, out.Hits, out.Tries, out.Runs, out.Last.Case)
+	}
+}
+
+// A fault on a random client is tried on each client by name: a run draws
+// its random client from its own seed, and a file whose fault must land on
+// one client reproduces only when it names it. Each such candidate reads
+// back as a scenario that targets that client.
+func TestShrinkNamesARandomClient(t *testing.T) {
+	reg := all.Registry()
+	s := Schedule{Approach: "redis-setnx-px-lua", Duration: 3 * time.Second, Seed: 5,
+		Workload: workload.Spec{Kind: workload.Mutex, Clients: 3, Keys: 1, TTL: time.Second, Hold: workload.Dist{Kind: "fixed", A: 20 * time.Millisecond}},
+		Faults: []Fault{{Kind: "slow-replies", Target: chaos.Selector{Client: chaos.ClientRandom, Node: chaos.NodeAll},
+			Params: []Param{{"latency", "200ms"}}, At: 200 * time.Millisecond, For: time.Second}}}
+	named := 0
+	for _, c := range (&Shrinker{}).candidates(s) {
+		f := c.s.Faults
+		if len(f) != 1 || f[0].Target.Client == chaos.ClientRandom {
+			continue
+		}
+		if c.cut {
+			t.Errorf("%q is marked a cut", c.what)
+		}
+		want := fmt.Sprint(named)
+		if f[0].Target.Client != want || f[0].Target.Node != chaos.NodeAll {
+			t.Fatalf("%q targets %s, want client %s on every node", c.what, f[0].Target, want)
+		}
+		sc, err := scenario.Parse(c.s.Scenario(ScenarioFile{Name: "x"}), reg)
+		if err != nil {
+			t.Fatalf("%q does not read back: %v", c.what, err)
+		}
+		if got := sc.Faults[0].Step.Target.Client; got != want {
+			t.Errorf("%q reads back on client %q", c.what, got)
+		}
+		named++
+	}
+	if named != 3 {
+		t.Errorf("%d candidates name a client, want one per client (3)", named)
 	}
 }

@@ -226,6 +226,11 @@ type explorer struct {
 	// counts them per approach and class, and remembers what was tried.
 	unmasks []unmasking
 	tried   map[string]int
+	// deferred are exploring runs waiting for a batch of their own: they
+	// ask for servers run otherwise than those running (nextBatch), which
+	// running tells (the session's Running).
+	deferred []exploring
+	running  func() (runner.ServerOptions, bool)
 }
 
 // Run explores until the budget is spent or ctx ends (Ctrl-C): every
@@ -275,7 +280,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.sess = sess
+	e.sess, e.running = sess, sess.Running
 	e.res.Dir = sess.Dir()
 	runErr := e.loop(ctx)
 	e.res.Elapsed = time.Since(e.start)
@@ -340,27 +345,14 @@ func (e *explorer) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		// A batch of exploring runs side by side. Approaches take turns;
-		// one whose case no longer fits the budget gives its turn away.
-		var batch []exploring
-		for len(batch) < e.cfg.Parallel {
-			placed := false
-			for range e.res.Approaches {
-				srch := e.res.Approaches[next%len(e.res.Approaches)]
-				next++
-				s, origin := srch.searcher.Next()
-				if !e.afford(srch, s) {
-					continue
-				}
-				batch = append(batch, exploring{srch: srch, s: s, origin: origin})
-				placed = true
-				break
-			}
-			if !placed {
-				break
-			}
+		batch, err := e.nextBatch(&next)
+		if err != nil {
+			return err
 		}
 		if len(batch) == 0 {
+			if len(e.deferred) > 0 {
+				continue // those left may fit where these did not
+			}
 			return nil
 		}
 		if err := e.explore(ctx, batch); err != nil {
@@ -368,6 +360,62 @@ func (e *explorer) loop(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// nextBatch draws the next batch of exploring runs, approaches taking
+// turns (one whose case no longer fits the budget gives its turn away).
+// A batch runs on one set of servers: a schedule that asks for servers run
+// otherwise than those running now (under libfaketime, for a server clock
+// jump) waits with others like it until they fill a batch of their own, so
+// the servers are started anew once for a batch, not for every such case
+// (a ZooKeeper ensemble's restart cost a search of zk-ephemeral a third of
+// its budget).
+func (e *explorer) nextBatch(next *int) ([]exploring, error) {
+	cur, running := e.running()
+	if len(e.deferred) >= e.cfg.Parallel || (!running && len(e.deferred) > 0) {
+		return e.takeDeferred(), nil
+	}
+	var batch []exploring
+	for len(batch) < e.cfg.Parallel && len(e.deferred) < e.cfg.Parallel {
+		placed := false
+		for range e.res.Approaches {
+			srch := e.res.Approaches[*next%len(e.res.Approaches)]
+			*next++
+			s, origin := srch.searcher.Next()
+			if !e.afford(srch, s) {
+				continue
+			}
+			c, err := e.cs.caseOf(s, "next")
+			if err != nil {
+				return nil, err
+			}
+			x := exploring{srch: srch, s: s, origin: origin}
+			if o := c.ServerOptions(); running && o != cur {
+				e.deferred = append(e.deferred, x)
+			} else {
+				batch = append(batch, x)
+				cur, running = o, true
+			}
+			placed = true
+			break
+		}
+		if !placed {
+			break
+		}
+	}
+	if len(batch) == 0 {
+		// Every run drawn waits for other servers, or none fits any more.
+		return e.takeDeferred(), nil
+	}
+	return batch, nil
+}
+
+// takeDeferred is a batch of the deferred runs that still fit the budget.
+func (e *explorer) takeDeferred() []exploring {
+	n := min(len(e.deferred), e.cfg.Parallel)
+	batch := slices.DeleteFunc(slices.Clone(e.deferred[:n]), func(x exploring) bool { return !e.afford(x.srch, x.s) })
+	e.deferred = slices.Delete(e.deferred, 0, n)
+	return batch
 }
 
 // exploring is one exploring run of a batch.

@@ -9,6 +9,7 @@ import (
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/workload"
 )
@@ -259,5 +260,55 @@ func TestEveryKindComesUpInTurn(t *testing.T) {
 				t.Errorf("seed %d: %s not among the first %d schedules", seed, k, len(kinds))
 			}
 		}
+	}
+}
+
+// Exploring runs that ask for servers run otherwise than those running
+// (a server clock jump runs them under libfaketime) wait for a batch of
+// their own, so the servers restart once per batch, not per case; no
+// drawn run is lost, and each batch asks for one set of servers.
+func TestBatchesKeepToOneSetOfServers(t *testing.T) {
+	reg := all.Registry()
+	p := profileOf(t, "redis-setnx-px-lua", "server-clock", "client-pause")
+	e := &explorer{cfg: Config{Parallel: 4, Budget: time.Hour}, cs: cases{reg: reg}, deadline: time.Now().Add(time.Hour)}
+	e.res = &Result{Approaches: []*Search{{Approach: p.Approach, Profile: p, searcher: NewSearcher(p, 3, false, NewCoverage())}}}
+	var cur runner.ServerOptions
+	started := false
+	e.running = func() (runner.ServerOptions, bool) { return cur, started }
+	next, drawn, ran, restarts := 0, 0, 0, 0
+	for range 12 {
+		batch, err := e.nextBatch(&next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(batch) == 0 {
+			t.Fatal("an empty batch with the budget far from spent")
+		}
+		var opts []runner.ServerOptions
+		for _, x := range batch {
+			c, err := e.cs.caseOf(x.s, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts = append(opts, c.ServerOptions())
+		}
+		for _, o := range opts[1:] {
+			if o != opts[0] {
+				t.Fatalf("one batch asks for servers %+v and %+v", opts[0], o)
+			}
+		}
+		if started && opts[0] != cur {
+			restarts++
+		}
+		cur, started = opts[0], true // the batch ran on its servers
+		ran += len(batch)
+	}
+	drawn = e.res.Approaches[0].searcher.fresh
+	if ran+len(e.deferred) != drawn {
+		t.Errorf("%d runs drawn, %d ran and %d wait: some were lost", drawn, ran, len(e.deferred))
+	}
+	t.Logf("%d batches, %d runs, %d restarts of the servers", 12, ran, restarts)
+	if restarts == 0 || restarts > 6 {
+		t.Errorf("%d restarts in 12 batches of two kinds of schedule", restarts)
 	}
 }

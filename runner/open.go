@@ -48,6 +48,12 @@ func (r *Runner) Open(ctx context.Context, p Plan) (*Session, error) {
 	return &Session{s: s, stopWatch: s.watchStalls(ctx)}, nil
 }
 
+// Running is the options of the servers running now; false when none
+// have started yet (or the plan needs none).
+func (x *Session) Running() (ServerOptions, bool) {
+	return x.s.serversFor, x.s.servers != nil
+}
+
 // Dir is the session's results folder.
 func (x *Session) Dir() string { return x.s.dir }
 

@@ -96,8 +96,12 @@ type ServerOptions struct {
 	FakeTime bool
 }
 
-// servers is the server options c runs with: those it asks for, under
-// libfaketime when a fault of c jumps a server's clock.
+// ServerOptions is the server options c runs with: those it asks for,
+// under libfaketime when a fault of c jumps a server's clock. Cases asking
+// for other options than those running wait for servers started anew.
+func (c Case) ServerOptions() ServerOptions { return c.servers() }
+
+// servers is ServerOptions.
 func (c Case) servers() ServerOptions {
 	o := c.Servers
 	for _, st := range c.Faults {

@@ -97,23 +97,35 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 	// Passes over the candidates, in order; a kept one replaces the
 	// schedule and the pass goes on from the same place in the new
 	// schedule's list, so the same cut is tried again at once (a fault
-	// halved until it no longer shows the violation). A candidate refused
-	// in a pass is tried again only in the next, which runs only if the
-	// pass kept one. With runs side by side, the next few candidates are
+	// halved until it no longer shows the violation). A change refused in
+	// a pass is tried again (on the schedule as it is then) only in the
+	// next, which runs only if the pass kept one. With runs side by side, the next few candidates are
 	// decided together; the first of them kept is as if decided alone
 	// (those before it were refused), and what came after it is dropped.
+	// A schedule refused once is not tried again: two paths of cuts can
+	// reach the same schedule, and a second try of a cut that must show in
+	// every run lets a fluke through (a halved clock jump refused with 0
+	// of 1, then kept with 3 of 3 when a later pass reached it again).
+	refused := map[string]bool{}
 	for pass := 0; pass < maxPasses; pass++ {
 		progress := false
 		for i := 0; ; {
 			cs := sh.candidates(out.Schedule)
-			if i >= len(cs) {
-				break
+			// The next few candidates from i, but none that would run a
+			// schedule refused before, or the current one.
+			var at []int
+			var ss []Schedule
+			var ds []decision
+			skip := map[string]bool{key(out.Schedule): true}
+			j := i
+			for ; j < len(cs) && len(at) < sh.window(); j++ {
+				if k := key(cs[j].s); !skip[k] && !refused[k] {
+					skip[k] = true
+					at, ss, ds = append(at, j), append(ss, cs[j].s), append(ds, sh.fresh(cs[j].cut))
+				}
 			}
-			window := cs[i:min(i+sh.window(), len(cs))]
-			ss := make([]Schedule, len(window))
-			ds := make([]decision, len(window))
-			for k, c := range window {
-				ss[k], ds[k] = c.s, sh.fresh(c.cut)
+			if len(at) == 0 {
+				break
 			}
 			ds, err := sh.decide(ctx, ss, ds, &out.Runs)
 			kept := -1
@@ -125,14 +137,16 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 				if !d.decided() {
 					break // an earlier candidate was cut short: it comes first
 				}
+				refused[key(ss[k])] = true
 			}
 			if kept >= 0 {
-				out.Schedule, out.Hits, out.Tries, out.Last = ss[kept], ds[kept].hits, ds[kept].tries, ds[kept].last
-				out.Steps = append(out.Steps, window[kept].what)
+				c := cs[at[kept]]
+				out.Schedule, out.Hits, out.Tries, out.Last = c.s, ds[kept].hits, ds[kept].tries, ds[kept].last
+				out.Steps = append(out.Steps, c.what)
 				progress = true
-				i += kept // the same place in the new list
+				i = at[kept] // the same place in the new list
 			} else {
-				i += len(window)
+				i = j
 			}
 			if err != nil {
 				return out, stopped(&out, err)
@@ -318,6 +332,9 @@ func (sh *Shrinker) trials(ctx context.Context, ss []Schedule, runs *int) ([]Tri
 	return out, nil
 }
 
+// key is what tells schedules apart: the scenario file each is.
+func key(s Schedule) string { return string(s.Scenario(ScenarioFile{})) }
+
 // nth is run k of s: its seed plus k.
 func nth(s Schedule, k int) Schedule {
 	s.Seed += uint64(k)
@@ -415,7 +432,7 @@ func (sh *Shrinker) candidates(s Schedule) []candidate {
 		c.Workload.Clients = minClients
 		add(fmt.Sprintf("%d clients instead of %d", minClients, s.Workload.Clients), c)
 	}
-	if s.Workload.Clients > 1 {
+	if s.Workload.Clients > minClients+1 {
 		c := s.Clone()
 		c.Workload.Clients--
 		add(fmt.Sprintf("%d clients instead of %d", c.Workload.Clients, s.Workload.Clients), c)

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -365,5 +366,26 @@ func TestShrinkNamesARandomClient(t *testing.T) {
 	}
 	if named != 3 {
 		t.Errorf("%d candidates name a client, want one per client (3)", named)
+	}
+}
+
+// No run of a shrink repeats another: two paths of changes can reach the
+// same schedule (a client fewer, then a fault dropped, or the other way
+// round), and a schedule refused once is not given a second chance, which
+// for a cut that must show in every run would let a fluke through.
+func TestShrinkRunsNoScheduleTwice(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		seen := map[string]int{}
+		sh := &Shrinker{MaxRuns: 60, Oracle: func(_ context.Context, s Schedule) (Trial, error) {
+			k := string(s.Scenario(ScenarioFile{Name: "x"}))
+			if seen[k]++; seen[k] > 1 {
+				t.Fatalf("seed %d: run %d of the shrink ran again: %s (seed %d)", seed, len(seen), s.Summary(), s.Seed)
+			}
+			return Trial{Shown: rng.Float64() < 0.85}, nil
+		}}
+		if _, err := sh.Shrink(context.Background(), big(), 1, 1); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func dockerDoubleGrant(t *testing.T, scenario string) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
 	cmd := locklab(tmp, "run", "--cluster", "docker", "--image", "local", "--approach", "redis-setnx-px-lua",
-		"--results", results, filepath.Join("..", "..", "scenarios", scenario+".yaml"))
+		"--results", results, "--stall-threshold", catchStallThreshold, filepath.Join("..", "..", "scenarios", scenario+".yaml"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("locklab run: %v\n%s", err, out)

@@ -20,7 +20,8 @@ func TestMatrixSmallEndToEnd(t *testing.T) {
 	results := filepath.Join(tmp, "r")
 	junit := filepath.Join(tmp, "matrix.xml")
 	cmd := locklab(tmp, "matrix", "--approaches", "redis-setnx-px-lua,redis-setnx,redis-get-set",
-		"--faults", "none,client-pause,holder-crash", "--runs", "2", "--results", results, "--junit", junit)
+		"--faults", "none,client-pause,holder-crash", "--runs", "2", "--results", results, "--junit", junit,
+		"--stall-threshold", catchStallThreshold)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

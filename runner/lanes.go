@@ -278,15 +278,18 @@ func namedNode(node string) bool {
 }
 
 // Estimate is about how long p takes to run, allowing perCase on top of
-// each case's expected length (expectedLength) and perCluster for each
-// start of the servers: one case after the other, their sum; in parallel,
-// each group of cases asking for the same server options played through
-// the scheduler the run uses (at most maxCases at once), groups one after
-// the other.
-func Estimate(p Plan, parallel bool, maxCases int, perCase, perCluster time.Duration) time.Duration {
+// each case's expected length (expectedLength) and perCluster(group) for
+// each start of the servers a group of cases asks for: one case after the
+// other, their sum; in parallel, each group of cases asking for the same
+// server options played through the scheduler the run uses (at most
+// maxCases at once), groups one after the other.
+func Estimate(p Plan, parallel bool, maxCases int, perCase time.Duration, perCluster func(group []Case) time.Duration) time.Duration {
 	cost := func(c Case) time.Duration { return expectedLength(c, p.EndWhenAnswered) + perCase }
 	groups := groupsByServers(p.Cases)
-	total := time.Duration(len(groups)) * perCluster
+	var total time.Duration
+	for _, g := range groups {
+		total += perCluster(g)
+	}
 	if !parallel {
 		for _, c := range p.Cases {
 			total += cost(c)

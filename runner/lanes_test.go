@@ -265,7 +265,7 @@ func TestEstimate(t *testing.T) {
 		// One case at a time: the cases' sum.
 		{true, 1, 34 * time.Second},
 	} {
-		if got := Estimate(p, tc.parallel, tc.maxCases, time.Second, 2*time.Second); got != tc.want {
+		if got := Estimate(p, tc.parallel, tc.maxCases, time.Second, func([]Case) time.Duration { return 2 * time.Second }); got != tc.want {
 			t.Errorf("Estimate(parallel %v, %d at once) = %v, want %v", tc.parallel, tc.maxCases, got, tc.want)
 		}
 	}

@@ -80,12 +80,27 @@ type lane struct {
 	wanted  bool // a case waits to have it to itself: nobody starts sharing it
 }
 
+// redisLayout is how a parallel run shares out its Redis nodes: the lane
+// of the approaches that use several nodes is nodes 0..shared-1; spare
+// lanes, one node each, follow for the approaches that use one; with
+// second, a second lane of shared nodes follows those, for the approaches
+// that use several (a case that restarts, pauses or moves the clock of a
+// node has its lane to itself: with one such lane, a matrix's Redlock
+// cases under server faults ran one after the other, 1 min 43 s of the
+// AOF group's, while the one-node cases beside them were done).
+type redisLayout struct{ shared, spare, second int }
+
+// extra is how many Redis nodes the layout needs beyond the shared lane's.
+func (l redisLayout) extra() int { return l.spare + l.second*l.shared }
+
 // planLanes makes the lanes of a group of cases and, per case, the lanes
-// it may run on: its server kind's, except that with spare > 0 a case of a
-// Redis approach that uses one node (onSpareLane) may run on any of the
-// spare lanes, lane i on Redis node shared+i, and the other Redis
-// approaches' cases on the lane of nodes 0..shared-1.
-func planLanes(cases []Case, shared, spare int) ([]*lane, [][]int) {
+// it may run on: its server kind's, except that with spare lanes a case
+// of a Redis approach that uses one node (onSpareLane) may run on any of
+// them, lane i on Redis node shared+i, and with a second lane the other
+// Redis approaches' cases may run on it as on the lane of nodes
+// 0..shared-1 (not one whose fault names a node: its name is a node of
+// the first lane).
+func planLanes(cases []Case, l redisLayout) ([]*lane, [][]int) {
 	var lanes []*lane
 	at := map[string]int{} // lane name -> index in lanes
 	laneOf := func(name string, redis []int) int {
@@ -97,19 +112,25 @@ func planLanes(cases []Case, shared, spare int) ([]*lane, [][]int) {
 		}
 		return i
 	}
+	nodes := func(from int) []int {
+		redis := make([]int, l.shared)
+		for j := range redis {
+			redis[j] = from + j
+		}
+		return redis
+	}
 	cands := make([][]int, len(cases))
 	for i, c := range cases {
 		switch {
-		case spare > 0 && onSpareLane(c):
-			for j := range spare {
-				cands[i] = append(cands[i], laneOf(fmt.Sprintf("redis node %d", shared+j), []int{shared + j}))
+		case l.spare > 0 && onSpareLane(c):
+			for j := range l.spare {
+				cands[i] = append(cands[i], laneOf(fmt.Sprintf("redis node %d", l.shared+j), []int{l.shared + j}))
 			}
-		case spare > 0 && c.Approach.Server == impls.Redis:
-			redis := make([]int, shared)
-			for j := range redis {
-				redis[j] = j
+		case (l.spare > 0 || l.second > 0) && c.Approach.Server == impls.Redis:
+			cands[i] = []int{laneOf(string(c.Approach.Server), nodes(0))}
+			if l.second > 0 && !namesNode(c) {
+				cands[i] = append(cands[i], laneOf("redis, second lane", nodes(l.shared+l.spare)))
 			}
-			cands[i] = []int{laneOf(string(c.Approach.Server), redis)}
 		default:
 			cands[i] = []int{laneOf(string(c.Approach.Server), nil)}
 		}
@@ -227,16 +248,32 @@ func caseOrder(cases []Case, cost func(Case) time.Duration) []int {
 	return order
 }
 
-// redisLanes is how many Redis nodes the lane of the approaches that use
-// them all gets (shared), and how many spare lanes, each on a node of its
-// own, the one-node approaches get: only in parallel, and not on a user's
-// cluster, whose servers are what they are.
-func (p Plan) redisLanes(parallel bool, maxCases int) (shared, spare int) {
-	shared = cluster.ForServers(impls.Redis).Nodes[impls.Redis]
+// redisLayout is how many Redis nodes the lane of the approaches that use
+// them all gets (shared), how many spare lanes, each on a node of its own,
+// the one-node approaches get, and whether the others get a second lane:
+// only in parallel, and not on a user's cluster, whose servers are what
+// they are.
+func (p Plan) redisLayout(parallel bool, maxCases int) redisLayout {
+	l := redisLayout{shared: cluster.ForServers(impls.Redis).Nodes[impls.Redis]}
 	if parallel && p.External == nil {
-		spare = spareLanes(p.Cases, maxCases)
+		l.spare = spareLanes(p.Cases, maxCases)
+		if secondLaneCases(p.Cases) > 1 {
+			l.second = 1
+		}
 	}
-	return shared, spare
+	return l
+}
+
+// secondLaneCases is how many of cases may run on a second lane of the
+// Redis approaches that use several nodes.
+func secondLaneCases(cases []Case) int {
+	n := 0
+	for _, c := range cases {
+		if c.Approach.Server == impls.Redis && !onSpareLane(c) && !namesNode(c) {
+			n++
+		}
+	}
+	return n
 }
 
 // spareLanes is how many spare Redis lanes a parallel run of cases, at
@@ -256,15 +293,18 @@ func spareLanes(cases []Case, maxCases int) int {
 // uses one Redis node and no fault of it names a node (redis-0 is a node of
 // the shared lane; a spare lane's node has another name).
 func onSpareLane(c Case) bool {
-	if c.Approach.Server != impls.Redis || c.Approach.Nodes != 1 {
-		return false
-	}
+	return c.Approach.Server == impls.Redis && c.Approach.Nodes == 1 && !namesNode(c)
+}
+
+// namesNode reports whether a fault of c names a node (or nodes) rather
+// than a mode.
+func namesNode(c Case) bool {
 	for _, st := range c.Faults {
 		if len(st.Target.Nodes) > 0 || namedNode(st.Target.Node) {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // namedNode reports whether a selector's node is a node's name rather than
@@ -299,17 +339,17 @@ func Estimate(p Plan, parallel bool, maxCases int, perCase time.Duration, perClu
 	if maxCases <= 0 {
 		maxCases = DefaultMaxCases()
 	}
-	shared, spare := p.redisLanes(parallel, maxCases)
+	redis := p.redisLayout(parallel, maxCases)
 	for _, group := range groups {
-		total += simulate(group, p.ShareServers, shared, spare, maxCases, cost)
+		total += simulate(group, p.ShareServers, redis, maxCases, cost)
 	}
 	return total
 }
 
 // simulate plays a group of cases through the scheduler, each taking
 // cost, and returns when the last would end.
-func simulate(cases []Case, share bool, shared, spare, maxCases int, cost func(Case) time.Duration) time.Duration {
-	s := newScheduler(cases, share, shared, spare)
+func simulate(cases []Case, share bool, redis redisLayout, maxCases int, cost func(Case) time.Duration) time.Duration {
+	s := newScheduler(cases, share, redis)
 	type running struct {
 		i, lane int
 		end     time.Duration
@@ -339,8 +379,8 @@ func simulate(cases []Case, share bool, shared, spare, maxCases int, cost func(C
 
 // newScheduler is the scheduler of a group of cases; share: cases whose
 // faults reach no server share their lane (Plan.ShareServers).
-func newScheduler(cases []Case, share bool, shared, spare int) *scheduler {
-	lanes, cands := planLanes(cases, shared, spare)
+func newScheduler(cases []Case, share bool, redis redisLayout) *scheduler {
+	lanes, cands := planLanes(cases, redis)
 	s := &scheduler{lanes: lanes, cands: cands, share: make([]bool, len(cases))}
 	for i, c := range cases {
 		s.share[i] = share && sharesServers(c)

@@ -82,8 +82,9 @@ func TestParallelLanesAcrossServerOptions(t *testing.T) {
 
 // planLanes: a case of a Redis approach that uses one node may run on any
 // spare lane, each on its own node after the shared ones; the rest of
-// Redis keeps nodes 0..4; other kinds keep one lane each; no spare lanes,
-// no split.
+// Redis keeps nodes 0..4, or with a second lane may also run on the five
+// nodes after the spare ones (not a case whose fault names redis-0);
+// other kinds keep one lane each; no spare lanes, no split.
 func TestPlanLanes(t *testing.T) {
 	mk := func(name string, b impls.Server, nodes int) Case {
 		return Case{Name: name, Approach: impls.Approach{Name: name, Server: b, Nodes: nodes}}
@@ -96,16 +97,18 @@ func TestPlanLanes(t *testing.T) {
 	named.Faults = []chaos.Step{step(t, "server-restart", chaos.Selector{Node: "redis-0"}, time.Second, 0, nil)}
 	cases := []Case{single1, multi, zk, single2, named}
 	for _, tc := range []struct {
-		name  string
-		spare int
-		want  []string // per case: the lanes it may run on, each with its Redis nodes
+		name          string
+		spare, second int
+		want          []string // per case: the lanes it may run on, each with its Redis nodes
 	}{
-		{"split", 2, []string{"s1: redis node 5 @[5], redis node 6 @[6]", "redlock: redis @[0 1 2 3 4]", "zk: zookeeper @[]",
+		{"split", 2, 0, []string{"s1: redis node 5 @[5], redis node 6 @[6]", "redlock: redis @[0 1 2 3 4]", "zk: zookeeper @[]",
 			"s2: redis node 5 @[5], redis node 6 @[6]", "named: redis @[0 1 2 3 4]"}},
-		{"no spare lanes", 0, []string{"s1: redis @[]", "redlock: redis @[]", "zk: zookeeper @[]", "s2: redis @[]", "named: redis @[]"}},
+		{"a second lane", 2, 1, []string{"s1: redis node 5 @[5], redis node 6 @[6]", "redlock: redis @[0 1 2 3 4], redis, second lane @[7 8 9 10 11]",
+			"zk: zookeeper @[]", "s2: redis node 5 @[5], redis node 6 @[6]", "named: redis @[0 1 2 3 4]"}},
+		{"no spare lanes", 0, 0, []string{"s1: redis @[]", "redlock: redis @[]", "zk: zookeeper @[]", "s2: redis @[]", "named: redis @[]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lanes, cands := planLanes(cases, 5, tc.spare)
+			lanes, cands := planLanes(cases, redisLayout{shared: 5, spare: tc.spare, second: tc.second})
 			var got []string
 			for i, c := range cases {
 				var ls []string
@@ -146,7 +149,7 @@ func TestSchedulerPlacesCases(t *testing.T) {
 	// In order, all at once: server1 takes a lane whole, client1 the
 	// other to share; server2 finds none and wants client1's (the least
 	// shared), so client2 may not join it; server3 wants nothing left.
-	s := newScheduler(cases, true, 5, 2)
+	s := newScheduler(cases, true, redisLayout{shared: 5, spare: 2})
 	var started []string
 	start := func(i, li int) { started = append(started, fmt.Sprintf("%s@%s", cases[i].Name, s.lanes[li].name)) }
 	waiting := s.pass([]int{0, 1, 2, 3, 4}, 10, start)
@@ -174,7 +177,7 @@ func TestSchedulerPlacesCases(t *testing.T) {
 		t.Fatalf("fourth pass started %v, left %v", started, waiting)
 	}
 	// A sharer never joins a lane a waiting whole case wants.
-	s = newScheduler([]Case{server1, client1}, true, 5, 1)
+	s = newScheduler([]Case{server1, client1}, true, redisLayout{shared: 5, spare: 1})
 	s.lanes[0].sharing = 1 // a sharer runs there
 	started = nil
 	waiting = s.pass([]int{0, 1}, 10, func(i, li int) { started = append(started, cases[i].Name) })
@@ -182,14 +185,14 @@ func TestSchedulerPlacesCases(t *testing.T) {
 		t.Fatalf("with a whole case waiting, started %v, left %v", started, waiting)
 	}
 	// Without sharing, client cases take lanes whole too.
-	s = newScheduler([]Case{client1, client2}, false, 5, 1)
+	s = newScheduler([]Case{client1, client2}, false, redisLayout{shared: 5, spare: 1})
 	started = nil
 	waiting = s.pass([]int{0, 1}, 10, func(i, li int) { started = append(started, cases[i].Name) })
 	if len(started) != 1 || len(waiting) != 1 {
 		t.Fatalf("without sharing, started %v, left %v: want one, the lane whole", started, waiting)
 	}
 	// free bounds what starts.
-	s = newScheduler([]Case{client1, client2}, true, 5, 1)
+	s = newScheduler([]Case{client1, client2}, true, redisLayout{shared: 5, spare: 1})
 	if waiting = s.pass([]int{0, 1}, 1, func(int, int) {}); len(waiting) != 1 {
 		t.Fatalf("one free slot left %v waiting, want one", waiting)
 	}

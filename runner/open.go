@@ -38,10 +38,16 @@ func (r *Runner) Open(ctx context.Context, p Plan) (*Session, error) {
 		_, err = s.finish(ctx, err)
 		return nil, err
 	}
-	if r.Parallel && p.External == nil && spareLanes(p.Cases, 1) > 0 {
+	if r.Parallel && p.External == nil {
 		// The cases to come are not known yet: as many as may run at
-		// once may want a spare Redis lane.
-		s.spareRedis = spareRedisLanes(cap(s.slots))
+		// once may want a spare Redis lane, and the approaches that use
+		// several nodes a second lane.
+		if spareLanes(p.Cases, 1) > 0 {
+			s.redis.spare = spareRedisLanes(cap(s.slots))
+		}
+		if secondLaneCases(p.Cases) > 0 {
+			s.redis.second = 1
+		}
 	}
 	s.p.ShareServers = s.p.ShareServers || r.Parallel
 	s.base.keepEvents = true

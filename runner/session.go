@@ -35,15 +35,16 @@ type session struct {
 	servers    *cluster.Cluster
 	serversFor ServerOptions
 	// In parallel, Redis approaches that use one node get nodes of their
-	// own, started beside the shared ones.
-	sharedRedis, spareRedis int
-	hfile                   *history.Writer // nil: no case records its history
-	faultLog                *lazyFile       // fault-commands.log; nil: the servers take no fault commands
-	base                    caseEnv         // what every case's environment starts from
-	slots                   chan struct{}   // a parallel run's cases at once
-	mu                      sync.Mutex      // guards res, out, hists and step between lanes
-	hists                   map[string][3]*hdrhistogram.Histogram
-	step                    int // cases begun so far (their servers were up)
+	// own, started beside the shared ones, and those that use several a
+	// second lane of as many (redisLayout).
+	redis    redisLayout
+	hfile    *history.Writer // nil: no case records its history
+	faultLog *lazyFile       // fault-commands.log; nil: the servers take no fault commands
+	base     caseEnv         // what every case's environment starts from
+	slots    chan struct{}   // a parallel run's cases at once
+	mu       sync.Mutex      // guards res, out, hists and step between lanes
+	hists    map[string][3]*hdrhistogram.Histogram
+	step     int // cases begun so far (their servers were up)
 }
 
 func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error) {
@@ -67,7 +68,7 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 	if maxCases <= 0 {
 		maxCases = DefaultMaxCases()
 	}
-	s.sharedRedis, s.spareRedis = p.redisLanes(r.Parallel, maxCases)
+	s.redis = p.redisLayout(r.Parallel, maxCases)
 	s.slots = make(chan struct{}, maxCases)
 	s.base = caseEnv{history: history.Discard{}, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
 		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout,
@@ -107,7 +108,7 @@ func (s *session) ensureServers(ctx context.Context, c Case) error {
 	started := time.Now()
 	cfg := localConfig(s.kinds, c.servers())
 	if cfg.Nodes[impls.Redis] > 0 {
-		cfg.Nodes[impls.Redis] += s.spareRedis
+		cfg.Nodes[impls.Redis] += s.redis.extra()
 	}
 	cl, err := startCluster(ctx, s.ext, s.p.Docker, cfg)
 	if err != nil {
@@ -290,7 +291,7 @@ const caseLinks = 10_000
 func (s *session) runGroup(ctx context.Context, group []Case, done func(i int, co caseOutcome) error) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	sched := newScheduler(group, s.p.ShareServers, s.sharedRedis, s.spareRedis)
+	sched := newScheduler(group, s.p.ShareServers, s.redis)
 	waiting := caseOrder(group, func(c Case) time.Duration { return expectedLength(c, s.p.EndWhenAnswered) })
 	type ended struct {
 		i, lane, slot int

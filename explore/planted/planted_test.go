@@ -120,9 +120,12 @@ func TestExploreFindsAPlantedBugOnRedis(t *testing.T) {
 	if e, ok := sc.ExpectFor(a); !ok || len(e.Outcomes) != 1 || e.Outcomes[0] != verdict.DoubleGrantBothValid {
 		t.Errorf("%s expects %v", found.File, e.Outcomes)
 	}
-	// locklab run's plan of it, three times: it shows it again (the
-	// shrink kept it for showing it in most of its runs).
-	p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: t.TempDir(), Runs: 3})
+	// locklab run's plan of it, five times: it shows it again. The shrink
+	// kept it for showing it in most of its runs, but those ran beside
+	// other cases; alone, the release bug's race (compare-and-delete,
+	// another client's SET, the late DEL, in that order) is won less
+	// often: a file shown 3 of 3 in its shrink showed 0 of 3 here once.
+	p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: t.TempDir(), Runs: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +143,7 @@ func TestExploreFindsAPlantedBugOnRedis(t *testing.T) {
 	}
 	t.Logf("locklab run of %s: as expected in %d of %d runs", found.File, agreed, len(out.Verdicts))
 	if agreed == 0 {
-		t.Errorf("the found file did not reproduce in 3 runs")
+		t.Errorf("the found file did not reproduce in %d runs", len(out.Verdicts))
 	}
 	// results.json carries the exploration.
 	b, err := os.ReadFile(filepath.Join(res.Dir, "results.json"))

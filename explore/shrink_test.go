@@ -378,7 +378,7 @@ func TestShrinkRunsNoScheduleTwice(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		seen := map[string]int{}
 		sh := &Shrinker{MaxRuns: 60, Oracle: func(_ context.Context, s Schedule) (Trial, error) {
-			k := string(s.Scenario(ScenarioFile{Name: "x"}))
+			k := key(s)
 			if seen[k]++; seen[k] > 1 {
 				t.Fatalf("seed %d: run %d of the shrink ran again: %s (seed %d)", seed, len(seen), s.Summary(), s.Seed)
 			}

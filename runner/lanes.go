@@ -45,7 +45,7 @@ func indicesByServers(cases []Case) [][]int {
 	var order []ServerOptions
 	by := map[ServerOptions][]int{}
 	for i, c := range cases {
-		o := c.servers()
+		o := c.ServerOptions()
 		if _, ok := by[o]; !ok {
 			order = append(order, o)
 		}

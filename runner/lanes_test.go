@@ -373,7 +373,7 @@ func TestServerClockCasesGetFakeTimeServersOfTheirOwn(t *testing.T) {
 		for _, c := range g {
 			names = append(names, c.Name)
 		}
-		cfg := localConfig([]impls.Server{impls.ZooKeeper}, g[0].servers())
+		cfg := localConfig([]impls.Server{impls.ZooKeeper}, g[0].ServerOptions())
 		got = append(got, fmt.Sprintf("%s fake=%v", strings.Join(names, ","), cfg.FakeTime))
 	}
 	want := []string{"plain,paused fake=false", "clock fake=true", "clock-aof fake=true"}

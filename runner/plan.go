@@ -99,10 +99,7 @@ type ServerOptions struct {
 // ServerOptions is the server options c runs with: those it asks for,
 // under libfaketime when a fault of c jumps a server's clock. Cases asking
 // for other options than those running wait for servers started anew.
-func (c Case) ServerOptions() ServerOptions { return c.servers() }
-
-// servers is ServerOptions.
-func (c Case) servers() ServerOptions {
+func (c Case) ServerOptions() ServerOptions {
 	o := c.Servers
 	for _, st := range c.Faults {
 		if chaos.NeedsOf(st.Fault).ServerClock {

@@ -101,12 +101,12 @@ func (s *session) openHistory() error {
 // ensureServers has the servers c asks for running, starting them (again)
 // when it asks for other options than those running.
 func (s *session) ensureServers(ctx context.Context, c Case) error {
-	if len(s.kinds) == 0 || (s.servers != nil && s.serversFor == c.servers()) {
+	if len(s.kinds) == 0 || (s.servers != nil && s.serversFor == c.ServerOptions()) {
 		return nil
 	}
 	s.closeServers()
 	started := time.Now()
-	cfg := localConfig(s.kinds, c.servers())
+	cfg := localConfig(s.kinds, c.ServerOptions())
 	if cfg.Nodes[impls.Redis] > 0 {
 		cfg.Nodes[impls.Redis] += s.redis.extra()
 	}
@@ -114,7 +114,7 @@ func (s *session) ensureServers(ctx context.Context, c Case) error {
 	if err != nil {
 		return err
 	}
-	s.servers, s.serversFor = cl, c.servers()
+	s.servers, s.serversFor = cl, c.ServerOptions()
 	if s.faultLog != nil {
 		cl.SetFaultLog(s.faultLog)
 	}

@@ -157,7 +157,7 @@ func (c *Checker) judge() (Verdict, map[string]bool) {
 	v.DoubleGrants = c.mutex.doubleGrants(ts)
 	revoked := map[int64]bool{}
 	for _, d := range v.DoubleGrants {
-		v.Violations = append(v.Violations, Violation{Kind: d.Class(), Key: d.Key, Events: d.Events(), Text: d.Describe(v.Origin)})
+		v.Violations = append(v.Violations, Violation{Kind: d.Class(), Key: d.Key, Events: d.Events(), Text: d.Describe(v.Origin), Window: d.window()})
 		// A holder that never released says how it learned in the double
 		// grant's own words.
 		if d.Kind != NeverReleased && d.Held.Learned != 0 && !revoked[d.Held.StartIndex] {
@@ -165,7 +165,8 @@ func (c *Checker) judge() (Verdict, map[string]bool) {
 			rel := func(t int64) string { return fmt.Sprintf("%.6f s", time.Duration(t-v.Origin).Seconds()) }
 			v.Violations = append(v.Violations, Violation{Kind: Revoked, Key: d.Key, Events: []int64{d.Held.StartIndex, d.Second.StartIndex},
 				Text: fmt.Sprintf("client %d's hold on %s was taken away: client %d was granted it at %s while client %d held it since %s; client %d was told at %s (not held, or its lock was lost)",
-					d.Held.Proc, lockName(d.Key), d.Second.Proc, rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), d.Held.Proc, rel(d.Held.Learned))})
+					d.Held.Proc, lockName(d.Key), d.Second.Proc, rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), d.Held.Proc, rel(d.Held.Learned)),
+				Window: d.window()})
 		}
 	}
 	v.Phantoms = c.mutex.Phantoms()

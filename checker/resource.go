@@ -14,6 +14,9 @@ type Violation struct {
 	Key    string  `json:"key"`
 	Events []int64 `json:"events"`
 	Text   string  `json:"text"`
+	// Window: where and how long the lab must have stood still to have
+	// made it (nil: anywhere in its events' span, for any time).
+	Window *Window `json:"window,omitempty"`
 }
 
 // Resources checks what holders did to the protected resource: each write
@@ -36,6 +39,8 @@ type resourceState struct {
 	tokened  bool
 	lastIdx  int64
 	lastProc int
+	lastT    int64 // the last write's time
+	maxT     int64 // the time of the write that carried maxToken
 }
 
 // NewResources returns an empty checker.
@@ -75,27 +80,39 @@ func (r *Resources) Add(ev history.Event) {
 			if st.tokened && *ev.Token < st.maxToken {
 				r.Violations = append(r.Violations, Violation{Kind: StaleWrite, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
 					Text: fmt.Sprintf("client %d wrote %s at %s with token %d after a write with token %d was accepted",
-						ev.Proc, ev.Key, r.rel(ev.T), *ev.Token, st.maxToken)})
+						ev.Proc, ev.Key, r.rel(ev.T), *ev.Token, st.maxToken), Window: late(st.maxT, ev.T)})
 			}
 			if !st.tokened || *ev.Token > st.maxToken {
-				st.maxToken, st.tokened = *ev.Token, true
+				st.maxToken, st.tokened, st.maxT = *ev.Token, true, ev.T
 			}
 		}
 		if v.Balance != nil && v.Read != nil {
 			if st.known && *v.Read != st.balance {
 				r.Violations = append(r.Violations, Violation{Kind: LostUpdate, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
 					Text: fmt.Sprintf("client %d wrote %s = %d at %s from a read of %d, but the balance was %d (written by client %d): that update is lost",
-						ev.Proc, ev.Key, *v.Balance, r.rel(ev.T), *v.Read, st.balance, st.lastProc)})
+						ev.Proc, ev.Key, *v.Balance, r.rel(ev.T), *v.Read, st.balance, st.lastProc), Window: late(st.lastT, ev.T)})
 			}
 			st.balance, st.known = *v.Balance, true
 		}
 		if v.Processed != nil && *v.Processed > 1 {
 			r.Violations = append(r.Violations, Violation{Kind: DuplicateTask, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
-				Text: fmt.Sprintf("client %d processed %s at %s, which client %d had processed already", ev.Proc, ev.Key, r.rel(ev.T), st.lastProc)})
+				Text:   fmt.Sprintf("client %d processed %s at %s, which client %d had processed already", ev.Proc, ev.Key, r.rel(ev.T), st.lastProc),
+				Window: late(st.lastT, ev.T)})
 		}
-		st.lastIdx, st.lastProc = ev.Index, ev.Proc
+		st.lastIdx, st.lastProc, st.lastT = ev.Index, ev.Proc, ev.T
 	}
 	r.current[ev.Key] = st
+}
+
+// late is the window of a write that went behind another at before:
+// had it come w.Need sooner, it would have come first (a lost update's
+// write before the one it overwrote, a stale write before the newer
+// token's, a task's second processing before its first).
+func late(before, at int64) *Window {
+	if before == 0 || at <= before {
+		return nil
+	}
+	return &Window{From: before, To: at, Need: at - before}
 }
 
 // TokenOrder checks that successive holders of a key got strictly

@@ -29,18 +29,29 @@ type Stall struct {
 	Span
 }
 
-// Placed is a violation placed in time: from its first event to its last,
-// and the clients whose events those are (nil: any client).
+// Placed is a violation placed in time: where a stall of the lab could
+// have made it (from its first event to its last, or the checker's
+// window), the clients whose events those are (nil: any client), and how
+// long the lab must have stood still there to have made it.
 type Placed struct {
 	Span
 	Procs []int
+	// Need is the least time stalls must cover inside Span (ns); 0: any
+	// stall there may have made it.
+	Need int64
 }
 
-// touches reports whether stall s may have made the violation: it
-// overlaps it, and stopped something its clients depend on (locklab or
+// touches reports whether stall s may have taken part in the violation:
+// it overlaps it, and stopped something its clients depend on (locklab or
 // the servers, or the worker of one of them).
 func (p Placed) touches(s Stall) bool {
 	return s.overlaps(p.Span) && (s.Proc < 0 || p.Procs == nil || slices.Contains(p.Procs, s.Proc))
+}
+
+// madeBy reports whether stalls (those that touch p) were long enough to
+// have made the violation.
+func (p Placed) madeBy(stalls []Stall) bool {
+	return len(stalls) > 0 && covered(stalls, p.Span) >= p.Need
 }
 
 // Decisive is what decides a case's comparison, placed in time.
@@ -84,6 +95,10 @@ func ViolationSpans(v checker.Verdict, at func(index int64) (t int64, proc int, 
 		if !placed {
 			p = Placed{Span: run}
 		}
+		if w := x.Window; w != nil && placed {
+			p.Start, p.End = min(p.Start, w.From), max(p.End, w.To)
+			p.Need = w.Need
+		}
 		o := classify(x.Kind)
 		out[o] = append(out[o], p)
 	}
@@ -95,15 +110,20 @@ func ViolationSpans(v checker.Verdict, at func(index int64) (t int64, proc int, 
 // comparison is undecided, "inconclusive: the lab stalled", and a gate
 // counts it so (never as the lock's failure, never as a pass). Deciding:
 //   - a violation not expected (or forbidden): it stands when one of
-//     them came clear of every stall that could have made it (locklab's,
-//     the containers', or the worker of a client in it); when each
-//     overlaps one, the lab's standing still may have made them (a holder
-//     stopped past its lease by the lab, not by the lock);
+//     them came clear of the stalls that could have made it. A stall could
+//     when it stopped something the violation's clients depend on
+//     (locklab, the containers, or the worker of one of them) and the
+//     stalls there were long enough to account for what was seen (the
+//     checker's Window: a holder's tenure past the second grant, the
+//     overlap of two believed leases, how late a write came behind the
+//     one that made it lost or stale); a 0.2 s stall cannot make a holder
+//     outlive its lease by a second. When each violation was within such
+//     stalls, the lab's standing still may have made them;
 //   - an expected violation that showed: as above, one clear of every
 //     stall must show;
-//   - an expected violation that never showed: the fault windows; a stall
-//     in one means the fault may have met a lab that was not exercising
-//     the lock at the moment that mattered. With no fault, the whole run;
+//   - an expected violation that never showed: a fault window the lab
+//     stood still for at least half of (as below), so that the fault met
+//     a lab mostly not exercising the lock. With no fault, the whole run;
 //   - an expected safe case (or one expecting blocked, a refused stale
 //     write, ...): a fault window in which the lab stood still for at
 //     least half its length, so the fault met a lab that was mostly not
@@ -130,7 +150,7 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 		if len(windows) == 0 {
 			windows = []Span{d.Run}
 		}
-		during = overlapping(stalls, windows)
+		during = mostlyStalled(stalls, windows)
 	case r.Status == Agrees:
 		byFaults := false
 		for _, x := range e.Outcomes {
@@ -197,7 +217,7 @@ func (d Decisive) inStalls(outcomes []Outcome, stalls []Stall) (during []Stall, 
 					hit = append(hit, s)
 				}
 			}
-			if len(hit) == 0 {
+			if !p.madeBy(hit) {
 				return nil, true
 			}
 			during = append(during, hit...)

@@ -202,3 +202,131 @@ func TestTallyCountsLabStalledUndecided(t *testing.T) {
 		t.Fatalf("status %q, want undecided", st)
 	}
 }
+
+// write records proc writing the counter at t: balance from a read of read,
+// with a fencing token when token > 0.
+func (h *hist) write(proc int, t int64, read, balance int64, token uint64) {
+	b, _ := json.Marshal(map[string]int64{"read": read, "balance": balance})
+	ev := h.add(proc, history.OK, history.Write, t)
+	ev.Value = b
+	if token > 0 {
+		ev.Token = &token
+	}
+}
+
+// A stall makes a verdict undecided only when it was long enough to
+// account for what was seen: each bound from both sides.
+func TestAStallMustAccountForWhatWasSeen(t *testing.T) {
+	// Client 0 holds from 1.0 s to 2.5 s on a 0.5 s lease; client 1 is
+	// granted at 2.0 s: client 0 went on 0.5 s past the second grant.
+	outlived := func(more func(*hist)) hist {
+		var h hist
+		h.hold(0, ms(1000), ms(2500), ms(500))
+		h.hold(1, ms(2000), ms(3000), ms(500))
+		more(&h)
+		return h
+	}
+	// Client 0 believes its lease runs to 2.0 s; client 1 is granted at
+	// 1.4 s, believing to 2.4 s: the beliefs overlap by 0.6 s.
+	bothValid := func(more func(*hist)) hist {
+		var h hist
+		h.hold(0, ms(1000), ms(1500), ms(1000))
+		h.hold(1, ms(1400), ms(1900), ms(1000))
+		more(&h)
+		return h
+	}
+	// Client 1 writes at 1.0 s; client 0's write at 1.3 s builds on the
+	// read before it: a lost update, 0.3 s behind the write it lost.
+	lost := func(more func(*hist)) hist {
+		var h hist
+		h.write(1, ms(1000), 0, 1, 0)
+		h.write(0, ms(1300), 0, 1, 0)
+		more(&h)
+		return h
+	}
+	// A write with token 7 at 1.0 s, one with token 5 at 1.4 s: stale,
+	// 0.4 s behind.
+	stale := func(more func(*hist)) hist {
+		var h hist
+		h.write(1, ms(1000), 0, 1, 7)
+		h.write(0, ms(1400), 1, 2, 5)
+		more(&h)
+		return h
+	}
+	safe := Expect("test", Safe)
+	tests := []struct {
+		name string
+		h    hist
+		e    Expectation
+		want Status
+	}{
+		{"outlived by 0.5 s, a 0.49 s stall: the lock's",
+			outlived(func(h *hist) { h.stall("locklab", ms(1100), ms(1590)) }), safe, Contradicts},
+		{"outlived by 0.5 s, a 0.51 s stall: inconclusive",
+			outlived(func(h *hist) { h.stall("locklab", ms(1100), ms(1610)) }), safe, Undecided},
+		{"outlived by 0.5 s, stalls of 0.3 s at two times add up: inconclusive",
+			outlived(func(h *hist) { h.stall("locklab", ms(1100), ms(1400)); h.stall("worker 0", ms(2100), ms(2400)) }), safe, Undecided},
+		{"outlived by 0.5 s, two probes stalled the same 0.3 s: counted once",
+			outlived(func(h *hist) { h.stall("locklab", ms(1100), ms(1400)); h.stall("containers", ms(1100), ms(1400)) }), safe, Contradicts},
+		{"outlived by 0.5 s, a 0.8 s stall of another client's worker",
+			outlived(func(h *hist) { h.stall("worker 5", ms(1100), ms(1900)) }), safe, Contradicts},
+		{"an expected outlived grant, a 0.19 s stall on it: decided",
+			outlived(func(h *hist) { h.stall("locklab", ms(1900), ms(2090)) }), Expect("test", DoubleGrantOutlived), Agrees},
+		{"an expected outlived grant, a 0.6 s stall on it: inconclusive",
+			outlived(func(h *hist) { h.stall("locklab", ms(1800), ms(2400)) }), Expect("test", DoubleGrantOutlived), Undecided},
+		{"both valid by 0.6 s, a 0.55 s stall: the lock's",
+			bothValid(func(h *hist) { h.stall("locklab", ms(500), ms(1050)) }), safe, Contradicts},
+		{"both valid by 0.6 s, a 0.65 s stall ending at the first grant: inconclusive",
+			bothValid(func(h *hist) { h.stall("worker 0", ms(350), ms(1000)) }), safe, Undecided},
+		{"a lost update 0.3 s late, a 0.25 s stall: the lock's",
+			lost(func(h *hist) { h.stall("locklab", ms(1020), ms(1270)) }), safe, Contradicts},
+		{"a lost update 0.3 s late, a 0.3 s stall: inconclusive",
+			lost(func(h *hist) { h.stall("locklab", ms(1000), ms(1300)) }), safe, Undecided},
+		{"a stale write 0.4 s late, a 0.35 s stall: the lock's",
+			stale(func(h *hist) { h.stall("worker 0", ms(1020), ms(1370)) }), safe, Contradicts},
+		{"a stale write 0.4 s late, a 0.4 s stall: inconclusive",
+			stale(func(h *hist) { h.stall("worker 0", ms(1000), ms(1400)) }), safe, Undecided},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := judge(t, tt.h, tt.e)
+			if r.Status != tt.want || r.LabStalled != (tt.want == Undecided) {
+				t.Fatalf("status %q, lab stalled %v (%s); want %q", r.Status, r.LabStalled, r.Text, tt.want)
+			}
+		})
+	}
+}
+
+// An expected violation that never showed is undecided only when the lab
+// stood still for at least half a fault window: too little of the fault
+// met a lab exercising the lock.
+func TestAMissedViolationNeedsAStalledFault(t *testing.T) {
+	clean := func(from, to int64) hist {
+		var h hist
+		h.hold(0, ms(1000), ms(1500), ms(500))
+		h.hold(1, ms(2000), ms(3000), ms(500))
+		h.fault(1, ms(1200), ms(2200))
+		h.stall("locklab", from, to)
+		return h
+	}
+	e := Expect("test", DoubleGrantOutlived)
+	for _, tt := range []struct {
+		name     string
+		from, to int64
+		want     Status
+	}{
+		{"0.45 s of a 1 s window: missed", ms(1300), ms(1750), Contradicts},
+		{"0.55 s of a 1 s window: inconclusive", ms(1300), ms(1850), Undecided},
+		{"0.55 s mostly outside the window: missed", ms(2000), ms(2550), Contradicts},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := judge(t, clean(tt.from, tt.to), e)
+			if r.Status != tt.want {
+				t.Fatalf("status %q (%s); want %q", r.Status, r.Text, tt.want)
+			}
+			if tt.want == Contradicts && !r.Missed {
+				t.Errorf("a miss the lab could not have made is not reported as missed: %s", r.Text)
+			}
+		})
+	}
+}

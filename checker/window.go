@@ -1,0 +1,47 @@
+package checker
+
+// Window says where the lab standing still could have brought a violation
+// about, and for how long it would have had to stand still: a stall of
+// the lab delays what a client does, never what a server does, so it can
+// make a violation only by holding a client back for as long as the
+// violation went beyond what was allowed. The verdict's stall rule reads
+// it; the violation itself does not depend on it.
+type Window struct {
+	From, To int64 // CLOCK_MONOTONIC ns: where a stall must fall
+	// Need is the least time the lab must have stood still inside
+	// [From, To] to have made the violation (ns); 0: any stall there may
+	// have.
+	Need int64 `json:"need_ns"`
+}
+
+// window of a double grant. Had its first holder let go Need sooner, the
+// second grant would have found the lock free (outlived: the holder's
+// tenure past the second grant), or its belief would not have overlapped
+// the second holder's (both valid: the overlap of the two believed
+// leases, or of the tenures where a holder believed in none). A holder
+// that never let go, or a grant the mutex model calls never released,
+// gives no bound.
+func (d DoubleGrant) window() *Window {
+	w := &Window{From: d.Held.Start, To: d.Second.Start}
+	if d.Kind == NeverReleased || d.Held.End == Open {
+		return w
+	}
+	end := func(iv Interval) int64 {
+		if iv.ValidUntil != 0 && d.Kind == BothValid {
+			return iv.ValidUntil
+		}
+		return iv.End
+	}
+	over := min(end(d.Held), end(d.Second))
+	if over == Open || over <= d.Second.Start {
+		return w
+	}
+	w.Need = over - d.Second.Start
+	w.To = max(w.To, d.Held.End)
+	if d.Kind == BothValid {
+		// A belief too long was formed before its grant was recorded:
+		// by a stall that ended there.
+		w.From -= w.Need
+	}
+	return w
+}

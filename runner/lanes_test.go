@@ -232,10 +232,55 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 		switch {
 		case r.Approach == killed.Approach.Name && failed == 0:
 			t.Fatalf("%s: no acquire failed while its Redis node was killed for 3 s: the fault missed it", r.Case)
-		case r.Approach != killed.Approach.Name && (failed > 0 || r.Acquired == 0):
-			t.Fatalf("%s: %d acquired, %d failed (%s): another lane's kill reached it", r.Case, r.Acquired, failed, r.FirstError)
+		case r.Approach != killed.Approach.Name && (r.Errors > 0 || r.Acquired == 0):
+			t.Fatalf("%s: %d acquired, %d failed (%s): another lane's kill reached it", r.Case, r.Acquired, r.Errors, r.FirstError)
 		}
 	}
+	// A kill refuses or drops the connections to its servers: an acquire
+	// it reaches ends at once with an error. One that waited out its
+	// whole acquire timeout met a held key, as under contention on a
+	// starved machine (one of 1,033 Redlock acquires did, under two busy
+	// loops): that is no kill.
+	own := 0
+	for _, f := range earlyFailures(t, out.Dir, spec.AcquireTimeout) {
+		if name := strings.Split(f.Key, "/")[1]; name == killed.Name {
+			own++
+		} else {
+			t.Errorf("%s: an acquire failed %v after it was sent, before its %v timeout (%s): another lane's kill reached it",
+				name, time.Duration(f.T), spec.AcquireTimeout, f.Error)
+		}
+	}
+	if own == 0 {
+		t.Errorf("%s: no acquire failed early while its node was killed: a kill cannot be told from a timeout", killed.Name)
+	}
+}
+
+// earlyFailures are the acquires of a plan's history that failed or went
+// unanswered before their timeout, each as its completion with T the time
+// it took.
+func earlyFailures(t *testing.T, dir string, timeout time.Duration) []history.Event {
+	t.Helper()
+	evs, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[int]int64{}
+	var out []history.Event
+	for _, e := range evs {
+		if e.F != history.Acquire {
+			continue
+		}
+		switch e.Type {
+		case history.Invoke:
+			sent[e.Proc] = e.T
+		case history.Fail, history.Info:
+			if took := e.T - sent[e.Proc]; took < int64(timeout) {
+				e.T = took
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // Estimate: one after the other, the sum; in parallel, the scheduler

@@ -116,32 +116,36 @@ func stopWith(t *testing.T, d time.Duration, pause, resume func() error) stop {
 }
 
 // stalledThen finds the stall of who (a prefix: "worker ") that covers
-// the stop: at least 1.4 s, beginning when the probe was last seen
-// running before the stop and ending when it woke after it.
+// the stop: the probe cannot run from when the stop took effect to when
+// it was let go, so its stall begins no later than the first and ends no
+// earlier than the second, however loaded the machine (which may make it
+// longer, never shorter).
 func stalledThen(t *testing.T, stalls []recordedStall, who string, st stop) recordedStall {
 	t.Helper()
-	for _, s := range stalls {
-		if !strings.HasPrefix(s.who, who) || time.Duration(s.end-s.start) < 1400*time.Millisecond {
-			continue
-		}
-		// The probe wakes every 10 ms: it last ran shortly before the
-		// stop (a loaded machine may have held it up a little longer),
-		// and cannot run again before it is let go.
-		if s.start > st.stopped+int64(50*time.Millisecond) || s.start < st.stopping-int64(500*time.Millisecond) ||
-			s.end < st.resuming || s.end > st.resumed+int64(time.Second) {
-			t.Errorf("%s stalled from %.3f s to %.3f s after the stop began, which lasted to %.3f s",
-				s.who, seconds(s.start-st.stopping), seconds(s.end-st.stopping), seconds(st.resuming-st.stopping))
-		}
+	if s, ok := covering(stalls, who, st); ok {
 		return s
 	}
-	t.Fatalf("no stall of %q of at least 1.4 s recorded; the stop: %+v; stalls: %+v", who, st, stalls)
+	t.Fatalf("no stall of %q covering the stop (%.3f s to %.3f s after it began) was recorded; stalls: %+v", who,
+		seconds(st.stopped-st.stopping), seconds(st.resuming-st.stopping), stalls)
 	return recordedStall{}
+}
+
+// covering is the stall of who that covers the stop, if one was recorded.
+func covering(stalls []recordedStall, who string, st stop) (recordedStall, bool) {
+	for _, s := range stalls {
+		// 50 ms: the test's clock reading after the stop took effect
+		// against the probe's before it.
+		if strings.HasPrefix(s.who, who) && s.start <= st.stopped+int64(50*time.Millisecond) && s.end >= st.resuming {
+			return s, true
+		}
+	}
+	return recordedStall{}, false
 }
 
 func seconds(ns int64) float64 { return time.Duration(ns).Seconds() }
 
 // A SIGSTOP of locklab itself for 1.5 s, from outside, during a bench:
-// the history records a stall of locklab of at least 1.4 s at that time,
+// the history records a stall of locklab covering the stop,
 // results.json counts it, and the bench's table shows it beside the
 // latencies. An expected-safe case without faults is not made
 // inconclusive by it: nothing it decides was in the stall.
@@ -160,7 +164,7 @@ func TestSIGSTOPOfLocklabIsAStall(t *testing.T) {
 		t.Fatalf("want one run, got %d", len(res.Runs))
 	}
 	run := res.Runs[0]
-	if run.StallCount < 1 || run.LongestStall < 1.4 || len(run.Stalls) == 0 || run.LabStalled {
+	if run.StallCount < 1 || run.LongestStall < seconds(st.resuming-st.stopped) || len(run.Stalls) == 0 || run.LabStalled {
 		t.Errorf("results.json: %d stalls, longest %.2f s, listed %+v, lab stalled %v; want the stall of %.2f s counted, the verdict standing",
 			run.StallCount, run.LongestStall, run.Stalls, run.LabStalled, seconds(s.end-s.start))
 	}
@@ -222,13 +226,13 @@ duration: 5s
 	}
 	stalls := stallsIn(t, hist)
 	stalledThen(t, stalls, "worker ", st)
-	for _, s := range stalls {
-		if s.who == "locklab" && s.end > st.stopping && s.start < st.resumed && time.Duration(s.end-s.start) > time.Second {
-			t.Errorf("locklab stalled %v while only a worker was stopped", time.Duration(s.end-s.start))
-		}
+	// locklab went on while its worker stood still: no stall of its own
+	// covers the stop (a loaded machine may stall it briefly meanwhile).
+	if s, ok := covering(stalls, "locklab", st); ok {
+		t.Errorf("locklab stalled %v, all through the stop of a worker", time.Duration(s.end-s.start))
 	}
 	_, res := readResults(t, results)
-	if len(res.Runs) != 1 || res.Runs[0].StallCount < 1 || res.Runs[0].LongestStall < 1.4 {
+	if len(res.Runs) != 1 || res.Runs[0].StallCount < 1 || res.Runs[0].LongestStall < seconds(st.resuming-st.stopped) {
 		t.Errorf("results.json does not count the worker's stall: %+v", res.Runs)
 	}
 }

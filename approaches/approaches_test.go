@@ -49,6 +49,7 @@ expect:
 `
 
 func TestClientPauseShowsTheOutlivedDoubleGrant(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	reg := registry(t)
 	s, err := scenario.Parse([]byte(pausePastLease), reg)
 	if err != nil {
@@ -83,6 +84,9 @@ func TestClientPauseShowsTheOutlivedDoubleGrant(t *testing.T) {
 func TestEachAdapterConforms(t *testing.T) {
 	reg := registry(t)
 	for _, a := range reg.All() {
-		t.Run(a.Name, func(t *testing.T) { locklabtest.TestLocker(t, a) })
+		t.Run(a.Name, func(t *testing.T) {
+			t.Parallel() // servers of its own; it mostly waits on them
+			locklabtest.TestLocker(t, a)
+		})
 	}
 }

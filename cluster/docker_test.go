@@ -61,6 +61,7 @@ func sessionContainers(t *testing.T, session string) []string {
 // same address, keeping the data a server persisted; Close leaves no
 // container behind. For every server kind.
 func TestDockerClusterTakesServerFaults(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	c := startDockerForTest(t, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1, impls.MySQL: 1, impls.ZooKeeper: 3, impls.Postgres: 1, impls.Etcd: 3}})
 	ctx := context.Background()
 	session := c.docker.id
@@ -218,6 +219,7 @@ func TestMain(m *testing.M) {
 // clients cannot reach it, and once it rejoins it serves again, as a
 // follower. The proxies cannot do this: members talk to each other directly.
 func TestDockerIsolatedZooKeeperLeaderIsReplaced(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	c := startDockerForTest(t, LocalConfig{Nodes: map[impls.Server]int{impls.ZooKeeper: 3}})
 	ctx := context.Background()
 	var leader *Node

@@ -168,6 +168,7 @@ func TestRedisPersistenceModes(t *testing.T) {
 // fix" on, the JVM's timed waits spun: the idle ensemble used 2 cores (0.03
 // without libfaketime), starving every other server of a matrix run.
 func TestZooKeeperUnderFakeTimeIdles(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	ctx := context.Background()
 	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.ZooKeeper: 3}, FakeTime: true})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // Pause it answers nothing until Resume; Restart works three times in a
 // row on the same port and data dir. For every server kind locklab starts.
 func TestServerFaultsActOnTheWholeServer(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	ctx := context.Background()
 	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1, impls.MySQL: 1, impls.ZooKeeper: 3, impls.Postgres: 1, impls.Etcd: 1}})
 	if err != nil {

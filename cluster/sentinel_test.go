@@ -16,6 +16,7 @@ import (
 // dies and Sentinel promotes the replica: the lost write of an
 // asynchronous failover.
 func TestSentinelFailoverLosesUnreplicatedKey(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	for _, mode := range []string{"embedded", "docker"} {
 		t.Run(mode, func(t *testing.T) {
 			var c *Cluster

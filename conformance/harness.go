@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,16 +29,36 @@ func Main(m *testing.M, cfg cluster.LocalConfig, started func(*cluster.Cluster))
 
 // RunRegistered runs the suite for every approach that register adds,
 // against c; the faults hit every node of the approach's server kind.
+// Approaches of one server kind run one after the other (a test restarts
+// every server of its kind); kinds run side by side, as subtests named by
+// kind (TestConformance/redis/redis-setnx-px-lua/...), at most -parallel
+// at once: they share nothing, and mostly wait on their servers.
 func RunRegistered(t *testing.T, c *cluster.Cluster, register func(*impls.Registry)) {
 	r := impls.NewRegistry()
 	register(r)
+	var kinds []impls.Server
+	byKind := map[impls.Server][]impls.Approach{}
 	for _, a := range r.All() {
-		t.Run(a.Name, func(t *testing.T) {
-			h, err := HarnessFor(c, a)
-			if err != nil {
-				t.Fatal(err)
+		if _, ok := byKind[a.Server]; !ok {
+			kinds = append(kinds, a.Server)
+		}
+		byKind[a.Server] = append(byKind[a.Server], a)
+	}
+	// The kinds with the most approaches first: the run ends on none of
+	// them alone.
+	slices.SortStableFunc(kinds, func(a, b impls.Server) int { return len(byKind[b]) - len(byKind[a]) })
+	for _, k := range kinds {
+		t.Run(string(k), func(t *testing.T) {
+			t.Parallel()
+			for _, a := range byKind[k] {
+				t.Run(a.Name, func(t *testing.T) {
+					h, err := HarnessFor(c, a)
+					if err != nil {
+						t.Fatal(err)
+					}
+					Run(t, h)
+				})
 			}
-			Run(t, h)
 		})
 	}
 }

@@ -87,6 +87,7 @@ func TestAnswerRule(t *testing.T) {
 // enough grants; without EndWhenAnswered both run their 20 s (the latter
 // is cut by a deadline here: it must still be running at 3 s).
 func TestCaseEndsOnceAnswered(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	for _, tc := range []struct {
 		name   string
 		racy   bool

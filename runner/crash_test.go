@@ -14,6 +14,7 @@ import (
 // A holder killed while holding: a TTL lock comes free after the TTL; a
 // lock without expiry never does.
 func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	for _, tt := range []struct {
 		approach string
 		want     verdict.Expectation

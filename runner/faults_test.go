@@ -161,6 +161,7 @@ func TestClientPausePastTTLGivesOutlivedDoubleGrantAndLostUpdates(t *testing.T) 
 // twice (one pause of 20-40 ms holds once landed after the write on an
 // idle machine: no double grant to show).
 func TestClientPauseWithFencingRefusesStaleWrites(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	spec := workload.Spec{Clients: 3, Kind: workload.Counter, Hold: workload.Dist{Kind: "uniform", A: 100 * time.Millisecond, B: 200 * time.Millisecond},
 		TTL: time.Second, Duration: 10 * time.Second, Seed: 1}
 	pause := step(t, "client-pause", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 3500*time.Millisecond, nil)
@@ -254,6 +255,7 @@ func procsOf(evs []history.Event) []int {
 // on, believing its lease valid, after the server freed the lock: a double
 // grant with both leases valid, caused by the client's clock alone.
 func TestClientClockJumpMakesACarefulHolderOverlap(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	spec := workload.Spec{Clients: 2, Hold: workload.Dist{Kind: "uniform", A: 1500 * time.Millisecond, B: 2 * time.Second},
 		TTL: time.Second, AcquireTimeout: 5 * time.Second, Duration: 5 * time.Second, Seed: 1, HonourLease: true}
 	jump := step(t, "client-clock", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, 500*time.Millisecond, 0,

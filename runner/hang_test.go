@@ -19,6 +19,7 @@ import (
 // client (redis-watchdog) and a ZooKeeper session (zk-sequential) live on:
 // nobody else is granted the lock while the hang lasts.
 func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	for _, tt := range []struct {
 		approach string
 		expect   []verdict.Outcome

@@ -23,6 +23,7 @@ import (
 // come back in plan order, and no process id is used by two cases (they
 // share one history).
 func TestParallelLanesAcrossServerOptions(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	spec := workload.Spec{Clients: 2, Keys: 1, Kind: workload.Mutex, Hold: workload.Dist{Kind: "fixed", A: time.Millisecond},
 		TTL: time.Second, AcquireTimeout: time.Second, Duration: time.Second, Seed: 1}
 	var cases []Case
@@ -345,6 +346,7 @@ func TestEstimate(t *testing.T) {
 // a Redis lane's case and a ZooKeeper lane's case never overlap; two at a
 // time, they run side by side.
 func TestMaxCasesBoundsCasesAtOnce(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	spec := workload.Spec{Clients: 2, Keys: 1, Kind: workload.Mutex, Hold: workload.Dist{Kind: "fixed", A: time.Millisecond},
 		TTL: time.Second, AcquireTimeout: time.Second, Duration: 2 * time.Second, Seed: 1}
 	var cases []Case

@@ -56,6 +56,7 @@ var (
 // comes back empty and grants the lock again while the first lease is
 // valid. With the AOF fsynced always, the key survives.
 func TestRedisRestartWhileHeld(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	spec := workload.Spec{Clients: 3, Hold: workload.Dist{Kind: "uniform", A: 2 * time.Second, B: 2500 * time.Millisecond},
 		TTL: 10 * time.Second, AcquireTimeout: 3 * time.Second, Duration: 4 * time.Second, Seed: 1}
 	for _, tc := range []struct {
@@ -74,6 +75,7 @@ func TestRedisRestartWhileHeld(t *testing.T) {
 // majority when redis-2 comes back empty; not with AOF always, and not when
 // it stays down past the TTL (antirez's delayed restart).
 func TestRedlockRestartWhileHeld(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	for _, tc := range []struct {
 		name, persistence string
 		ttl, hold, delay  time.Duration
@@ -106,6 +108,7 @@ func TestRedlockRestartWhileHeld(t *testing.T) {
 // Single node, and Kleppmann's Redlock case (each client reaches three
 // nodes, the shared one's clock jumps).
 func TestServerClockJumpWhileHeld(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	jump := map[string]any{"offset": "15s"}
 	t.Run("single-node", func(t *testing.T) {
 		spec := workload.Spec{Clients: 3, Hold: workload.Dist{Kind: "uniform", A: 2 * time.Second, B: 2500 * time.Millisecond},

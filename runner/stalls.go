@@ -149,6 +149,11 @@ func addStalls(run *report.Run, stalls []verdict.Stall, origin int64) {
 func (r *caseRun) decisive() verdict.Decisive {
 	run := verdict.Span{Start: r.first, End: r.last}
 	d := verdict.Decisive{Run: run, Violations: verdict.ViolationSpans(r.verdict, r.rec.at, run)}
+	a := r.c.Approach
+	if a.Caps.TTL {
+		d.Lease = int64(r.c.Workload.TTL)
+	}
+	d.Lease = max(d.Lease, int64(a.CrashFreedAfter))
 	for _, w := range r.windows {
 		d.Faults = append(d.Faults, verdict.Span{Start: w.Start, End: w.End})
 	}

@@ -63,6 +63,11 @@ type Decisive struct {
 	// case's end): what decides an expected-safe case, or one whose
 	// expected violation never showed.
 	Faults []Span
+	// Lease is how long the lock answers for a fault after it struck (ns):
+	// the case's TTL or session. A crash or a restart is over at once, but
+	// whether the lock then grants twice, or comes free, plays out over
+	// the lease that follows; a fault window is judged over at least that.
+	Lease int64
 	// Run is the case, from its first event to its last; a violation
 	// that cannot be placed (non-linearizable with no finer class) is
 	// taken to span it.
@@ -146,7 +151,7 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 		}
 		during = tainted
 	case r.Status == Contradicts:
-		windows := d.Faults
+		windows := d.faultWindows()
 		if len(windows) == 0 {
 			windows = []Span{d.Run}
 		}
@@ -169,7 +174,7 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 			}
 		}
 		if byFaults {
-			during = append(during, mostlyStalled(stalls, d.Faults)...)
+			during = append(during, mostlyStalled(stalls, d.faultWindows())...)
 		}
 	}
 	if len(during) == 0 {
@@ -178,6 +183,15 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 	r.Status, r.Missed, r.LabStalled = Undecided, false, true
 	r.Text = fmt.Sprintf("inconclusive: the lab stalled (%s) during the events that decide it; %s", describeStalls(dedupe(during), d.Run.Start), r.Text)
 	return r
+}
+
+// faultWindows are the fault windows, each at least a lease long.
+func (d Decisive) faultWindows() []Span {
+	out := make([]Span, len(d.Faults))
+	for i, w := range d.Faults {
+		out[i] = Span{w.Start, max(w.End, w.Start+d.Lease)}
+	}
+	return out
 }
 
 // offending are the outcomes that made r contradict e: those e forbids,

@@ -330,3 +330,44 @@ func TestAMissedViolationNeedsAStalledFault(t *testing.T) {
 		})
 	}
 }
+
+// A fault over at once (a crash, a restart) is judged over the lease that
+// follows it: that is where the lock answers for it.
+func TestAnInstantFaultIsJudgedOverALease(t *testing.T) {
+	var h hist
+	h.hold(0, ms(1000), ms(1500), ms(1000))
+	h.hold(1, ms(2500), ms(3000), ms(1000))
+	h.fault(1, ms(2000), ms(2001))
+	for _, tt := range []struct {
+		name     string
+		from, to int64
+		lease    int64
+		want     Status
+	}{
+		{"0.33 s on the crash, no lease known: inconclusive", ms(1740), ms(2070), 0, Undecided},
+		{"0.33 s on the crash, a 1 s lease after it: decided", ms(1740), ms(2070), ms(1000), Agrees},
+		{"0.6 s of the 1 s lease after it: inconclusive", ms(1900), ms(2600), ms(1000), Undecided},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hh := append(hist(nil), h...)
+			hh.stall("worker 1", tt.from, tt.to)
+			e := Expect("test", Safe)
+			c := checker.New(checker.ModelLease, true)
+			for _, ev := range hh {
+				c.Add(ev)
+			}
+			v, err := c.Verdict(context.Background(), checker.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := Decisive{Run: Span{hh[0].T, ms(3001)}, Lease: tt.lease}
+			for _, w := range history.FaultWindows(hh) {
+				d.Faults = append(d.Faults, Span{w.Start, w.End})
+			}
+			r := LabStalled(Compare(e, Observe(v, true, Liveness{})), e, d, []Stall{{Who: "worker 1", Proc: 1, Span: Span{tt.from, tt.to}}})
+			if r.Status != tt.want {
+				t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)
+			}
+		})
+	}
+}

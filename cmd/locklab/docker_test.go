@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +27,20 @@ func containersOf(t *testing.T, pid int) []string {
 		t.Fatalf("docker ps: %v", err)
 	}
 	return strings.Fields(string(out))
+}
+
+// dockerTurns lets one Docker test of this package run at a time, beside
+// the tests that need no Docker: their container starts and restarts queue
+// on the one engine, and with four at once a Redis container's restart
+// took longer than the scenario's holds (no holder left to grant twice).
+var dockerTurns sync.Mutex
+
+// dockerTurn runs the test beside the others once no other Docker test of
+// this package runs.
+func dockerTurn(t *testing.T) {
+	t.Parallel()
+	dockerTurns.Lock()
+	t.Cleanup(dockerTurns.Unlock)
 }
 
 func waitNoContainers(t *testing.T, pid int, within time.Duration) {
@@ -51,6 +66,7 @@ func waitNoContainers(t *testing.T, pid int, within time.Duration) {
 // And a Redis server's clock jump (libfaketime in the image, the offset file
 // mounted from the host) expires the lock under its holder: granted twice.
 func TestDockerRunShowsRestartAndClockJumpDoubleGrants(t *testing.T) {
+	dockerTurn(t)
 	for _, scenario := range []string{"redis-restart-no-persistence", "redis-server-clock-jump"} {
 		t.Run(scenario, func(t *testing.T) { dockerDoubleGrant(t, scenario) })
 	}
@@ -85,6 +101,7 @@ func dockerDoubleGrant(t *testing.T, scenario string) {
 // ZooKeeper leader (docker network disconnect) and joins it back, and the
 // history records both.
 func TestDockerRunIsolatesTheLeader(t *testing.T) {
+	dockerTurn(t)
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
 	out, err := locklab(tmp, "run", "--cluster", "docker", "--image", "local", "--approach", "zk-ephemeral",
@@ -118,6 +135,7 @@ func historyHasFault(t *testing.T, dir, fault string) bool {
 
 // Neither a Ctrl-C nor a SIGKILL of locklab leaves a container behind.
 func TestDockerSIGINTAndSIGKILLLeaveNoContainer(t *testing.T) {
+	dockerTurn(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			tmp := t.TempDir()
@@ -215,6 +233,7 @@ func composeCommand(t *testing.T) []string {
 // brings up servers that `locklab bench --cluster external --config
 // examples/compose-cluster.yaml` runs every kind of approach against.
 func TestComposeFileRunsWithLocalImages(t *testing.T) {
+	dockerTurn(t)
 	tmp := t.TempDir()
 	compose := composeCommand(t)
 	project := "locklab-compose-test-" + strconv.Itoa(os.Getpid())

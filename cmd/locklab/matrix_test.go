@@ -16,6 +16,7 @@ import (
 // A small matrix end to end, as CI runs it: 3 approaches x 3 faults x 2
 // runs, every file written, the verdict as expected, the JUnit valid.
 func TestMatrixSmallEndToEnd(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "r")
 	junit := filepath.Join(tmp, "matrix.xml")

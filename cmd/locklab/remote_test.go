@@ -73,6 +73,7 @@ func runLocklab(t *testing.T, env []string, args ...string) (int, string) {
 // infrastructure error naming it; a fault no command does is refused
 // before the run.
 func TestServersOnOtherHosts(t *testing.T) {
+	dockerTurn(t)
 	net := remotehosts.New(t)
 	servers := net.Redis(t, 5)
 	tmp := t.TempDir()
@@ -254,6 +255,7 @@ expect:
 // engine's) show their double grants; and when locklab is killed, its
 // guard removes the containers through that engine.
 func TestDockerEngineOverTCP(t *testing.T) {
+	dockerTurn(t)
 	engine := remotehosts.EngineOverTCP(t)
 	tmp := t.TempDir()
 	// The guard's docker command, seen: which engine it was told to use.

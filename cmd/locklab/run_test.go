@@ -137,6 +137,7 @@ func TestRunBadScenarioIsAUsageErrorAndCreatesNothing(t *testing.T) {
 // A shipped scenario, run as a user would: the GC pause on the Redis lock
 // shows what the scenario says it shows.
 func TestRunShippedGCPauseScenario(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	tmp := t.TempDir()
 	junit := filepath.Join(tmp, "run.xml")
 	out, err := locklab(tmp, "run", "../../scenarios/gc-pause-past-ttl.yaml", "--approach", "redis-setnx-px-lua",
@@ -165,6 +166,7 @@ func TestRunShippedGCPauseScenario(t *testing.T) {
 // judged, as one at a time (the runner's lanes keep a server fault on one
 // case's servers).
 func TestRunRepeatsSideBySide(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	tmp := t.TempDir()
 	out, err := locklab(tmp, "run", "../../scenarios/holder-crash.yaml", "--approach", "redis-setnx-px-lua,zk-sequential",
 		"--duration", "3s", "--runs", "2", "--parallel", "2", "--results", filepath.Join(tmp, "r")).CombinedOutput()

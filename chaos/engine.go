@@ -196,7 +196,8 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 	stop.Op = history.NemesisStop
 	inj := &injection{id: id, stop: stop, heal: heal, timed: p.For > 0}
 	if inj.heal == nil { // instantaneous: nothing to undo
-		e.record(history.OK, stop)
+		inj.stop.Instant = true
+		e.record(history.OK, inj.stop)
 		e.settle(p.Step)
 		return
 	}

@@ -26,6 +26,9 @@ type NemesisValue struct {
 	Threat   string            `json:"threat,omitempty"` // what it does to a lock holder ("holder-pause")
 	For      string            `json:"for,omitempty"`    // its planned length ("2s"); empty: until the end
 	Error    string            `json:"error,omitempty"`
+	// Instant (on a stop) says the fault was over once made: nothing to
+	// heal (a crash, a restart done in one step).
+	Instant bool `json:"instant,omitempty"`
 }
 
 // The ops of a nemesis event.
@@ -41,6 +44,8 @@ type Window struct {
 	Target string
 	Start  int64 // CLOCK_MONOTONIC ns (or the history's own time scale)
 	End    int64 // 0: never healed within the history
+	// Instant: the fault was over once made (NemesisValue.Instant).
+	Instant bool
 }
 
 // FaultWindows pairs the nemesis events of a history into windows, in
@@ -75,7 +80,7 @@ func FaultWindows(events []Event) []Window {
 				}
 			case NemesisStop:
 				if i, ok := byID[v.ID]; ok && ev.Type != Invoke {
-					out[i].End = ev.T
+					out[i].End, out[i].Instant = ev.T, v.Instant
 				}
 			}
 			continue

@@ -18,6 +18,7 @@ import (
 type Window struct {
 	Start, End int64 // CLOCK_MONOTONIC ns
 	Label      string
+	Instant    bool // a fault over once made (history.Window.Instant)
 }
 
 // Windows are a history's fault windows as plots shade them: a fault never
@@ -29,7 +30,7 @@ func Windows(ws []history.Window, end int64) []Window {
 		if stop == 0 {
 			stop = end
 		}
-		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault})
+		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault, Instant: w.Instant})
 	}
 	return out
 }

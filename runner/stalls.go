@@ -155,6 +155,10 @@ func (r *caseRun) decisive() verdict.Decisive {
 	}
 	d.Lease = max(d.Lease, int64(a.CrashFreedAfter))
 	for _, w := range r.windows {
+		if w.Instant {
+			d.Instant = append(d.Instant, verdict.Span{Start: w.Start, End: w.End})
+			continue
+		}
 		d.Faults = append(d.Faults, verdict.Span{Start: w.Start, End: w.End})
 	}
 	return d

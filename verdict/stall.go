@@ -63,11 +63,12 @@ type Decisive struct {
 	// case's end): what decides an expected-safe case, or one whose
 	// expected violation never showed.
 	Faults []Span
-	// Lease is how long the lock answers for a fault after it struck (ns):
-	// the case's TTL or session. A crash or a restart is over at once, but
-	// whether the lock then grants twice, or comes free, plays out over
-	// the lease that follows; a fault window is judged over at least that.
-	Lease int64
+	// Instant are the windows of faults over as soon as they were made (a
+	// crash, a restart): whether the lock then grants twice, or comes
+	// free, plays out over the lease that follows, so each is judged over
+	// at least Lease (ns: the case's TTL or session) from its start.
+	Instant []Span
+	Lease   int64
 	// Run is the case, from its first event to its last; a violation
 	// that cannot be placed (non-linearizable with no finer class) is
 	// taken to span it.
@@ -185,11 +186,11 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 	return r
 }
 
-// faultWindows are the fault windows, each at least a lease long.
+// faultWindows are the fault windows, an instant fault's a lease long.
 func (d Decisive) faultWindows() []Span {
-	out := make([]Span, len(d.Faults))
-	for i, w := range d.Faults {
-		out[i] = Span{w.Start, max(w.End, w.Start+d.Lease)}
+	out := slices.Clone(d.Faults)
+	for _, w := range d.Instant {
+		out = append(out, Span{w.Start, max(w.End, w.Start+d.Lease)})
 	}
 	return out
 }

@@ -362,7 +362,7 @@ func TestAnInstantFaultIsJudgedOverALease(t *testing.T) {
 			}
 			d := Decisive{Run: Span{hh[0].T, ms(3001)}, Lease: tt.lease}
 			for _, w := range history.FaultWindows(hh) {
-				d.Faults = append(d.Faults, Span{w.Start, w.End})
+				d.Instant = append(d.Instant, Span{w.Start, w.End})
 			}
 			r := LabStalled(Compare(e, Observe(v, true, Liveness{})), e, d, []Stall{{Who: "worker 1", Proc: 1, Span: Span{tt.from, tt.to}}})
 			if r.Status != tt.want {

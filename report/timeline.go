@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"sort"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -18,6 +17,8 @@ import (
 type Window struct {
 	Start, End int64 // CLOCK_MONOTONIC ns
 	Label      string
+	Target     string // what the fault acted on ("client 2 (process 14)", "redis-1")
+	Open       bool   // never healed within the history: End is the history's
 }
 
 // Windows are a history's fault windows as plots shade them: a fault never
@@ -29,7 +30,7 @@ func Windows(ws []history.Window, end int64) []Window {
 		if stop == 0 {
 			stop = end
 		}
-		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault})
+		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault, Target: w.Target, Open: w.End == 0})
 	}
 	return out
 }
@@ -43,6 +44,18 @@ type Timeline struct {
 	Grants    []checker.DoubleGrant         // overlaps, drawn in red
 	Faults    []Window                      // shaded
 	Stalls    []Window                      // the lab's own stalls, hatched
+	// Slot is the client (its slot in the case, as faults name it
+	// "client N") that ran process proc; nil: lanes are processes.
+	Slot func(proc int) (slot int, ok bool)
+	// Procs are processes that get a lane even without a hold.
+	Procs []int
+	// For the interactive page (Data): the violations, where an event
+	// is (Event: its time and process, by index), and the page showing
+	// the history's lines (History) of the file HistoryFile.
+	Violations  []checker.Violation
+	Event       func(index int64) (t int64, proc int, ok bool)
+	History     string
+	HistoryFile string
 }
 
 var (
@@ -183,45 +196,27 @@ func (tl *Timeline) clients() map[int]bool {
 // more there were) and the lane of an interval (-1: a lane cut). A lane per
 // client, or a lane per key when there are more clients than lanes (a long
 // history of many clients, whose first lanes alone would say little): the
-// one rule for check's timelines and the runner's.
+// one rule for check's timelines, the runner's and the interactive page's.
 func (tl *Timeline) lanes() (names []string, laneOf func(checker.Interval) int, cut int) {
-	laneIndex := map[string]int{}
-	var keys []string
-	for k := range tl.Intervals {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	procs := tl.clients()
-	byKey := len(procs) > maxLanes
-	if byKey {
-		for _, k := range keys {
-			laneIndex[k] = len(names)
-			names = append(names, k)
-		}
-	} else {
-		var ps []int
-		for p := range procs {
-			ps = append(ps, p)
-		}
-		sort.Ints(ps)
-		for _, p := range ps {
-			laneIndex[fmt.Sprint(p)] = len(names)
-			names = append(names, fmt.Sprintf("client %d", p))
-		}
+	lanes, laneOfProc, laneOfKey, _ := tl.pageLanes(maxLanes)
+	for _, l := range lanes {
+		names = append(names, l.Name)
 	}
 	if len(names) > maxLanes {
 		cut = len(names) - maxLanes
 		names = names[:maxLanes]
 	}
 	laneOf = func(iv checker.Interval) int {
-		id := fmt.Sprint(iv.Proc)
-		if byKey {
-			id = iv.Key
+		i := -1
+		if laneOfKey != nil {
+			i = laneOfKey(iv.Key)
+		} else {
+			i = laneOfProc(iv.Proc)
 		}
-		if i, ok := laneIndex[id]; ok && i < maxLanes {
-			return i
+		if i >= maxLanes {
+			return -1
 		}
-		return -1
+		return i
 	}
 	return names, laneOf, cut
 }

@@ -85,10 +85,10 @@ func TestTimelineLanes(t *testing.T) {
 		first         string
 		lanes, cut    int
 	}{
-		{3, 2, "client 0", 3, 0},
-		{maxLanes, 2, "client 0", maxLanes, 0},
-		{maxLanes + 1, 2, "a", 2, 0},
-		{maxLanes + 1, maxLanes + 6, "a", maxLanes, 1},
+		{3, 2, "process 0", 3, 0},
+		{maxLanes, 2, "process 0", maxLanes, 0},
+		{maxLanes + 1, 2, "key a", 2, 0},
+		{maxLanes + 1, maxLanes + 6, "key a", maxLanes, 1},
 	} {
 		names, laneOf, cut := timeline(tt.clients, tt.keys).lanes()
 		if len(names) != tt.lanes || cut != tt.cut || names[0] != tt.first {
@@ -103,7 +103,7 @@ func TestTimelineLanes(t *testing.T) {
 
 func TestWindows(t *testing.T) {
 	got := Windows([]history.Window{{Fault: "client-pause", Start: 10, End: 20}, {Fault: "server-kill", Start: 15}}, 99)
-	want := []Window{{Start: 10, End: 20, Label: "client-pause"}, {Start: 15, End: 99, Label: "server-kill"}}
+	want := []Window{{Start: 10, End: 20, Label: "client-pause"}, {Start: 15, End: 99, Label: "server-kill", Open: true}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("windows %+v, want %+v (an unhealed fault runs to the end)", got, want)
 	}

@@ -381,6 +381,9 @@ func PlotMatrix(path string, m *Matrix) error {
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Add(&rowLabels{names: m.Approaches})
 	w := vg.Length(260+110*cols) * vg.Millimeter / 4
+	// The title is as wide as its words, not as the cells: a matrix of a
+	// column or two would cut it at both ends.
+	w = max(w, p.Title.TextStyle.Width(p.Title.Text)+8*vg.Millimeter)
 	h := vg.Length(90+22*rows) * vg.Millimeter / 4
 	if err := savePlot(p, w, h, path); err != nil {
 		return fmt.Errorf("matrix plot: %w", err)

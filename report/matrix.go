@@ -66,7 +66,10 @@ type MatrixCell struct {
 	LockLoss     *LockLoss      `json:"lock_loss,omitempty"`
 	Status       verdict.Status `json:"status"`
 	Explanations []string       `json:"explanations,omitempty"`
-	RunCases     []string       `json:"run_cases,omitempty"` // the cases (timelines: timeline-<case>.png)
+	RunCases     []string       `json:"run_cases,omitempty"` // the cases
+	// RunPages are their pages (timeline-<case>.html: the verdict and the
+	// timeline), "" for a run that drew none (a safe one under --lean).
+	RunPages []string `json:"run_pages,omitempty"`
 }
 
 // judged says which model judged the runs, for a sentence's end.
@@ -534,7 +537,8 @@ func MatrixJUnit(m *Matrix) ([]byte, error) {
 }
 
 // MatrixHTML is matrix.html: the table with each cell linked to its runs'
-// timelines, self-contained but for those files beside it.
+// pages (each its verdict and its timeline), self-contained but for those
+// files beside it.
 func MatrixHTML(m *Matrix) []byte {
 	var b bytes.Buffer
 	esc := html.EscapeString
@@ -561,7 +565,11 @@ func MatrixHTML(m *Matrix) []byte {
 			}
 			fmt.Fprintf(&b, "<td%s title='%s'>%s", class, esc(c.Why+" ("+c.Source+")"), esc(strings.ReplaceAll(c.short(), "**", "")))
 			for i, rc := range c.RunCases {
-				fmt.Fprintf(&b, " <a href='timeline-%s.png'>run %d</a>", esc(rc), i+1)
+				href := "index.html#" + rc
+				if i < len(c.RunPages) && c.RunPages[i] != "" {
+					href = c.RunPages[i]
+				}
+				fmt.Fprintf(&b, " <a href='%s'>run %d</a>", esc(href), i+1)
 			}
 			b.WriteString("</td>")
 		}

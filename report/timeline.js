@@ -169,10 +169,12 @@
   }
 
   function evLink(ev) {
-    var what = (ev.what ? esc(ev.what) + ", " : "") + (ev.t >= 0 ? sec(ev.t) + ", " : "") + (ev.l >= 0 ? esc(laneName(ev.l)) + ", " : "");
+    var lane = ev.l >= 0 ? laneName(ev.l) : "";
+    var what = [ev.what, ev.t >= 0 ? sec(ev.t) : "", lane !== ev.what ? lane : ""].filter(Boolean).join(", ");
+    var file = (D.history_file || "history").replace(/^.*\//, "");
     var href = D.history ? D.history + "#i" + ev.i : (D.history_file || "");
-    var txt = "event " + ev.i + " (" + (D.history_file || "history") + " line " + ev.line + ")";
-    return '<span class="ev">' + (href ? '<a href="' + esc(href) + '">' + esc(txt) + '</a>' : esc(txt)) + '</span> ' + what.replace(/, $/, "");
+    var txt = file + " line " + ev.line;
+    return '<span class="ev">' + (href ? '<a href="' + esc(href) + '" title="event ' + ev.i + '">' + esc(txt) + '</a>' : esc(txt)) + '</span> ' + esc(what);
   }
   function violHTML(v) {
     return '<li><b>' + esc(v.class) + '</b>: ' + esc(v.text) + '<ul>' + v.events.map(function (ev) { return '<li>' + evLink(ev) + '</li>'; }).join("") + '</ul></li>';
@@ -184,8 +186,18 @@
       (faults.length ? "; during " + faults.join(", ") : "; no fault in force") +
       (inc.lanes.length ? "; on " + inc.lanes.map(laneName).join(", ") : "");
   }
+  // An incident's violations to show first: one of each class, then the
+  // rest in time order.
+  function firstOfEach(inc, limit) {
+    var seen = {}, first = [], rest = [];
+    inc.violations.forEach(function (i) {
+      var c = D.violations[i].class;
+      if (seen[c]) rest.push(i); else { seen[c] = true; first.push(i); }
+    });
+    return first.concat(rest).slice(0, limit);
+  }
   function incHTML(n, limit) {
-    var inc = D.incidents[n], vs = inc.violations.slice(0, limit);
+    var inc = D.incidents[n], vs = firstOfEach(inc, limit);
     var more = inc.count - vs.length;
     return '<div><b>Incident ' + (n + 1) + '</b> <button data-zoom="' + n + '">zoom to it</button><br>' + esc(incSummary(inc)) +
       '<ul>' + vs.map(function (i) { return violHTML(D.violations[i]); }).join("") + '</ul>' +
@@ -285,4 +297,17 @@
   if (D.merged) h.push("<p>" + D.merged + " holds are drawn merged with their neighbours (the run has more than the page keeps).</p>");
   list.innerHTML = h.join("");
   render();
+  // A link can open the page on a stretch ("#t=2.5-4") or an incident
+  // ("#incident=2": zoomed to it, its violations shown).
+  var m = /t=([\d.]+)-([\d.]+)/.exec(location.hash), mi = /incident=(\d+)/.exec(location.hash);
+  if (m) { t0 = Math.max(0, +m[1] * 1e6); t1 = Math.min(span, Math.max(+m[2] * 1e6, t0 + 100)); render(); }
+  if (mi && D.incidents[+mi[1] - 1]) {
+    var n = +mi[1] - 1, inc = D.incidents[n];
+    selected = pinned = n;
+    if (!m) zoomTo(inc.s, inc.e); else render();
+    var r = box.getBoundingClientRect(), g = svg.querySelector('.inc[data-inc="' + n + '"] rect');
+    var gr = g ? g.getBoundingClientRect() : r;
+    showTip(n, { clientX: gr.left + gr.width / 2, clientY: gr.bottom });
+    tip.classList.add("pinned");
+  }
 })();

@@ -43,7 +43,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"jo
 <style>{{.CSS}}</style></head><body>
 <h1>{{.Case}}</h1>
 <p class="verdict {{.Class}}">{{if .Status}}<b>{{.Status}}</b>{{if .Explanation}}: {{.Explanation}}{{end}}{{else}}<b>{{.Approach}}</b>{{end}}</p>
-<p class="sub">{{.Approach}}, {{.Clients}} client(s).{{if .Expected}} Expected {{join .Expected " + "}}.{{end}}{{if .Observed}} Observed {{join .Observed ", "}}.{{end}}{{if .Stalls}} {{.Stalls}}{{end}}</p>
+<p class="sub">{{.Approach}}{{if .Clients}}, {{.Clients}} client(s){{end}}.{{if .Expected}} Expected {{join .Expected " + "}}.{{end}}{{if .Observed}} Observed {{join .Observed ", "}}.{{end}}{{if .Stalls}} {{.Stalls}}{{end}}</p>
 <div id="tl"><div class="bar"><button data-z="in" title="zoom in (+)">+</button><button data-z="out" title="zoom out (-)">&minus;</button><button data-z="reset" title="the whole case (0)">whole case</button>
 <span id="range"></span><span class="hint">wheel: zoom, drag: pan, double-click: zoom in there; hover a red marker for its violations, click to pin</span></div>
 <svg id="svg" xmlns="http://www.w3.org/2000/svg"></svg><div id="tip" hidden></div></div>

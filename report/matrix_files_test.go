@@ -3,6 +3,7 @@ package report
 import (
 	"image/color"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/locklab/locklab/verdict"
@@ -41,6 +42,20 @@ func TestMatrixPNGTitleFits(t *testing.T) {
 		}
 		if inside == 0 {
 			t.Fatalf("%d fault(s): no title in the top %d rows", len(faults), band)
+		}
+	}
+}
+
+// A cell's runs open their pages; a run that drew none, its place in
+// index.html.
+func TestMatrixHTMLLinksRunPages(t *testing.T) {
+	m := &Matrix{Runs: 2, Approaches: []string{"a"}, Faults: []string{"f"},
+		Cells: []MatrixCell{{Approach: "a", Fault: "f", Applies: true, Expected: []string{"double-grant"}, Ran: 2, Agreed: 1, Status: verdict.Agrees,
+			RunCases: []string{"a-f-1", "a-f-2"}, RunPages: []string{"timeline-a-f-1.html", ""}}}}
+	page := string(MatrixHTML(m))
+	for _, want := range []string{"<a href='timeline-a-f-1.html'>run 1</a>", "<a href='index.html#a-f-2'>run 2</a>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("matrix.html lacks %s", want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -62,7 +63,10 @@ var (
 	holdColor  = color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}
 	grantColor = color.RGBA{R: 0xe0, G: 0x10, B: 0x10, A: 0xff}
 	faultColor = color.NRGBA{R: 0xf5, G: 0xc8, B: 0x42, A: 0x70}
-	stallColor = color.RGBA{R: 0x80, G: 0x00, B: 0xc0, A: 0xff}
+	// A fault on one client, on its lane only.
+	clientFaultColor = color.NRGBA{R: 0xf5, G: 0x96, B: 0x14, A: 0x70}
+	faultTextColor   = color.RGBA{R: 0x8a, G: 0x4b, B: 0x00, A: 0xff}
+	stallColor       = color.RGBA{R: 0x80, G: 0x00, B: 0xc0, A: 0xff}
 )
 
 // maxLanes keeps the plot readable; more lanes are cut with a note.
@@ -75,6 +79,8 @@ type timelinePlotter struct {
 	tl     *Timeline
 	lanes  []string
 	laneOf func(checker.Interval) int
+	// faultLanes are the lanes each fault hit (nil: every lane).
+	faultLanes [][]int
 }
 
 func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
@@ -92,10 +98,32 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		y0, y1 := trY(float64(lane)-h/2), trY(float64(lane)+h/2)
 		c.FillPolygon(clr, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
 	}
-	// Fault windows across every lane.
-	for _, w := range tp.tl.Faults {
+	// Fault windows: a client's on its lane, a server's across every
+	// lane and named at its start, over the lanes, where the name does
+	// not run into the last one.
+	labelEnd := c.Min.X
+	for i, w := range tp.tl.Faults {
 		x0, x1 := trX(xs(w.Start)), trX(xs(w.End))
+		var ls []int
+		if i < len(tp.faultLanes) {
+			ls = tp.faultLanes[i]
+		}
+		for _, l := range ls {
+			if l < len(tp.lanes) {
+				rect(x0, x1, l, 1, clientFaultColor)
+			}
+		}
+		if ls != nil {
+			continue
+		}
 		c.FillPolygon(faultColor, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+		label := strings.TrimSpace(w.Label + " " + w.Target)
+		style := draw.TextStyle{Color: faultTextColor, Font: p.Legend.TextStyle.Font, Handler: p.Legend.TextStyle.Handler,
+			XAlign: draw.XLeft, YAlign: draw.YBottom}
+		if x0 >= labelEnd {
+			c.FillText(style, vg.Point{X: x0 + 2, Y: trY(float64(len(tp.lanes)) - 0.6)}, label)
+			labelEnd = x0 + 2 + style.Width(label) + 4
+		}
 	}
 	// Holder intervals, merged per pixel column.
 	cols := make([][]bool, len(tp.lanes))
@@ -198,7 +226,16 @@ func (tl *Timeline) clients() map[int]bool {
 // history of many clients, whose first lanes alone would say little): the
 // one rule for check's timelines, the runner's and the interactive page's.
 func (tl *Timeline) lanes() (names []string, laneOf func(checker.Interval) int, cut int) {
-	lanes, laneOfProc, laneOfKey, _ := tl.pageLanes(maxLanes)
+	names, laneOf, cut, _ = tl.pngLanes()
+	return names, laneOf, cut
+}
+
+// pngLanes is lanes, and the lanes each fault hit (nil: every lane).
+func (tl *Timeline) pngLanes() (names []string, laneOf func(checker.Interval) int, cut int, faults [][]int) {
+	lanes, laneOfProc, laneOfKey, slotLane := tl.pageLanes(maxLanes)
+	for _, w := range tl.Faults {
+		faults = append(faults, faultLanes(w.Target, slotLane, laneOfProc, laneOfKey != nil))
+	}
 	for _, l := range lanes {
 		names = append(names, l.Name)
 	}
@@ -218,12 +255,12 @@ func (tl *Timeline) lanes() (names []string, laneOf func(checker.Interval) int, 
 		}
 		return i
 	}
-	return names, laneOf, cut
+	return names, laneOf, cut, faults
 }
 
 // PlotTimeline draws the timeline PNG, its lanes as Timeline.lanes says.
 func PlotTimeline(path string, tl *Timeline) error {
-	names, laneOf, cut := tl.lanes()
+	names, laneOf, cut, faultLanes := tl.pngLanes()
 	if len(names) == 0 {
 		return fmt.Errorf("timeline %s: no holder intervals", path)
 	}
@@ -237,11 +274,11 @@ func PlotTimeline(path string, tl *Timeline) error {
 	p.X.Max = math.Max(float64(tl.End-tl.Origin)/1e9, 1e-6)
 	p.Y.Min, p.Y.Max = -0.7, float64(len(names))+0.6 // headroom for the legend
 	p.Y.Tick.Marker = laneTicks(names)
-	p.Add(&timelinePlotter{tl: tl, lanes: names, laneOf: laneOf})
+	p.Add(&timelinePlotter{tl: tl, lanes: names, laneOf: laneOf, faultLanes: faultLanes})
 	p.Legend.Top = true
 	p.Legend.Add(fmt.Sprintf("holding (%d double grants in red)", len(tl.Grants)), legendBox{holdColor})
 	if len(tl.Faults) > 0 {
-		p.Legend.Add("fault in force", legendBox{faultColor})
+		p.Legend.Add("fault in force (a client's: on its lane)", legendBox{faultColor})
 	}
 	if len(tl.Stalls) > 0 {
 		p.Legend.Add(fmt.Sprintf("the lab stalled (%d)", len(tl.Stalls)), legendHatch{stallColor})

@@ -24,7 +24,7 @@
     levels[lv] = Math.max(f.e, f.s + 1);
     serverFaults.push({ f: f, i: i, lv: lv });
   });
-  var FROWS = Math.max(levels.length, D.faults.length ? 1 : 0), FROW = 16;
+  var FROWS = levels.length, FROW = 16;
   var top = AXIS + FROWS * FROW + VROW, height = top + D.lanes.length * LANE + 8;
 
   function width() { return Math.max(box.clientWidth, 400); }
@@ -57,7 +57,7 @@
         '<title>' + esc(ln.name + (procs ? " (" + procs + ")" : "")) + '</title></text>');
     });
     out.push('<text x="6" y="' + (AXIS + FROWS * FROW + 16) + '" font-weight="bold" fill="#a00">violations</text>');
-    if (FROWS) out.push('<text x="6" y="' + (AXIS + 12) + '" font-weight="bold" fill="#960">faults</text>');
+    if (FROWS) out.push('<text x="6" y="' + (AXIS + 12) + '" font-weight="bold" fill="#960">server faults</text>');
     out.push('<g clip-path="url(#plot)">');
     // Time axis and grid.
     var step = niceStep((t1 - t0) / Math.max(pw / 110, 1)), dec = Math.max(0, Math.min(6, -Math.floor(Math.log10(step / 1e6))));
@@ -78,14 +78,15 @@
         '<text x="' + (Math.max(x0, GUT) + 3) + '" y="' + (y + 12) + '">' + esc(fname(f) + (f.o ? " (never healed)" : "")) + '</text>' +
         '<title>' + esc(fname(f) + ": " + sec(f.s) + " to " + sec(f.e) + (f.o ? ", never healed" : "")) + '</title></g>');
     });
+    var labels = []; // drawn over the holds
     D.faults.forEach(function (f) {
       if (!f.lanes || !vis(f.s, f.e)) return;
       var x0 = clampX(f.s), x1 = Math.max(clampX(f.e), x0 + 2);
       f.lanes.forEach(function (l) {
         var y = laneY(l);
         out.push('<g><rect x="' + x0 + '" y="' + y + '" width="' + (x1 - x0) + '" height="' + LANE + '" fill="' + C.cf + '" stroke="#d08000" stroke-dasharray="3,2"/>' +
-          ((x1 - x0) > 60 ? '<text x="' + (Math.max(x0, GUT) + 3) + '" y="' + (y + 9) + '" fill="#8a4b00" font-size="9">' + esc(f.fault) + '</text>' : "") +
           '<title>' + esc(fname(f) + ": " + sec(f.s) + " to " + sec(f.e)) + '</title></g>');
+        if (x1 - x0 > 60) labels.push('<text x="' + (Math.max(x0, GUT) + 3) + '" y="' + (y + 13) + '" fill="#8a4b00" stroke="#fff" stroke-width="3" paint-order="stroke" font-size="10" pointer-events="none">' + esc(f.fault) + '</text>');
       });
     });
     // Holds, merged per pixel column; a hold alone at this zoom shows its
@@ -136,6 +137,7 @@
         out.push('<rect x="' + x0 + '" y="' + (laneY(l) + 3) + '" width="' + (x1 - x0) + '" height="16" fill="' + C.dg + '" fill-opacity="0.75"/>');
       });
     });
+    out.push(labels.join(""));
     // The lab's stalls, hatched over what they may have held up.
     D.stalls.forEach(function (s) {
       if (!vis(s.s, s.e)) return;

@@ -457,7 +457,7 @@ func (r *caseRun) artifacts() {
 		links = append([]string{tl.History}, links...)
 	}
 	r.plot(png, func(path string) error { return report.PlotTimeline(path, tl) })
-	r.plot(fmt.Sprintf("timeline-%s.html", c.Name), func(path string) error {
+	r.plot(timelinePage(c.Name), func(path string) error {
 		return report.WriteTimelinePage(path, report.CasePage(r.out.run, tl, links))
 	})
 	if len(c.Faults) > 0 && !r.env.lean {
@@ -468,6 +468,9 @@ func (r *caseRun) artifacts() {
 		})
 	}
 }
+
+// timelinePage is a case's page: its verdict, then its timeline.
+func timelinePage(name string) string { return "timeline-" + name + ".html" }
 
 // historyPage is the page of a case's history lines that its violations cite.
 func historyPage(name string) string { return "history-" + name + ".html" }

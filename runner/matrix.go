@@ -187,9 +187,9 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
 			}
 			mc.RunCases = append(mc.RunCases, r.Case)
-			page := ""
-			if slices.Contains(r.Artifacts, "timeline-"+r.Case+".html") {
-				page = "timeline-" + r.Case + ".html"
+			page := timelinePage(r.Case)
+			if !slices.Contains(r.Artifacts, page) {
+				page = ""
 			}
 			mc.RunPages = append(mc.RunPages, page)
 		}

@@ -410,7 +410,7 @@ func (s *session) writeHistoryPages() {
 	for i, run := range s.res.Runs {
 		if cited, ok := s.cited[run.Case]; ok {
 			pages = append(pages, report.HistoryPage{Name: historyPage(run.Case), Case: run.Case,
-				Timeline: fmt.Sprintf("timeline-%s.html", run.Case), Cited: cited})
+				Timeline: timelinePage(run.Case), Cited: cited})
 			runs = append(runs, i)
 		}
 	}

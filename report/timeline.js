@@ -5,7 +5,7 @@
   "use strict";
   var D = JSON.parse(document.getElementById("data").textContent);
   var svg = document.getElementById("svg"), tip = document.getElementById("tip"), box = document.getElementById("tl");
-  var GUT = 170, AXIS = 22, LANE = 22, VROW = 24;
+  var GUT = 170, AXIS = 22, LANE = 22, VROW = 36;
   var span = Math.max(D.span, 1), t0 = 0, t1 = span, pinned = null, selected = -1;
   var C = { hold: "#3366cc", past: "#9ab0e0", exp: "#1a7f37", dg: "#e01010", cf: "rgba(245,150,20,0.40)",
             sf: "rgba(245,200,66,0.35)", st: "#8000c0", grid: "#e4e4e4" };
@@ -56,7 +56,7 @@
         (showProcs ? '<tspan fill="#777"> ' + esc(procs) + '</tspan>' : "") +
         '<title>' + esc(ln.name + (procs ? " (" + procs + ")" : "")) + '</title></text>');
     });
-    out.push('<text x="6" y="' + (AXIS + FROWS * FROW + 16) + '" font-weight="bold" fill="#a00">violations</text>');
+    out.push('<text x="6" y="' + (AXIS + FROWS * FROW + 15) + '" font-weight="bold" fill="#a00">violations</text>');
     if (FROWS) out.push('<text x="6" y="' + (AXIS + 12) + '" font-weight="bold" fill="#960">server faults</text>');
     out.push('<g clip-path="url(#plot)">');
     // Time axis and grid.
@@ -156,9 +156,16 @@
       if (x1 - x0 < 14) x0 -= (14 - (x1 - x0)) / 2;
       var label = inc.count > 1 ? inc.count + " violations" : "1 violation";
       if (w < label.length * 6 + 6) label = String(inc.count);
-      out.push('<g class="inc" data-inc="' + n + '" style="cursor:pointer"><rect x="' + x0 + '" y="' + vy + '" width="' + w + '" height="' + (VROW - 4) +
-        '" rx="4" fill="' + (n === selected ? "#a00" : C.dg) + '" stroke="#700"/><text x="' + (x0 + w / 2) + '" y="' + (vy + 14) +
+      out.push('<g class="inc" data-inc="' + n + '" style="cursor:pointer"><rect x="' + x0 + '" y="' + vy + '" width="' + w + '" height="18" rx="4" fill="' + (n === selected ? "#a00" : C.dg) + '" stroke="#700"/><text x="' + (x0 + w / 2) + '" y="' + (vy + 13) +
         '" fill="#fff" font-weight="bold" text-anchor="middle" pointer-events="none">' + esc(label) + '</text></g>');
+      // Zoomed in far enough, each violation of the incident gets its own
+      // tick under it, at its last event (when it could be seen).
+      if ((x1 - x0) / Math.max(inc.count, 1) >= 4) {
+        inc.violations.forEach(function (vi) {
+          var vx = X(D.violations[vi].e);
+          out.push('<path class="viol" data-v="' + vi + '" d="M' + vx + ' ' + (vy + 21) + 'l5 5l-5 5l-5 -5z" fill="' + C.dg + '" stroke="#700" style="cursor:pointer"/>');
+        });
+      }
       if (n === selected) {
         inc.lanes.forEach(function (l) {
           out.push('<rect x="' + x0 + '" y="' + laneY(l) + '" width="' + w + '" height="' + LANE + '" fill="none" stroke="#a00" stroke-width="1.5"/>');
@@ -205,8 +212,9 @@
       '<ul>' + vs.map(function (i) { return violHTML(D.violations[i]); }).join("") + '</ul>' +
       (more > 0 ? '<i>\u2026 and ' + more + ' more (<a href="#inc' + (n + 1) + '">all of them below</a>)</i>' : "") + '</div>';
   }
-  function showTip(n, evt) {
-    tip.innerHTML = incHTML(n, 6);
+  function showTip(n, evt, v) {
+    tip.innerHTML = v === undefined ? incHTML(n, 6) :
+      '<div><b>Incident ' + (n + 1) + '</b>, one of its ' + D.incidents[n].count + ' violations <button data-zoom="' + n + '">zoom to the incident</button><ul>' + violHTML(D.violations[v]) + '</ul></div>';
     tip.hidden = false;
     var r = box.getBoundingClientRect();
     var x = evt.clientX - r.left + 12, y = evt.clientY - r.top + 12;
@@ -251,22 +259,28 @@
     var x = e.offsetX * (width() / svg.clientWidth);
     if (x >= GUT) zoom(1 / 3, T(x));
   });
+  // What a pointer is on: an incident's marker, or one violation's tick.
+  function hit(t) {
+    var g = t && t.closest && t.closest(".inc, .viol");
+    if (!g) return null;
+    if (g.classList.contains("viol")) { var v = +g.getAttribute("data-v"); return { n: D.violations[v].incident, v: v }; }
+    return { n: +g.getAttribute("data-inc") };
+  }
   svg.addEventListener("mouseover", function (e) {
-    var g = e.target.closest && e.target.closest(".inc");
-    if (g && pinned === null) showTip(+g.getAttribute("data-inc"), e);
+    var h = hit(e.target);
+    if (h && pinned === null) showTip(h.n, e, h.v);
   });
   svg.addEventListener("mouseout", function (e) {
-    var g = e.target.closest && e.target.closest(".inc");
-    if (g && pinned === null && !(e.relatedTarget && e.relatedTarget.closest && e.relatedTarget.closest(".inc"))) tip.hidden = true;
+    if (hit(e.target) && pinned === null && !hit(e.relatedTarget)) tip.hidden = true;
   });
   svg.addEventListener("click", function (e) {
     if (drag && drag.moved) return;
-    var g = e.target.closest && e.target.closest(".inc");
-    if (!g) { pinned = null; tip.hidden = true; tip.classList.remove("pinned"); selected = -1; render(); return; }
-    pinned = selected = +g.getAttribute("data-inc");
-    showTip(pinned, e);
-    tip.classList.add("pinned");
+    var h = hit(e.target);
+    if (!h) { pinned = null; tip.hidden = true; tip.classList.remove("pinned"); selected = -1; render(); return; }
+    pinned = selected = h.n;
     render();
+    showTip(h.n, e, h.v);
+    tip.classList.add("pinned");
   });
   document.addEventListener("click", function (e) {
     var b = e.target.closest && e.target.closest("[data-zoom]");

@@ -54,7 +54,7 @@
       var showProcs = procs && ln.name.indexOf("process") !== 0;
       out.push('<text x="6" y="' + (y + 15) + '"><tspan font-weight="bold">' + esc(ln.name) + '</tspan>' +
         (showProcs ? '<tspan fill="#777"> ' + esc(procs) + '</tspan>' : "") +
-        '<title>' + esc(ln.name + (procs ? " (" + procs + ")" : "")) + '</title></text>');
+        '<title>' + esc(ln.name + (showProcs ? " (" + procs + ")" : "")) + '</title></text>');
     });
     out.push('<text x="6" y="' + (AXIS + FROWS * FROW + 15) + '" font-weight="bold" fill="#a00">violations</text>');
     if (FROWS) out.push('<text x="6" y="' + (AXIS + 12) + '" font-weight="bold" fill="#960">server faults</text>');

@@ -69,6 +69,10 @@ var (
 	stallColor       = color.RGBA{R: 0x80, G: 0x00, B: 0xc0, A: 0xff}
 )
 
+// maxJoinedGrants: a line joins the two holders of each double grant while
+// there are this few; more (one pause's dozens) would read as a bar code.
+const maxJoinedGrants = 20
+
 // maxLanes keeps the plot readable; more lanes are cut with a note.
 const maxLanes = 64
 
@@ -177,7 +181,7 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 			}
 		}
 		l1, l2 := tp.laneOf(g.Held), tp.laneOf(g.Second)
-		if l1 >= 0 && l2 >= 0 && len(tp.tl.Grants) <= 200 { // joining lines only while they stay legible
+		if l1 >= 0 && l2 >= 0 && len(tp.tl.Grants) <= maxJoinedGrants {
 			c.StrokeLine2(draw.LineStyle{Color: grantColor, Width: vg.Points(1)}, x0, trY(float64(l1)), x0, trY(float64(l2)))
 		}
 	}

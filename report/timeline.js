@@ -160,7 +160,7 @@
         '" fill="#fff" font-weight="bold" text-anchor="middle" pointer-events="none">' + esc(label) + '</text></g>');
       // Zoomed in far enough, each violation of the incident gets its own
       // tick under it, at its last event (when it could be seen).
-      if ((x1 - x0) / Math.max(inc.count, 1) >= 4) {
+      if ((x1 - x0) / Math.max(inc.count, 1) >= 12) {
         inc.violations.forEach(function (vi) {
           var vx = X(D.violations[vi].e);
           out.push('<path class="viol" data-v="' + vi + '" d="M' + vx + ' ' + (vy + 21) + 'l5 5l-5 5l-5 -5z" fill="' + C.dg + '" stroke="#700" style="cursor:pointer"/>');
@@ -321,9 +321,10 @@
     var n = +mi[1] - 1, inc = D.incidents[n];
     selected = pinned = n;
     if (!m) zoomTo(inc.s, inc.e); else render();
-    var r = box.getBoundingClientRect(), g = svg.querySelector('.inc[data-inc="' + n + '"] rect');
-    var gr = g ? g.getBoundingClientRect() : r;
-    showTip(n, { clientX: gr.left + gr.width / 2, clientY: gr.bottom });
+    // Under the lanes, which it would hide otherwise.
+    var g = svg.querySelector('.inc[data-inc="' + n + '"] rect'), sr = svg.getBoundingClientRect();
+    var gr = g ? g.getBoundingClientRect() : sr;
+    showTip(n, { clientX: gr.left + gr.width / 2 - 12, clientY: sr.bottom - 12 });
     tip.classList.add("pinned");
   }
 })();

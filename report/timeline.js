@@ -310,6 +310,14 @@
     });
     h.push("</table>");
   }
+  // The checker's words name a client by its process id ("client 4"),
+  // the lanes by its place in the case: say which is which.
+  var renamed = D.lanes.filter(function (ln) {
+    return ln.name.indexOf("client ") === 0 && ln.procs && !(ln.procs.length === 1 && "client " + ln.procs[0] === ln.name);
+  });
+  if (renamed.length) h.unshift("<p class=\"note\">The violations' words name each client by its process id: " + esc(renamed.map(function (ln) {
+    return ln.name + " ran as " + (ln.procs.length > 1 ? "processes " : "process ") + ln.procs.join(", ");
+  }).join("; ")) + ".</p>");
   if (D.merged) h.push("<p>" + D.merged + " holds are drawn merged with their neighbours (the run has more than the page keeps).</p>");
   list.innerHTML = h.join("");
   render();

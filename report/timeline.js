@@ -321,9 +321,15 @@
   if (D.merged) h.push("<p>" + D.merged + " holds are drawn merged with their neighbours (the run has more than the page keeps).</p>");
   list.innerHTML = h.join("");
   render();
-  // A link can open the page on a stretch ("#t=2.5-4") or an incident
-  // ("#incident=2": zoomed to it, its violations shown).
+  // A link can open the page on a stretch ("#t=2.5-4"), an incident
+  // ("#incident=2": zoomed to it, its violations shown) or a violation.
   var m = /t=([\d.]+)-([\d.]+)/.exec(location.hash), mi = /incident=(\d+)/.exec(location.hash);
+  // "#event=296": the first violation naming that event, shown.
+  var me = /event=(\d+)/.exec(location.hash), ve = -1;
+  if (me) D.violations.some(function (v, i) {
+    return v.events.some(function (ev) { return ev.i === +me[1]; }) && (ve = i) >= 0;
+  });
+  if (ve >= 0) mi = [null, String(D.violations[ve].incident + 1)];
   if (m) { t0 = Math.max(0, +m[1] * 1e6); t1 = Math.min(span, Math.max(+m[2] * 1e6, t0 + 100)); render(); }
   if (mi && D.incidents[+mi[1] - 1]) {
     var n = +mi[1] - 1, inc = D.incidents[n];
@@ -332,7 +338,8 @@
     // Under the lanes, which it would hide otherwise.
     var g = svg.querySelector('.inc[data-inc="' + n + '"] rect'), sr = svg.getBoundingClientRect();
     var gr = g ? g.getBoundingClientRect() : sr;
-    showTip(n, { clientX: gr.left + gr.width / 2 - 12, clientY: sr.bottom - 12 });
+    if (ve >= 0) { var v = D.violations[ve]; zoomTo(v.s, v.e); }
+    showTip(n, { clientX: gr.left + gr.width / 2 - 12, clientY: sr.bottom - 12 }, ve >= 0 ? ve : undefined);
     tip.classList.add("pinned");
   }
 })();

@@ -26,6 +26,15 @@
   });
   var FROWS = levels.length, FROW = 16;
   var top = AXIS + FROWS * FROW + VROW, height = top + D.lanes.length * LANE + 8;
+  // Holds come sorted by lane, then start: where each lane's begin, and
+  // its longest hold (how far back one may start and still be in view).
+  var laneStart = [], laneEnd = [], laneLongest = [];
+  D.holds.forEach(function (h, i) {
+    if (h.l < 0) return;
+    if (laneStart[h.l] === undefined) { laneStart[h.l] = i; laneLongest[h.l] = 0; }
+    laneEnd[h.l] = i + 1;
+    laneLongest[h.l] = Math.max(laneLongest[h.l], h.e - h.s);
+  });
 
   function width() { return Math.max(box.clientWidth, 400); }
   function plotW() { return width() - GUT - 10; }
@@ -94,13 +103,20 @@
     // held past it paler.
     var runs = [], cur = null;
     function flush() { if (cur) runs.push(cur); cur = null; }
-    for (var i = 0; i < D.holds.length; i++) {
+    for (var l = 0; l < laneStart.length; l++) {
+      if (laneStart[l] === undefined) continue;
+      // The lane's holds start in order: skip to the first that can reach t0.
+      var lo = laneStart[l], hi = laneEnd[l], end = hi;
+      while (lo < hi) { var mid = (lo + hi) >> 1; if (D.holds[mid].s < t0 - laneLongest[l]) lo = mid + 1; else hi = mid; }
+      for (var i = lo; i < end; i++) {
       var h = D.holds[i];
-      if (h.e < t0 || h.s > t1) continue;
+      if (h.s > t1) break;
+      if (h.e < t0) continue;
       var hx0 = X(h.s), hx1 = Math.max(X(h.e), hx0 + 1);
       if (cur && cur.l === h.l && hx0 <= cur.x1 + 1) { cur.x1 = Math.max(cur.x1, hx1); cur.n += Math.max(h.n || 1, 1); cur.h = null; continue; }
       flush();
       cur = { l: h.l, x0: hx0, x1: hx1, n: Math.max(h.n || 1, 1), h: (h.n || 1) > 1 ? null : h };
+      }
     }
     flush();
     runs.forEach(function (r) {
@@ -227,20 +243,23 @@
     if (t1 - t0 < 100) t1 = t0 + 100;
     render();
   }
-  function zoom(f, at) {
+  // later: draw at the next frame (a wheel sends many events a frame).
+  var frame = 0;
+  function later() { if (!frame) frame = requestAnimationFrame(function () { frame = 0; render(); }); }
+  function zoom(f, at, soon) {
     var w = (t1 - t0) * f;
     w = Math.max(100, Math.min(span, w));
     var a = at === undefined ? (t0 + t1) / 2 : at, k = (a - t0) / (t1 - t0);
     t0 = a - k * w; t1 = t0 + w;
     if (t0 < 0) { t1 -= t0; t0 = 0; }
     if (t1 > span) { t0 -= t1 - span; t1 = span; t0 = Math.max(0, t0); }
-    render();
+    if (soon) later(); else render();
   }
 
   svg.addEventListener("wheel", function (e) {
     e.preventDefault();
     var x = e.offsetX * (width() / svg.clientWidth);
-    zoom(e.deltaY < 0 ? 1 / 1.25 : 1.25, x >= GUT ? T(x) : undefined);
+    zoom(e.deltaY < 0 ? 1 / 1.25 : 1.25, x >= GUT ? T(x) : undefined, true);
   }, { passive: false });
   var drag = null;
   svg.addEventListener("mousedown", function (e) { drag = { x: e.clientX, t0: t0, t1: t1, moved: false }; svg.classList.add("drag"); });
@@ -252,7 +271,7 @@
     t0 = drag.t0 - dt; t1 = drag.t1 - dt;
     if (t0 < 0) { t1 -= t0; t0 = 0; }
     if (t1 > span) { t0 -= t1 - span; t1 = span; }
-    render();
+    later();
   });
   window.addEventListener("mouseup", function () { if (drag) svg.classList.remove("drag"); setTimeout(function () { drag = null; }, 0); });
   svg.addEventListener("dblclick", function (e) {

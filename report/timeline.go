@@ -60,9 +60,12 @@ type Timeline struct {
 }
 
 var (
-	holdColor  = color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}
-	grantColor = color.RGBA{R: 0xe0, G: 0x10, B: 0x10, A: 0xff}
-	faultColor = color.NRGBA{R: 0xf5, G: 0xc8, B: 0x42, A: 0x70}
+	holdColor = color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}
+	// Held past the lease the holder believed in, and that lease's end.
+	pastColor   = color.RGBA{R: 0x9a, G: 0xb0, B: 0xe0, A: 0xff}
+	expiryColor = color.RGBA{R: 0x1a, G: 0x7f, B: 0x37, A: 0xff}
+	grantColor  = color.RGBA{R: 0xe0, G: 0x10, B: 0x10, A: 0xff}
+	faultColor  = color.NRGBA{R: 0xf5, G: 0xc8, B: 0x42, A: 0x70}
 	// A fault on one client, on its lane only.
 	clientFaultColor = color.NRGBA{R: 0xf5, G: 0x96, B: 0x14, A: 0x70}
 	faultTextColor   = color.RGBA{R: 0x8a, G: 0x4b, B: 0x00, A: 0xff}
@@ -129,11 +132,15 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 			labelEnd = x0 + 2 + style.Width(label) + 4
 		}
 	}
-	// Holder intervals, merged per pixel column.
-	cols := make([][]bool, len(tp.lanes))
+	// Holder intervals, merged per pixel column: held within its believed
+	// lease, and held past it (paler, the lease's expiry marked), which
+	// few are.
+	const within, past = 1, 2
+	cols := make([][]uint8, len(tp.lanes))
 	for i := range cols {
-		cols[i] = make([]bool, width)
+		cols[i] = make([]uint8, width)
 	}
+	var expiries []vg.Point // a lane's centre at each outlived lease's end
 	for _, ivs := range tp.tl.Intervals {
 		for _, iv := range ivs {
 			lane := tp.laneOf(iv)
@@ -144,22 +151,40 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 			if end == checker.Open {
 				end = tp.tl.End
 			}
-			for x := col(iv.Start); x <= col(end); x++ {
-				cols[lane][x] = true
+			split := end
+			if iv.ValidUntil != 0 && iv.ValidUntil < end {
+				split = max(iv.ValidUntil, iv.Start)
+				expiries = append(expiries, vg.Point{X: trX(xs(split)), Y: trY(float64(lane))})
+			}
+			for x := col(iv.Start); x <= col(split); x++ {
+				cols[lane][x] = within
+			}
+			for x := col(split) + 1; x <= col(end); x++ {
+				cols[lane][x] = max(cols[lane][x], past)
 			}
 		}
 	}
 	for lane, cs := range cols {
 		for x := 0; x < width; {
-			if !cs[x] {
+			if cs[x] == 0 {
 				x++
 				continue
 			}
-			start := x
-			for x < width && cs[x] {
+			start, kind := x, cs[x]
+			for x < width && cs[x] == kind {
 				x++
 			}
-			rect(c.Min.X+vg.Length(start), c.Min.X+vg.Length(x)+0.5, lane, 0.6, holdColor)
+			clr := holdColor
+			if kind == past {
+				clr = pastColor
+			}
+			rect(c.Min.X+vg.Length(start), c.Min.X+vg.Length(x)+0.5, lane, 0.6, clr)
+		}
+	}
+	if len(expiries) <= maxJoinedGrants*10 {
+		for _, e := range expiries {
+			y := (trY(1) - trY(0)) * 0.4
+			c.StrokeLine2(draw.LineStyle{Color: expiryColor, Width: vg.Points(1.5)}, e.X, e.Y-y, e.X, e.Y+y)
 		}
 	}
 	// Double grants: the overlapping part in red on both lanes, at least
@@ -211,6 +236,18 @@ func (l laneTicks) Ticks(min, max float64) []plot.Tick {
 		ticks = append(ticks, t)
 	}
 	return ticks
+}
+
+// outlived reports a holder that went on past its believed lease.
+func (tl *Timeline) outlived() bool {
+	for _, ivs := range tl.Intervals {
+		for _, iv := range ivs {
+			if iv.ValidUntil != 0 && iv.ValidUntil < iv.End {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // clients are the processes that held a lock.
@@ -276,19 +313,32 @@ func PlotTimeline(path string, tl *Timeline) error {
 	p.X.Label.Text = "seconds"
 	p.X.Min = 0
 	p.X.Max = math.Max(float64(tl.End-tl.Origin)/1e9, 1e-6)
-	p.Y.Min, p.Y.Max = -0.7, float64(len(names))+0.6 // headroom for the legend
 	p.Y.Tick.Marker = laneTicks(names)
 	p.Add(&timelinePlotter{tl: tl, lanes: names, laneOf: laneOf, faultLanes: faultLanes})
 	p.Legend.Top = true
+	entries := 1
 	p.Legend.Add(fmt.Sprintf("holding (%d double grants in red)", len(tl.Grants)), legendBox{holdColor})
+	if tl.outlived() {
+		entries++
+		p.Legend.Add("held past its believed lease (its end marked)", legendBox{pastColor})
+	}
 	if len(tl.Faults) > 0 {
+		entries++
 		p.Legend.Add("fault in force (a client's: on its lane)", legendBox{faultColor})
 	}
 	if len(tl.Stalls) > 0 {
+		entries++
 		p.Legend.Add(fmt.Sprintf("the lab stalled (%d)", len(tl.Stalls)), legendHatch{stallColor})
 	}
-	height := vg.Length(2+0.22*float64(len(names))) * vg.Inch
-	return savePlot(p, 12*vg.Inch, height, path)
+	// Room above the lanes for the legend: its inches added to the
+	// picture, and as many lanes' worth of y added to the axis, so it
+	// covers no lane however many lanes and entries there are.
+	n := float64(len(names))
+	legend := 0.2*float64(entries) + 0.1
+	height := 2 + 0.22*n + legend
+	extra := legend * (n + 1) / (height - 0.9 - legend)
+	p.Y.Min, p.Y.Max = -0.7, n-0.4+extra
+	return savePlot(p, 12*vg.Inch, vg.Length(height)*vg.Inch, path)
 }
 
 type legendBox struct{ c color.Color }

@@ -73,7 +73,7 @@ type TimelineFault struct {
 	Start  int64  `json:"s"`
 	End    int64  `json:"e"`
 	Open   bool   `json:"o,omitempty"` // never healed within the history
-	Lanes  []int  `json:"lanes"`       // nil: every lane
+	Lanes  []int  `json:"lanes"`       // nil: every lane; empty: a client without a lane here
 }
 
 // TimelineOverlap is the stretch of a double grant in which both held.
@@ -312,27 +312,29 @@ func (tl *Timeline) Data() TimelineData {
 	return d
 }
 
-// faultLanes are the lanes a fault on target hit: the client's, when it
-// names one the page has a lane for; nil (every lane) otherwise.
+// faultLanes are the lanes a fault on target hit: the client's lane when
+// it names a client, none when that client has no lane here (a history
+// cut to one case's keys); nil (every lane) for what is not a client.
 func faultLanes(target string, slotLane map[int]int, laneOfProc func(int) int, byKey bool) []int {
-	if byKey {
+	mc, mp := targetClient.FindStringSubmatch(target), targetProcess.FindStringSubmatch(target)
+	if byKey || (mc == nil && mp == nil) {
 		return nil
 	}
-	if m := targetClient.FindStringSubmatch(target); m != nil {
-		if s, err := strconv.Atoi(m[1]); err == nil {
+	if mc != nil {
+		if s, err := strconv.Atoi(mc[1]); err == nil {
 			if l, ok := slotLane[s]; ok {
 				return []int{l}
 			}
 		}
 	}
-	if m := targetProcess.FindStringSubmatch(target); m != nil {
-		if p, err := strconv.Atoi(m[1]); err == nil {
+	if mp != nil {
+		if p, err := strconv.Atoi(mp[1]); err == nil {
 			if l := laneOfProc(p); l >= 0 {
 				return []int{l}
 			}
 		}
 	}
-	return nil
+	return []int{}
 }
 
 // mergeHolds joins the holds of a lane closer than span/maxPageHolds*lanes

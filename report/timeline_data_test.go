@@ -139,6 +139,11 @@ func TestTimelineDataFaultsOnTheLanesTheyHit(t *testing.T) {
 	if got := tl.Data().Faults[0].Lanes; !slices.Equal(got, []int{1}) {
 		t.Errorf("without slots the pause of process 11 is on lanes %v, want [1]", got)
 	}
+	// A pause of a client without a lane here is on none, not on all.
+	tl.Faults = []Window{{Start: 1, End: 2, Label: "client-pause", Target: "client 7 (process 77)"}}
+	if got := tl.Data().Faults[0].Lanes; got == nil || len(got) != 0 {
+		t.Errorf("the pause of a client without a lane is on lanes %v, want none", got)
+	}
 }
 
 func TestTimelineDataLeaseExpiry(t *testing.T) {

@@ -545,7 +545,7 @@ func MatrixHTML(m *Matrix) []byte {
 	fmt.Fprintf(&b, "<!doctype html><meta charset=utf-8><title>locklab matrix</title>\n<style>body{font:14px sans-serif;margin:2em}"+
 		"table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top;font-size:12px}"+
 		".bad{background:#fdd;font-weight:bold}.na{color:#999}</style>\n<h1>The known-outcome matrix</h1>\n"+
-		"<p>Generated %s by <code>%s</code>, %d run(s) per cell. <img src=matrix.png style='max-width:100%%'></p>\n<table><tr><th>approach</th>",
+		"<p>Generated %s by <code>%s</code>, %d run(s) per cell; each run links to its page (its verdict, then its timeline).</p>\n<p><img src=matrix.png style='max-width:100%%'></p>\n<table><tr><th>approach</th>",
 		m.Generated.Format("2006-01-02 15:04"), esc(m.Command), m.Runs)
 	for _, f := range m.Faults {
 		fmt.Fprintf(&b, "<th>%s</th>", esc(f))

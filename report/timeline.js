@@ -5,7 +5,16 @@
   "use strict";
   var D = JSON.parse(document.getElementById("data").textContent);
   var svg = document.getElementById("svg"), tip = document.getElementById("tip"), box = document.getElementById("tl");
-  var GUT = 170, AXIS = 22, LANE = 22, VROW = 36;
+  var AXIS = 22, LANE = 22, VROW = 36;
+  function procsOf(ln) {
+    if (!ln.procs || !ln.procs.length || ln.name.indexOf("process") === 0) return "";
+    return ln.procs.length > 3 ? "processes " + ln.procs[0] + "\u2026" + ln.procs[ln.procs.length - 1]
+      : (ln.procs.length > 1 ? "processes " : "process ") + ln.procs.join(", ");
+  }
+  // The lane names' column: as wide as the longest (about 6.5 px a letter).
+  var GUT = Math.min(360, Math.max(130, 12 + 6.5 * Math.max.apply(null, D.lanes.map(function (ln) {
+    return ln.name.length + 1 + procsOf(ln).length;
+  }).concat([12]))));
   var span = Math.max(D.span, 1), t0 = 0, t1 = span, pinned = null, selected = -1;
   var C = { hold: "#3366cc", past: "#9ab0e0", exp: "#1a7f37", dg: "#e01010", cf: "rgba(245,150,20,0.40)",
             sf: "rgba(245,200,66,0.35)", st: "#8000c0", grid: "#e4e4e4" };
@@ -58,9 +67,7 @@
     D.lanes.forEach(function (ln, l) {
       var y = laneY(l);
       if (l % 2) out.push('<rect x="0" y="' + y + '" width="' + W + '" height="' + LANE + '" fill="#fafafa"/>');
-      var procs = ln.procs && ln.procs.length ? (ln.procs.length > 3 ? "processes " + ln.procs[0] + "\u2026" + ln.procs[ln.procs.length - 1]
-        : (ln.procs.length > 1 ? "processes " : "process ") + ln.procs.join(", ")) : "";
-      var showProcs = procs && ln.name.indexOf("process") !== 0;
+      var procs = procsOf(ln), showProcs = procs !== "";
       out.push('<text x="6" y="' + (y + 15) + '"><tspan font-weight="bold">' + esc(ln.name) + '</tspan>' +
         (showProcs ? '<tspan fill="#777"> ' + esc(procs) + '</tspan>' : "") +
         '<title>' + esc(ln.name + (showProcs ? " (" + procs + ")" : "")) + '</title></text>');
@@ -316,7 +323,7 @@
 
   // The incidents listed, each with all its violations (those the page keeps).
   var list = document.getElementById("incidents"), h = [];
-  h.push("<h2>" + D.incidents.length + " incident(s)" + (D.violations_cut ? " (" + D.violations_cut + " violations not listed)" : "") + "</h2>");
+  h.push("<h2>" + (D.incidents.length ? D.incidents.length + " incident(s)" : "No violation") + (D.violations_cut ? " (" + D.violations_cut + " violations not listed)" : "") + "</h2>");
   if (D.incidents.length) {
     h.push("<table><tr><th>#</th><th>from</th><th>to</th><th>violations</th><th>during</th><th>lanes</th><th></th></tr>");
     D.incidents.forEach(function (inc, n) {

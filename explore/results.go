@@ -139,19 +139,20 @@ func writeResults(r *Result, cfg Config) error {
 		return err
 	}
 	var b bytes.Buffer
-	if err := indexTemplate.Execute(&b, indexData{R: r, S: sum, Res: res, Files: r.timelines()}); err != nil {
+	if err := indexTemplate.Execute(&b, indexData{R: r, S: sum, Res: res, Files: r.timelines(".png"), Pages: r.timelines(".html")}); err != nil {
 		return fmt.Errorf("index.html: %w", err)
 	}
 	return report.WriteFileAtomic(filepath.Join(r.Dir, "index.html"), b.Bytes())
 }
 
-// timelines maps a case onto its timeline's file, for the cases that drew
-// one (those that showed a violation).
-func (r *Result) timelines() map[string]string {
+// timelines maps a case onto its timeline's file with the suffix ext
+// (".png", the picture; ".html", its page), for the cases that drew one
+// (those that showed a violation).
+func (r *Result) timelines(ext string) map[string]string {
 	out := map[string]string{}
 	for _, run := range r.Outcome.Results.Runs {
 		for _, a := range run.Artifacts {
-			if strings.HasPrefix(a, "timeline-") {
+			if strings.HasPrefix(a, "timeline-") && strings.HasSuffix(a, ext) {
 				out[run.Case] = a
 			}
 		}
@@ -163,7 +164,8 @@ type indexData struct {
 	R     *Result
 	S     Summary
 	Res   *report.Results
-	Files map[string]string
+	Files map[string]string // case -> its timeline's picture
+	Pages map[string]string // case -> its timeline's page
 }
 
 var indexTemplate = template.Must(template.New("explore").Funcs(template.FuncMap{
@@ -190,10 +192,10 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 <p>{{$f.Why}}.</p>
 <p>Found by run {{$f.Run}} ({{$f.Case}}): <code>{{$f.Original.Text}}</code></p>
 <p>{{$f.Proof}}{{if $f.Also}} (also: {{range $f.Also}}{{.}} {{end}}){{end}}</p>
-{{with timeline $.Files $f.Case}}<p><img src="{{.}}" alt="{{.}}"></p>{{end}}
+{{with timeline $.Files $f.Case}}<p><a href="{{timeline $.Pages $f.Case}}"><img src="{{.}}" alt="{{.}}"></a></p>{{end}}
 {{if $f.Shrink}}{{if $f.Shrink.Confirmed}}<p>Shrunk in {{$f.Shrink.Runs}} runs to <code>{{$f.Final.Text}}</code>, shown in {{$f.Shrink.Hits}} of its {{$f.Shrink.Tries}} runs{{if $f.Shrink.Stopped}} (stopped: {{$f.Shrink.Stopped}}){{end}}:</p>
 <ul>{{range $f.Shrink.Steps}}<li>{{.}}</li>{{end}}</ul>
-{{with timeline $.Files $f.FinalCase}}<p><img src="{{.}}" alt="{{.}}"></p>{{end}}{{else if $f.Shrink.Refuted}}<p>Not confirmed: shown again in {{$f.Shrink.Hits}} of {{$f.Shrink.Tries}} runs.</p>{{else}}<p>Not shrunk: the search ended first.</p>{{end}}{{end}}
+{{with timeline $.Files $f.FinalCase}}<p><a href="{{timeline $.Pages $f.FinalCase}}"><img src="{{.}}" alt="{{.}}"></a></p>{{end}}{{else if $f.Shrink.Refuted}}<p>Not confirmed: shown again in {{$f.Shrink.Hits}} of {{$f.Shrink.Tries}} runs.</p>{{else}}<p>Not shrunk: the search ended first.</p>{{end}}{{end}}
 {{end}}
 {{range .S.Approaches}}<h2>{{.Approach}}: {{.Runs}} exploring runs, transitions reached</h2>
 <p>Faults it could take: {{range .Faults}}{{.}} {{end}}</p>
@@ -202,7 +204,7 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 {{end}}
 <h2>Every run</h2>
 <table><tr><th>case</th><th>approach</th><th>acquired</th><th>observed</th><th>faults</th></tr>
-{{range .Res.Runs}}<tr><td>{{with timeline $.Files .Case}}<a href="{{.}}">{{end}}{{.Case}}{{with timeline $.Files .Case}}</a>{{end}}</td><td>{{.Approach}}</td><td>{{.Acquired}}</td><td>{{range .Observed}}{{.}} {{end}}</td><td>{{range .Faults}}{{.Fault}} {{end}}</td></tr>
+{{range .Res.Runs}}<tr><td>{{with timeline $.Pages .Case}}<a href="{{.}}">{{end}}{{.Case}}{{with timeline $.Pages .Case}}</a>{{end}}</td><td>{{.Approach}}</td><td>{{.Acquired}}</td><td>{{range .Observed}}{{.}} {{end}}</td><td>{{range .Faults}}{{.Fault}} {{end}}</td></tr>
 {{end}}</table>
 <p><a href="results.json">results.json</a> <a href="history.jsonl">history.jsonl</a></p>
 </body></html>

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/locklab/locklab/verdict"
@@ -16,7 +17,9 @@ import (
 // linked instead.
 const maxInlineImage = 4 << 20
 
-// indexData is what index.html shows.
+// indexData is what index.html shows: the verdict, the table, each case
+// (its verdict, its timeline, what else it drew), then the plots of the
+// whole run.
 type indexData struct {
 	Kind   string
 	R      *Results
@@ -27,11 +30,13 @@ type indexData struct {
 }
 
 type indexRow struct {
-	Run    Run
-	Class  string
-	Cells  []string
-	Images []indexImage
-	Links  []string // the case's artifacts that are not images
+	Run      Run
+	Class    string
+	Cells    []string
+	Timeline *indexImage // the timeline PNG, shown first
+	Page     string      // the case's own page (timeline-CASE.html): the timeline to zoom and hover
+	Images   []indexImage
+	Links    []string // the case's artifacts that are not images
 }
 
 type indexImage struct {
@@ -39,7 +44,7 @@ type indexImage struct {
 	Src  template.URL // a data: URL, or the file's name when too large
 }
 
-var indexTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"notes": RunNotes, "models": Models}).Parse(`<!doctype html>
+var indexTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"notes": RunNotes, "models": Models, "linkEvents": linkEvents}).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>locklab {{.Kind}} {{.R.RunID}}</title>
 <style>
 body{font-family:sans-serif;margin:1.5em;max-width:1400px}
@@ -60,15 +65,17 @@ h2{margin-top:1.5em;font-size:1.1em}
 {{range .Rows}}<tr class="{{.Class}}"><td><a href="#{{.Run.Case}}">{{.Run.Case}}</a></td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 <p>Acquire latency counts waiting for the lock; hand-off is from a release to the grant to a client already waiting; fairness is Jain's index of the grants per client (1: even).</p>
-{{range .Plots}}<p><img src="{{.Src}}" alt="{{.Name}}" title="{{.Name}}"></p>{{end}}
 {{range .Rows}}<h2 id="{{.Run.Case}}">{{.Run.Case}}</h2>
 <p><b>{{.Run.Status}}</b>{{if .Run.Explanation}}: {{.Run.Explanation}}{{end}}</p>
-{{with notes .Run}}<ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Page}}<p><a href="{{.Page}}"><b>Timeline of {{.Run.Case}}</b>: zoom, pan, each violation with its events and history lines</a></p>{{end}}
+{{$page := .Page}}{{with .Timeline}}<p>{{if $page}}<a href="{{$page}}">{{end}}<img src="{{.Src}}" alt="{{.Name}}" title="{{.Name}}">{{if $page}}</a>{{end}}</p>{{end}}
+{{with notes .Run}}<ul>{{range .}}<li>{{linkEvents $page .}}</li>{{end}}</ul>{{end}}
 {{if .Run.Faults}}<p>Faults: {{range .Run.Faults}}{{.Fault}} on {{.Target}} at {{printf "%.1f" .At}} s{{if .For}} for {{printf "%.1f" .For}} s{{end}}{{if .Error}} (failed: {{.Error}}){{end}}; {{end}}</p>{{end}}
 {{if .Run.FirstError}}<p>First error: {{.Run.FirstError}}</p>{{end}}
 {{range .Images}}<p><img src="{{.Src}}" alt="{{.Name}}" title="{{.Name}}"></p>{{end}}
 {{if .Links}}<p>{{range .Links}}<a href="{{.}}">{{.}}</a> {{end}}</p>{{end}}
 {{end}}
+{{if .Plots}}<h2 id="plots">The whole run</h2>{{range .Plots}}<p><img src="{{.Src}}" alt="{{.Name}}" title="{{.Name}}"></p>{{end}}{{end}}
 <h2>Files</h2><p>{{range .Files}}<a href="{{.}}">{{.}}</a><br>{{end}}</p>
 </body></html>
 `))
@@ -94,9 +101,15 @@ func WriteIndex(dir, kind string, r *Results) error {
 			fmt.Sprint(run.Errors + run.Indeterminate), string(run.Status)}
 		for _, a := range run.Artifacts {
 			own[a] = true
-			if strings.HasSuffix(a, ".png") {
+			switch {
+			case a == "timeline-"+run.Case+".png":
+				img := image(dir, a)
+				row.Timeline = &img
+			case a == "timeline-"+run.Case+".html":
+				row.Page = a
+			case strings.HasSuffix(a, ".png"):
 				row.Images = append(row.Images, image(dir, a))
-			} else {
+			default:
 				row.Links = append(row.Links, a)
 			}
 		}
@@ -112,6 +125,31 @@ func WriteIndex(dir, kind string, r *Results) error {
 		return fmt.Errorf("index.html: %w", err)
 	}
 	return WriteFileAtomic(filepath.Join(dir, "index.html"), b.Bytes())
+}
+
+var eventsInText = regexp.MustCompile(`\(events? ([0-9]+(?:, [0-9]+)*)\)`)
+
+// linkEvents is text, escaped, with each event it names ("(events 296,
+// 292)") linked to where the case's page shows it ("" page: not linked).
+func linkEvents(page, text string) template.HTML {
+	esc := template.HTMLEscapeString
+	if page == "" {
+		return template.HTML(esc(text))
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range eventsInText.FindAllStringSubmatchIndex(text, -1) {
+		b.WriteString(esc(text[last:m[2]]))
+		for i, n := range strings.Split(text[m[2]:m[3]], ", ") {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, `<a href="%s#event=%s">%s</a>`, esc(page), n, n)
+		}
+		last = m[3]
+	}
+	b.WriteString(esc(text[last:]))
+	return template.HTML(b.String())
 }
 
 func statusClass(s verdict.Status) string {

@@ -66,7 +66,10 @@ type MatrixCell struct {
 	LockLoss     *LockLoss      `json:"lock_loss,omitempty"`
 	Status       verdict.Status `json:"status"`
 	Explanations []string       `json:"explanations,omitempty"`
-	RunCases     []string       `json:"run_cases,omitempty"` // the cases (timelines: timeline-<case>.png)
+	RunCases     []string       `json:"run_cases,omitempty"` // the cases
+	// RunPages are their pages (timeline-<case>.html: the verdict and the
+	// timeline), "" for a run that drew none (a safe one under --lean).
+	RunPages []string `json:"run_pages,omitempty"`
 }
 
 // judged says which model judged the runs, for a sentence's end.
@@ -381,6 +384,9 @@ func PlotMatrix(path string, m *Matrix) error {
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Add(&rowLabels{names: m.Approaches})
 	w := vg.Length(260+110*cols) * vg.Millimeter / 4
+	// The title is as wide as its words, not as the cells: a matrix of a
+	// column or two would cut it at both ends.
+	w = max(w, p.Title.TextStyle.Width(p.Title.Text)+8*vg.Millimeter)
 	h := vg.Length(90+22*rows) * vg.Millimeter / 4
 	if err := savePlot(p, w, h, path); err != nil {
 		return fmt.Errorf("matrix plot: %w", err)
@@ -531,14 +537,15 @@ func MatrixJUnit(m *Matrix) ([]byte, error) {
 }
 
 // MatrixHTML is matrix.html: the table with each cell linked to its runs'
-// timelines, self-contained but for those files beside it.
+// pages (each its verdict and its timeline), self-contained but for those
+// files beside it.
 func MatrixHTML(m *Matrix) []byte {
 	var b bytes.Buffer
 	esc := html.EscapeString
 	fmt.Fprintf(&b, "<!doctype html><meta charset=utf-8><title>locklab matrix</title>\n<style>body{font:14px sans-serif;margin:2em}"+
 		"table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top;font-size:12px}"+
 		".bad{background:#fdd;font-weight:bold}.na{color:#999}</style>\n<h1>The known-outcome matrix</h1>\n"+
-		"<p>Generated %s by <code>%s</code>, %d run(s) per cell. <img src=matrix.png style='max-width:100%%'></p>\n<table><tr><th>approach</th>",
+		"<p>Generated %s by <code>%s</code>, %d run(s) per cell; each run links to its page (its verdict, then its timeline).</p>\n<p><img src=matrix.png style='max-width:100%%'></p>\n<table><tr><th>approach</th>",
 		m.Generated.Format("2006-01-02 15:04"), esc(m.Command), m.Runs)
 	for _, f := range m.Faults {
 		fmt.Fprintf(&b, "<th>%s</th>", esc(f))
@@ -558,7 +565,11 @@ func MatrixHTML(m *Matrix) []byte {
 			}
 			fmt.Fprintf(&b, "<td%s title='%s'>%s", class, esc(c.Why+" ("+c.Source+")"), esc(strings.ReplaceAll(c.short(), "**", "")))
 			for i, rc := range c.RunCases {
-				fmt.Fprintf(&b, " <a href='timeline-%s.png'>run %d</a>", esc(rc), i+1)
+				href := "index.html#" + rc
+				if i < len(c.RunPages) && c.RunPages[i] != "" {
+					href = c.RunPages[i]
+				}
+				fmt.Fprintf(&b, " <a href='%s'>run %d</a>", esc(href), i+1)
 			}
 			b.WriteString("</td>")
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -18,7 +18,9 @@ import (
 type Window struct {
 	Start, End int64 // CLOCK_MONOTONIC ns
 	Label      string
-	Instant    bool // a fault over once made (history.Window.Instant)
+	Target     string // what the fault acted on ("client 2 (process 14)", "redis-1")
+	Open       bool   // never healed within the history: End is the history's end
+	Instant    bool   // a fault over once made (history.Window.Instant)
 }
 
 // Windows are a history's fault windows as plots shade them: a fault never
@@ -30,7 +32,7 @@ func Windows(ws []history.Window, end int64) []Window {
 		if stop == 0 {
 			stop = end
 		}
-		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault, Instant: w.Instant})
+		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault, Target: w.Target, Open: w.End == 0, Instant: w.Instant})
 	}
 	return out
 }
@@ -44,14 +46,36 @@ type Timeline struct {
 	Grants    []checker.DoubleGrant         // overlaps, drawn in red
 	Faults    []Window                      // shaded
 	Stalls    []Window                      // the lab's own stalls, hatched
+	// Slot is the client (its slot in the case, as faults name it
+	// "client N") that ran process proc; nil: lanes are processes.
+	Slot func(proc int) (slot int, ok bool)
+	// Procs are processes that get a lane even without a hold.
+	Procs []int
+	// For the interactive page (Data): the violations, where an event
+	// is (Event: its time and process, by index), and the page showing
+	// the history's lines (History) of the file HistoryFile.
+	Violations  []checker.Violation
+	Event       func(index int64) (t int64, proc int, ok bool)
+	History     string
+	HistoryFile string
 }
 
 var (
-	holdColor  = color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}
-	grantColor = color.RGBA{R: 0xe0, G: 0x10, B: 0x10, A: 0xff}
-	faultColor = color.NRGBA{R: 0xf5, G: 0xc8, B: 0x42, A: 0x70}
-	stallColor = color.RGBA{R: 0x80, G: 0x00, B: 0xc0, A: 0xff}
+	holdColor = color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}
+	// Held past the lease the holder believed in, and that lease's end.
+	pastColor   = color.RGBA{R: 0x9a, G: 0xb0, B: 0xe0, A: 0xff}
+	expiryColor = color.RGBA{R: 0x1a, G: 0x7f, B: 0x37, A: 0xff}
+	grantColor  = color.RGBA{R: 0xe0, G: 0x10, B: 0x10, A: 0xff}
+	faultColor  = color.NRGBA{R: 0xf5, G: 0xc8, B: 0x42, A: 0x70}
+	// A fault on one client, on its lane only.
+	clientFaultColor = color.NRGBA{R: 0xf5, G: 0x96, B: 0x14, A: 0x70}
+	faultTextColor   = color.RGBA{R: 0x8a, G: 0x4b, B: 0x00, A: 0xff}
+	stallColor       = color.RGBA{R: 0x80, G: 0x00, B: 0xc0, A: 0xff}
 )
+
+// maxJoinedGrants: a line joins the two holders of each double grant while
+// there are this few; more (one pause's dozens) would read as a bar code.
+const maxJoinedGrants = 20
 
 // maxLanes keeps the plot readable; more lanes are cut with a note.
 const maxLanes = 64
@@ -63,6 +87,8 @@ type timelinePlotter struct {
 	tl     *Timeline
 	lanes  []string
 	laneOf func(checker.Interval) int
+	// faultLanes are the lanes each fault hit (nil: every lane).
+	faultLanes [][]int
 }
 
 func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
@@ -80,16 +106,42 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		y0, y1 := trY(float64(lane)-h/2), trY(float64(lane)+h/2)
 		c.FillPolygon(clr, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
 	}
-	// Fault windows across every lane.
-	for _, w := range tp.tl.Faults {
+	// Fault windows: a client's on its lane, a server's across every
+	// lane and named at its start, over the lanes, where the name does
+	// not run into the last one.
+	labelEnd := c.Min.X
+	for i, w := range tp.tl.Faults {
 		x0, x1 := trX(xs(w.Start)), trX(xs(w.End))
+		var ls []int
+		if i < len(tp.faultLanes) {
+			ls = tp.faultLanes[i]
+		}
+		for _, l := range ls {
+			if l < len(tp.lanes) {
+				rect(x0, x1, l, 1, clientFaultColor)
+			}
+		}
+		if ls != nil {
+			continue
+		}
 		c.FillPolygon(faultColor, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+		label := strings.TrimSpace(w.Label + " " + w.Target)
+		style := draw.TextStyle{Color: faultTextColor, Font: p.Legend.TextStyle.Font, Handler: p.Legend.TextStyle.Handler,
+			XAlign: draw.XLeft, YAlign: draw.YBottom}
+		if x0 >= labelEnd {
+			c.FillText(style, vg.Point{X: x0 + 2, Y: trY(float64(len(tp.lanes)) - 0.6)}, label)
+			labelEnd = x0 + 2 + style.Width(label) + 4
+		}
 	}
-	// Holder intervals, merged per pixel column.
-	cols := make([][]bool, len(tp.lanes))
+	// Holder intervals, merged per pixel column: held within its believed
+	// lease, and held past it (paler, the lease's expiry marked), which
+	// few are.
+	const within, past = 1, 2
+	cols := make([][]uint8, len(tp.lanes))
 	for i := range cols {
-		cols[i] = make([]bool, width)
+		cols[i] = make([]uint8, width)
 	}
+	var expiries []vg.Point // a lane's centre at each outlived lease's end
 	for _, ivs := range tp.tl.Intervals {
 		for _, iv := range ivs {
 			lane := tp.laneOf(iv)
@@ -100,22 +152,40 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 			if end == checker.Open {
 				end = tp.tl.End
 			}
-			for x := col(iv.Start); x <= col(end); x++ {
-				cols[lane][x] = true
+			split := end
+			if iv.ValidUntil != 0 && iv.ValidUntil < end {
+				split = max(iv.ValidUntil, iv.Start)
+				expiries = append(expiries, vg.Point{X: trX(xs(split)), Y: trY(float64(lane))})
+			}
+			for x := col(iv.Start); x <= col(split); x++ {
+				cols[lane][x] = within
+			}
+			for x := col(split) + 1; x <= col(end); x++ {
+				cols[lane][x] = max(cols[lane][x], past)
 			}
 		}
 	}
 	for lane, cs := range cols {
 		for x := 0; x < width; {
-			if !cs[x] {
+			if cs[x] == 0 {
 				x++
 				continue
 			}
-			start := x
-			for x < width && cs[x] {
+			start, kind := x, cs[x]
+			for x < width && cs[x] == kind {
 				x++
 			}
-			rect(c.Min.X+vg.Length(start), c.Min.X+vg.Length(x)+0.5, lane, 0.6, holdColor)
+			clr := holdColor
+			if kind == past {
+				clr = pastColor
+			}
+			rect(c.Min.X+vg.Length(start), c.Min.X+vg.Length(x)+0.5, lane, 0.6, clr)
+		}
+	}
+	if len(expiries) <= maxJoinedGrants*10 {
+		for _, e := range expiries {
+			y := (trY(1) - trY(0)) * 0.4
+			c.StrokeLine2(draw.LineStyle{Color: expiryColor, Width: vg.Points(1.5)}, e.X, e.Y-y, e.X, e.Y+y)
 		}
 	}
 	// Double grants: the overlapping part in red on both lanes, at least
@@ -137,7 +207,7 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 			}
 		}
 		l1, l2 := tp.laneOf(g.Held), tp.laneOf(g.Second)
-		if l1 >= 0 && l2 >= 0 && len(tp.tl.Grants) <= 200 { // joining lines only while they stay legible
+		if l1 >= 0 && l2 >= 0 && len(tp.tl.Grants) <= maxJoinedGrants {
 			c.StrokeLine2(draw.LineStyle{Color: grantColor, Width: vg.Points(1)}, x0, trY(float64(l1)), x0, trY(float64(l2)))
 		}
 	}
@@ -169,6 +239,18 @@ func (l laneTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
+// outlived reports a holder that went on past its believed lease.
+func (tl *Timeline) outlived() bool {
+	for _, ivs := range tl.Intervals {
+		for _, iv := range ivs {
+			if iv.ValidUntil != 0 && iv.ValidUntil < iv.End {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // clients are the processes that held a lock.
 func (tl *Timeline) clients() map[int]bool {
 	procs := map[int]bool{}
@@ -184,52 +266,43 @@ func (tl *Timeline) clients() map[int]bool {
 // more there were) and the lane of an interval (-1: a lane cut). A lane per
 // client, or a lane per key when there are more clients than lanes (a long
 // history of many clients, whose first lanes alone would say little): the
-// one rule for check's timelines and the runner's.
+// one rule for check's timelines, the runner's and the interactive page's.
 func (tl *Timeline) lanes() (names []string, laneOf func(checker.Interval) int, cut int) {
-	laneIndex := map[string]int{}
-	var keys []string
-	for k := range tl.Intervals {
-		keys = append(keys, k)
+	names, laneOf, cut, _ = tl.pngLanes()
+	return names, laneOf, cut
+}
+
+// pngLanes is lanes, and the lanes each fault hit (nil: every lane).
+func (tl *Timeline) pngLanes() (names []string, laneOf func(checker.Interval) int, cut int, faults [][]int) {
+	lanes, laneOfProc, laneOfKey, slotLane := tl.pageLanes(maxLanes)
+	for _, w := range tl.Faults {
+		faults = append(faults, faultLanes(w.Target, slotLane, laneOfProc, laneOfKey != nil))
 	}
-	sort.Strings(keys)
-	procs := tl.clients()
-	byKey := len(procs) > maxLanes
-	if byKey {
-		for _, k := range keys {
-			laneIndex[k] = len(names)
-			names = append(names, k)
-		}
-	} else {
-		var ps []int
-		for p := range procs {
-			ps = append(ps, p)
-		}
-		sort.Ints(ps)
-		for _, p := range ps {
-			laneIndex[fmt.Sprint(p)] = len(names)
-			names = append(names, fmt.Sprintf("client %d", p))
-		}
+	for _, l := range lanes {
+		names = append(names, l.Name)
 	}
 	if len(names) > maxLanes {
 		cut = len(names) - maxLanes
 		names = names[:maxLanes]
 	}
 	laneOf = func(iv checker.Interval) int {
-		id := fmt.Sprint(iv.Proc)
-		if byKey {
-			id = iv.Key
+		i := -1
+		if laneOfKey != nil {
+			i = laneOfKey(iv.Key)
+		} else {
+			i = laneOfProc(iv.Proc)
 		}
-		if i, ok := laneIndex[id]; ok && i < maxLanes {
-			return i
+		if i >= maxLanes {
+			return -1
 		}
-		return -1
+		return i
 	}
-	return names, laneOf, cut
+	return names, laneOf, cut, faults
 }
 
 // PlotTimeline draws the timeline PNG, its lanes as Timeline.lanes says.
 func PlotTimeline(path string, tl *Timeline) error {
-	names, laneOf, cut := tl.lanes()
+	names, laneOf, cut, faultLanes := tl.pngLanes()
 	if len(names) == 0 {
 		return fmt.Errorf("timeline %s: no holder intervals", path)
 	}
@@ -241,19 +314,32 @@ func PlotTimeline(path string, tl *Timeline) error {
 	p.X.Label.Text = "seconds"
 	p.X.Min = 0
 	p.X.Max = math.Max(float64(tl.End-tl.Origin)/1e9, 1e-6)
-	p.Y.Min, p.Y.Max = -0.7, float64(len(names))+0.6 // headroom for the legend
 	p.Y.Tick.Marker = laneTicks(names)
-	p.Add(&timelinePlotter{tl: tl, lanes: names, laneOf: laneOf})
+	p.Add(&timelinePlotter{tl: tl, lanes: names, laneOf: laneOf, faultLanes: faultLanes})
 	p.Legend.Top = true
+	entries := 1
 	p.Legend.Add(fmt.Sprintf("holding (%d double grants in red)", len(tl.Grants)), legendBox{holdColor})
+	if tl.outlived() {
+		entries++
+		p.Legend.Add("held past its believed lease (its end marked)", legendBox{pastColor})
+	}
 	if len(tl.Faults) > 0 {
-		p.Legend.Add("fault in force", legendBox{faultColor})
+		entries++
+		p.Legend.Add("fault in force (a client's: on its lane)", legendBox{faultColor})
 	}
 	if len(tl.Stalls) > 0 {
+		entries++
 		p.Legend.Add(fmt.Sprintf("the lab stalled (%d)", len(tl.Stalls)), legendHatch{stallColor})
 	}
-	height := vg.Length(2+0.22*float64(len(names))) * vg.Inch
-	return savePlot(p, 12*vg.Inch, height, path)
+	// Room above the lanes for the legend: its inches added to the
+	// picture, and as many lanes' worth of y added to the axis, so it
+	// covers no lane however many lanes and entries there are.
+	n := float64(len(names))
+	legend := 0.2*float64(entries) + 0.1
+	height := 2 + 0.22*n + legend
+	extra := legend * (n + 1) / (height - 0.9 - legend)
+	p.Y.Min, p.Y.Max = -0.7, n-0.4+extra
+	return savePlot(p, 12*vg.Inch, vg.Length(height)*vg.Inch, path)
 }
 
 type legendBox struct{ c color.Color }

@@ -85,10 +85,10 @@ func TestTimelineLanes(t *testing.T) {
 		first         string
 		lanes, cut    int
 	}{
-		{3, 2, "client 0", 3, 0},
-		{maxLanes, 2, "client 0", maxLanes, 0},
-		{maxLanes + 1, 2, "a", 2, 0},
-		{maxLanes + 1, maxLanes + 6, "a", maxLanes, 1},
+		{3, 2, "process 0", 3, 0},
+		{maxLanes, 2, "process 0", maxLanes, 0},
+		{maxLanes + 1, 2, "key a", 2, 0},
+		{maxLanes + 1, maxLanes + 6, "key a", maxLanes, 1},
 	} {
 		names, laneOf, cut := timeline(tt.clients, tt.keys).lanes()
 		if len(names) != tt.lanes || cut != tt.cut || names[0] != tt.first {
@@ -103,7 +103,7 @@ func TestTimelineLanes(t *testing.T) {
 
 func TestWindows(t *testing.T) {
 	got := Windows([]history.Window{{Fault: "client-pause", Start: 10, End: 20}, {Fault: "server-kill", Start: 15}}, 99)
-	want := []Window{{Start: 10, End: 20, Label: "client-pause"}, {Start: 15, End: 99, Label: "server-kill"}}
+	want := []Window{{Start: 10, End: 20, Label: "client-pause"}, {Start: 15, End: 99, Label: "server-kill", Open: true}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("windows %+v, want %+v (an unhealed fault runs to the end)", got, want)
 	}
@@ -162,4 +162,49 @@ func readPNG(t *testing.T, path string) goimage.Image {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// A fault on one client shades that client's lane only; a server's, every
+// lane.
+func TestTimelineShadesAClientFaultOnItsLane(t *testing.T) {
+	tl := &Timeline{Title: "eight clients", End: 60e9, Intervals: map[string][]checker.Interval{}}
+	for p := 0; p < 8; p++ {
+		tl.Intervals["k"] = append(tl.Intervals["k"], checker.Interval{Key: "k", Proc: p, Start: int64(p) * 1e9, End: int64(p)*1e9 + 5e8})
+	}
+	tl.Faults = []Window{{Start: 10e9, End: 20e9, Label: "client-pause", Target: "client 3 (process 3)"},
+		{Start: 30e9, End: 40e9, Label: "server-kill", Target: "redis-1"}}
+	path := filepath.Join(t.TempDir(), "timeline.png")
+	if err := PlotTimeline(path, tl); err != nil {
+		t.Fatal(err)
+	}
+	img := readPNG(t, path)
+	b := img.Bounds()
+	// Each shade over white: the client's orange, the server's yellow.
+	orange := func(r, g, bl uint32) bool {
+		return r>>8 > 0xf0 && g>>8 > 0xc0 && g>>8 < 0xd8 && bl>>8 > 0x80 && bl>>8 < 0xb0
+	}
+	yellow := func(r, g, bl uint32) bool {
+		return r>>8 > 0xf0 && g>>8 > 0xd8 && g>>8 < 0xf0 && bl>>8 > 0x98 && bl>>8 < 0xc0
+	}
+	oMin, oMax, yMin, yMax := b.Max.Y, -1, b.Max.Y, -1
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X + b.Dx()/8; x < b.Max.X; x++ { // right of the lane names
+			r, g, bl, _ := img.At(x, y).RGBA()
+			switch {
+			case orange(r, g, bl):
+				oMin, oMax = min(oMin, y), max(oMax, y)
+			case yellow(r, g, bl):
+				yMin, yMax = min(yMin, y), max(yMax, y)
+			}
+		}
+	}
+	if oMax < 0 || yMax < 0 {
+		t.Fatalf("no client fault shading (rows %d..%d) or no server fault shading (rows %d..%d)", oMin, oMax, yMin, yMax)
+	}
+	if h := oMax - oMin; h > b.Dy()/8 {
+		t.Errorf("the client's pause shades %d px of a %d px plot of 8 lanes: more than its lane", h, b.Dy())
+	}
+	if h := yMax - yMin; h < b.Dy()/2 {
+		t.Errorf("the server's fault shades %d px of a %d px plot: not every lane", h, b.Dy())
+	}
 }

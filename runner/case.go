@@ -123,6 +123,9 @@ type caseOutcome struct {
 	handOff *hdrhistogram.Histogram
 	check   checker.Verdict
 	events  []history.Event // with caseEnv.keepEvents
+	// cited are the indices of the events its violations name: the
+	// lines its history page shows.
+	cited []int64
 }
 
 // defaultHealthTimeout bounds how long a case waits for its servers to be
@@ -427,18 +430,35 @@ func (r *caseRun) firstViolationAt() float64 {
 	return max(0, time.Duration(at-from).Seconds())
 }
 
-// artifacts is step 8: the case's timeline and, with faults, its latency
-// over time, both with the fault windows shaded.
+// artifacts is step 8: the case's timeline (a PNG, and its page: the
+// verdict, then the timeline to zoom and hover) and, with faults, its
+// latency over time, both with the fault windows shaded.
 func (r *caseRun) artifacts() {
 	if r.rec.check == nil || (r.env.lean && r.verdict.Safe()) {
 		return
 	}
 	c := r.c
-	r.plot(fmt.Sprintf("timeline-%s.png", c.Name), func(path string) error {
-		return report.PlotTimeline(path, &report.Timeline{
-			Title:  fmt.Sprintf("%s, %d clients: who held the lock when", c.Approach.Name, c.Workload.Clients),
-			Origin: r.first, End: r.last, Intervals: r.rec.check.Intervals(), Grants: r.verdict.DoubleGrants, Faults: r.windows,
-			Stalls: stallWindows(r.stalls)})
+	procs := make([]int, c.Workload.Clients)
+	for i := range procs {
+		procs[i] = r.spec.ProcBase + i
+	}
+	tl := &report.Timeline{
+		Title:  fmt.Sprintf("%s, %d clients: who held the lock when", c.Approach.Name, c.Workload.Clients),
+		Origin: r.first, End: r.last, Intervals: r.rec.check.Intervals(), Grants: r.verdict.DoubleGrants, Faults: r.windows,
+		Stalls: stallWindows(r.stalls), Slot: r.hold.slotOf, Procs: procs,
+		Violations: r.verdict.Violations, Event: r.rec.eventAt, HistoryFile: "history.jsonl"}
+	png := fmt.Sprintf("timeline-%s.png", c.Name)
+	links := []string{png, "history.jsonl", "index.html"}
+	for _, v := range r.verdict.Violations {
+		r.out.cited = append(r.out.cited, v.Events...)
+	}
+	if len(r.out.cited) > 0 {
+		tl.History = historyPage(c.Name) // the session writes it once the history is closed
+		links = append([]string{tl.History}, links...)
+	}
+	r.plot(png, func(path string) error { return report.PlotTimeline(path, tl) })
+	r.plot(timelinePage(c.Name), func(path string) error {
+		return report.WriteTimelinePage(path, report.CasePage(r.out.run, tl, links))
 	})
 	if len(c.Faults) > 0 && !r.env.lean {
 		r.plot(fmt.Sprintf("latency-over-time-%s.png", c.Name), func(path string) error {
@@ -448,6 +468,12 @@ func (r *caseRun) artifacts() {
 		})
 	}
 }
+
+// timelinePage is a case's page: its verdict, then its timeline.
+func timelinePage(name string) string { return "timeline-" + name + ".html" }
+
+// historyPage is the page of a case's history lines that its violations cite.
+func historyPage(name string) string { return "history-" + name + ".html" }
 
 // plot draws one artifact; a plot that fails is a warning, not a failed case.
 func (r *caseRun) plot(name string, draw func(path string) error) {

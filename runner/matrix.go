@@ -187,6 +187,11 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
 			}
 			mc.RunCases = append(mc.RunCases, r.Case)
+			page := timelinePage(r.Case)
+			if !slices.Contains(r.Artifacts, page) {
+				page = ""
+			}
+			mc.RunPages = append(mc.RunPages, page)
 		}
 		for o := range observed {
 			mc.Observed = append(mc.Observed, o)

@@ -42,6 +42,13 @@ type checkingRecorder struct {
 
 const maxLatencyPoints = 200_000
 
+// eventAt is when the checked event of index i was recorded, and by whom.
+func (r *checkingRecorder) eventAt(i int64) (t int64, proc int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.times.at(i)
+}
+
 func (r *checkingRecorder) Record(ev history.Event) history.Event {
 	ev = r.w.Record(ev)
 	r.mu.Lock()

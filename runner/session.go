@@ -42,9 +42,11 @@ type session struct {
 	faultLog *lazyFile       // fault-commands.log; nil: the servers take no fault commands
 	base     caseEnv         // what every case's environment starts from
 	slots    chan struct{}   // a parallel run's cases at once
-	mu       sync.Mutex      // guards res, out, hists and step between lanes
+	mu       sync.Mutex      // guards res, out, hists, cited and step between lanes
 	hists    map[string][3]*hdrhistogram.Histogram
 	step     int // cases begun so far (their servers were up)
+	// cited are the history lines each case's violations name (by case).
+	cited map[string][]int64
 }
 
 func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error) {
@@ -197,6 +199,12 @@ func (s *session) record(c Case, co caseOutcome) error {
 	s.res.Runs = append(s.res.Runs, co.run)
 	s.out.Verdicts = append(s.out.Verdicts, co.verdict)
 	tally(&s.res.Verdict, co)
+	if len(co.cited) > 0 {
+		if s.cited == nil {
+			s.cited = map[string][]int64{}
+		}
+		s.cited[c.Name] = co.cited
+	}
 	if !s.p.Lean {
 		s.hists[c.Name] = [3]*hdrhistogram.Histogram{co.stats.Acquire, co.stats.Release, co.handOff}
 	}
@@ -382,10 +390,37 @@ func (s *session) end(ctx context.Context, runErr error) (*Outcome, error) {
 	if !s.p.Lean {
 		s.res.Artifacts = append(s.res.Artifacts, writeArtifacts(s.dir, s.p, s.res.Runs, s.hists, s.r.logf)...)
 	}
+	s.writeHistoryPages()
 	for _, run := range s.res.Runs {
 		s.res.Artifacts = append(s.res.Artifacts, run.Artifacts...)
 	}
 	return s.finish(ctx, runErr)
+}
+
+// writeHistoryPages writes each case's page of the history lines its
+// violations cite, which its timeline page links to, once history.jsonl
+// is closed. A page that cannot be written is a warning: the timeline
+// still names each line.
+func (s *session) writeHistoryPages() {
+	if s.hfile == nil || len(s.cited) == 0 {
+		return
+	}
+	var pages []report.HistoryPage
+	var runs []int
+	for i, run := range s.res.Runs {
+		if cited, ok := s.cited[run.Case]; ok {
+			pages = append(pages, report.HistoryPage{Name: historyPage(run.Case), Case: run.Case,
+				Timeline: timelinePage(run.Case), Cited: cited})
+			runs = append(runs, i)
+		}
+	}
+	if err := report.WriteHistoryPages(s.dir, "history.jsonl", pages); err != nil {
+		s.r.logf("warning: %v", err)
+		return
+	}
+	for _, i := range runs {
+		s.res.Runs[i].Artifacts = append(s.res.Runs[i].Artifacts, historyPage(s.res.Runs[i].Case))
+	}
 }
 
 // finish notes how the run ended and writes summary.md, index.html and

@@ -120,6 +120,14 @@ func (h *holders) bind(proc, slot int) {
 	h.mu.Unlock()
 }
 
+// slotOf is the slot process proc ran in.
+func (h *holders) slotOf(proc int) (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.procOf[proc]
+	return s, ok
+}
+
 // holderOf returns the slot whose client holds key, waiting up to wait for
 // someone to take it.
 func (h *holders) holderOf(ctx context.Context, key string, wait time.Duration) (slot, proc int, err error) {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := newFlags("check", stdout)
 	format := fs.String("format", "", "history format: jsonl (locklab's), edn or jepsen-json (Jepsen's); default: detected")
 	html := fs.String("html", "", "directory for porcupine's visualization of non-linearizable keys")
-	timeline := fs.String("timeline", "", "write a timeline PNG of holder intervals to this file")
+	timeline := fs.String("timeline", "", "write a timeline of holder intervals to this file: a PNG, or with .html the page to zoom and hover (faults, leases, violations linked to their lines)")
 	timeLimit := fs.Duration("time-limit", 10*time.Second, "time limit for drawing a failing key's visualization (the verdict itself is exact and needs none)")
 	asJSON := fs.Bool("json", false, "print the verdict as JSON")
 	linear := fs.Bool("linear", true, "check linearizability too (keeps every operation in memory)")
@@ -56,8 +57,13 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		c = checker.New(model, *linear)
 	}
 	var stalls []report.Window // the lab's own, for the timeline
+	page := strings.HasSuffix(strings.ToLower(*timeline), ".html")
+	var at eventPlaces // for the page: where each event is
 	loaded, err := history.Load(ctx, path, *format, begin, func(ev history.Event) error {
 		c.Add(ev)
+		if page {
+			at.add(ev)
+		}
 		if who, start, end, ok := history.ReadStall(ev); ok {
 			stalls = append(stalls, report.Window{Start: start, End: end, Label: who})
 		}
@@ -90,7 +96,17 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *timeline != "" {
 		tl := &report.Timeline{Title: "holders of " + path, Origin: v.Origin, End: loaded.Last, Intervals: c.Intervals(),
 			Grants: v.DoubleGrants, Faults: report.Windows(history.FaultWindows(loaded.Nemesis), loaded.Last), Stalls: stalls}
-		if err := report.PlotTimeline(*timeline, tl); err != nil {
+		if page {
+			tl.Violations, tl.Event, tl.HistoryFile = v.Violations, at.at, path
+			run := report.Run{Case: path, Approach: "model " + string(v.Model), Status: "unsafe", Explanation: fmt.Sprintf("%d violation(s)", len(v.Violations))}
+			if v.Safe() {
+				run.Status, run.Explanation = "safe", "no violation"
+			}
+			err = report.WriteTimelinePage(*timeline, report.CasePage(run, tl, []string{path}))
+		} else {
+			err = report.PlotTimeline(*timeline, tl)
+		}
+		if err != nil {
 			werr = errors.Join(werr, err)
 		}
 	}
@@ -150,4 +166,23 @@ func takesValue(fs *flag.FlagSet, a string) bool {
 	}
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return !ok || !b.IsBoolFlag()
+}
+
+// eventPlaces are the events' times and processes by index, in the order
+// read (a history's indices rise).
+type eventPlaces struct {
+	index, t []int64
+	proc     []int
+}
+
+func (e *eventPlaces) add(ev history.Event) {
+	e.index, e.t, e.proc = append(e.index, ev.Index), append(e.t, ev.T), append(e.proc, ev.Proc)
+}
+
+func (e *eventPlaces) at(i int64) (int64, int, bool) {
+	k, ok := slices.BinarySearch(e.index, i)
+	if !ok {
+		return 0, 0, false
+	}
+	return e.t[k], e.proc[k], true
 }

@@ -31,15 +31,12 @@ images:
 
 # The Docker tests run against the images scripts/images.sh builds (reused
 # when their packages are current: a few seconds).
-# Two packages run at a time. Three took 11.5-12.5 min instead of 16, but
-# in four idle runs of 2026-11-28 a different timing test failed each time
-# (hand-offs over 100 ms in Docker, a paused probe container's stall, a
-# SIGINT before the handler): their servers and the lab starve at three.
-# The longest go first, so the run does not end on one
-# long package alone (runner ran alone for its last 225 s when the order
-# was alphabetical). -parallel 4: the Sentinel failover cases wait most of
-# their 33 s, four side by side.
-SLOW_PACKAGES := ./conformance/indocker ./cmd/locklab ./runner ./cluster ./approaches ./impls/redis ./impls/mysql ./explore/planted ./impls/zk
+# Two packages run at a time, the longest first, so the run does not end
+# on one long package alone. Inside a package the long tests with servers
+# of their own run side by side (-parallel 4: they mostly wait on their
+# servers; the Sentinel failover cases wait most of their 33 s), and the
+# conformance suites run their server kinds side by side.
+SLOW_PACKAGES := ./cmd/locklab ./explore/planted ./conformance/indocker ./impls/redis ./runner ./impls/mysql ./approaches ./cluster ./impls/zk
 test: vet images
 	$(GO) test -count=1 -p 2 -parallel 4 -timeout 20m $(SLOW_PACKAGES) ./...
 

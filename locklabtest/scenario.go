@@ -105,7 +105,7 @@ func resultsDir(t tb, name string) (string, error) {
 		return "", fmt.Errorf("a folder for the results: %w", err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if entries, _ := os.ReadDir(dir); t.Failed() && len(entries) > 0 {
 			t.Logf("scenario %s: the test failed; its results are kept in %s", name, dir)
 			return
 		}

@@ -10,6 +10,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -97,7 +98,7 @@ func (e *Engine) NetworkSubnet(ctx context.Context, id string) (netip.Prefix, ne
 			return c.Subnet, c.Gateway, nil
 		}
 	}
-	return netip.Prefix{}, netip.Addr{}, fmt.Errorf("docker network %s: Docker gave it no IPv4 subnet", id)
+	return netip.Prefix{}, netip.Addr{}, errors.New("Docker gave it no IPv4 subnet")
 }
 
 func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {

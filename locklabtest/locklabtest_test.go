@@ -28,6 +28,20 @@ type recorder struct {
 	errors []string
 	fatal  string
 	logs   []string
+	// keep leaves the results a failed recorded test kept in place, for
+	// the test that looks at them; otherwise they go when the test ends.
+	keep bool
+}
+
+// Cleanup runs f when the test ends, then removes the results f kept
+// (RunScenario keeps a failed test's), unless r.keep.
+func (r *recorder) Cleanup(f func()) {
+	r.T.Cleanup(func() {
+		f()
+		if dir := r.logged("its results are kept in "); dir != "" && !r.keep {
+			os.RemoveAll(dir)
+		}
+	})
 }
 
 func (r *recorder) Logf(format string, args ...any) {
@@ -184,7 +198,7 @@ expect:
 		path := scenario(tt.expect)
 		var r *recorder
 		t.Run(tt.name, func(t *testing.T) {
-			r = &recorder{T: t}
+			r = &recorder{T: t, keep: true}
 			r.call(func() { locklabtest.RunScenarioOn(r, myLock, path) })
 		})
 		if r.fatal != "" {

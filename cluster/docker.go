@@ -15,12 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/network"
-	"github.com/moby/moby/client"
-	testcontainers "github.com/testcontainers/testcontainers-go"
-	tclog "github.com/testcontainers/testcontainers-go/log"
-
+	"github.com/locklab/locklab/cluster/containers"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -34,6 +29,21 @@ type DockerConfig struct {
 	// AllowRemote: the engine may be on another host (--allow-remote),
 	// whose published ports locklab then sends its traffic to.
 	AllowRemote bool
+	// Connect reaches the container engine: cluster/docker.Connect, which
+	// lives in a package of its own so that programs starting no
+	// containers do not link the Docker client.
+	Connect Connect
+}
+
+// Connect reaches a container engine.
+type Connect func(ctx context.Context) (containers.Engine, error)
+
+// connect reaches the engine, or says that the program has none.
+func (f Connect) connect(ctx context.Context) (containers.Engine, error) {
+	if f == nil {
+		return nil, errors.New("--cluster docker: this program has no container engine (give DockerConfig.Connect: cluster/docker.Connect)")
+	}
+	return f(ctx)
 }
 
 // PublicImages are the official public images a Docker cluster runs by
@@ -99,7 +109,7 @@ func dockerKinds() []string {
 }
 
 // StartDocker starts the configured servers as containers of the Docker
-// engine testcontainers-go finds (DOCKER_HOST, ...), on a network of their
+// engine cfg.Connect reaches (DOCKER_HOST, ...), on a network of their
 // own, each published on 127.0.0.1 only (on the engine's host, for an
 // engine elsewhere: see DockerEngine) and put behind a proxy like a local
 // node. Pause, kill and restart act on the whole container. On error
@@ -113,19 +123,19 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 		cfg.StartTimeout = 90 * time.Second
 	}
 	images := Images(cfg.Images)
-	cli, err := newDockerClient(ctx)
+	eng, err := cfg.Connect.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	engine, err := engineOf(ctx, cli)
+	engine, err := parseEngine(ctx, eng.Host())
 	if err == nil {
 		err = engine.check(cfg.LocalConfig, cfg.AllowRemote)
 	}
 	if err != nil {
-		cli.Close()
+		eng.Close()
 		return nil, err
 	}
-	d := &dockerSession{cli: cli, id: randomID(), images: images, engine: engine}
+	d := &dockerSession{eng: eng, id: randomID(), images: images, engine: engine}
 	c := newCluster()
 	c.docker = d
 	defer func() {
@@ -180,22 +190,6 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 		return nil, err
 	}
 	return c, nil
-}
-
-// newDockerClient is a client of the engine testcontainers-go finds.
-func newDockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
-	// testcontainers' settings are process-wide: its reaper setting is read
-	// once, at its first use in this process, and its default logger would
-	// print every container's life to stderr.
-	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
-		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
-	tclog.SetDefault(quietLogger{})
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("--cluster docker: the Docker engine does not answer: %w", err)
-	}
-	return cli, nil
 }
 
 // containerSpec is one server container.
@@ -297,7 +291,7 @@ func (c *Cluster) clockFile(s containerSpec) (string, error) {
 // the server's clock would then never move.
 func (c *dockerContainer) hasFakeTime(ctx context.Context, tcmalloc bool) error {
 	for _, lib := range preloads(tcmalloc) {
-		code, _, err := c.tc.Exec(ctx, []string{"test", "-e", lib})
+		code, _, err := c.eng.Exec(ctx, c.id, "", []string{"test", "-e", lib})
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
@@ -317,7 +311,7 @@ const (
 )
 
 type dockerSession struct {
-	cli     *testcontainers.DockerClient
+	eng     containers.Engine
 	engine  DockerEngine
 	id      string
 	images  map[impls.Server]string
@@ -361,17 +355,12 @@ func thisHost() string {
 // ensureImage pulls ref when the engine does not have it; a failed pull
 // says how to build the local images instead.
 func (d *dockerSession) ensureImage(ctx context.Context, ref string) error {
-	if _, err := d.cli.ImageInspect(ctx, ref); err == nil {
+	if d.eng.HasImage(ctx, ref) {
 		return nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	resp, err := d.cli.ImagePull(pctx, ref, client.ImagePullOptions{})
-	if err == nil {
-		err = resp.Wait(pctx)
-		resp.Close()
-	}
-	if err != nil {
+	if err := d.eng.PullImage(pctx, ref); err != nil {
 		return fmt.Errorf("image %s is not on this machine and could not be pulled (%v): build the local images with scripts/images.sh and pass --image local", ref, firstLine(err.Error()))
 	}
 	return nil
@@ -389,37 +378,24 @@ func firstLine(s string) string {
 // network made to learn it.
 func (d *dockerSession) createNetwork(ctx context.Context) (string, error) {
 	name := "locklab-" + d.id
-	opts := client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels()}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		probe, err := d.cli.NetworkCreate(ctx, name, opts)
+		probe, err := d.eng.CreateNetwork(ctx, name, d.labels(), netip.Prefix{}, netip.Addr{})
 		if err != nil {
 			return "", fmt.Errorf("docker network %s: %w", name, err)
 		}
-		ins, err := d.cli.NetworkInspect(ctx, probe.ID, client.NetworkInspectOptions{})
-		if _, rmErr := d.cli.NetworkRemove(ctx, probe.ID, client.NetworkRemoveOptions{}); err == nil {
+		subnet, gateway, err := d.eng.NetworkSubnet(ctx, probe)
+		if rmErr := d.eng.RemoveNetwork(ctx, probe); err == nil {
 			err = rmErr
 		}
 		if err != nil {
 			return "", fmt.Errorf("docker network %s: %w", name, err)
 		}
-		var picked *network.IPAMConfig
-		for i, c := range ins.Network.IPAM.Config {
-			if c.Subnet.Addr().Is4() {
-				picked = &ins.Network.IPAM.Config[i]
-				break
-			}
-		}
-		if picked == nil {
-			return "", fmt.Errorf("docker network %s: Docker gave it no IPv4 subnet", name)
-		}
-		withSubnet := opts
-		withSubnet.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: picked.Subnet, Gateway: picked.Gateway}}}
-		if _, err := d.cli.NetworkCreate(ctx, name, withSubnet); err != nil {
+		if _, err := d.eng.CreateNetwork(ctx, name, d.labels(), subnet, gateway); err != nil {
 			lastErr = err // another network took the subnet in between
 			continue
 		}
-		d.subnet, d.gateway, d.lastAddr = picked.Subnet.Masked(), picked.Gateway, picked.Subnet.Masked().Addr()
+		d.subnet, d.gateway, d.lastAddr = subnet.Masked(), gateway, subnet.Masked().Addr()
 		return name, nil
 	}
 	return "", fmt.Errorf("docker network %s: %w", name, lastErr)
@@ -449,13 +425,12 @@ func (d *dockerSession) nextAddress() (netip.Addr, error) {
 // create makes and starts one container; on error it may still return the
 // container, for removal.
 func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []string, hostPort int, clock string) (*dockerContainer, error) {
-	port := network.MustParsePort(s.port)
 	env := map[string]string{}
 	for k, v := range s.env {
 		env[k] = v
 	}
 	var binds []string
-	var files []testcontainers.ContainerFile
+	var files []containers.File
 	if clock != "" {
 		for _, kv := range fakeTimeVars(containerClockFile, s.tcmalloc) {
 			k, v, _ := strings.Cut(kv, "=")
@@ -464,7 +439,7 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 		if d.engine.Remote {
 			// This machine's files are not the engine's: the offset
 			// file lives in the container, copied in before it starts.
-			files = []testcontainers.ContainerFile{{Reader: strings.NewReader(offsetString(0) + "\n"), ContainerFilePath: containerClockFile, FileMode: 0o644}}
+			files = []containers.File{{Path: containerClockFile, Content: []byte(offsetString(0) + "\n"), Mode: 0o644}}
 		} else {
 			binds = []string{filepath.Dir(clock) + ":" + containerClockDir}
 		}
@@ -473,27 +448,16 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 	if err != nil {
 		return nil, err
 	}
-	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
+	id, err := d.eng.Run(ctx, containers.Spec{
 		Image: d.imageOf(s.server), Name: "locklab-" + d.id + "-" + s.name,
 		Entrypoint: s.entrypoint, Cmd: cmd, Env: env, Labels: d.labels(), Files: files,
-		ExposedPorts:   []string{s.port},
-		Networks:       []string{d.network},
-		NetworkAliases: map[string][]string{d.network: {s.name}},
-		HostConfigModifier: func(hc *container.HostConfig) {
-			hc.PortBindings = network.PortMap{port: {{HostIP: d.engine.publishIP, HostPort: strconv.Itoa(hostPort)}}}
-			hc.Binds = binds
-			hc.Sysctls = s.sysctls
-		},
-		EndpointSettingsModifier: func(eps map[string]*network.EndpointSettings) {
-			if ep := eps[d.network]; ep != nil {
-				ep.IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: ip}
-			}
-		},
-	}}
-	tc, err := testcontainers.GenericContainer(ctx, req)
+		Binds: binds, Sysctls: s.sysctls,
+		Network: d.network, Aliases: []string{s.name}, IP: ip,
+		Port: s.port, PublishIP: d.engine.publishIP, PublishPort: hostPort,
+	})
 	var ctr *dockerContainer
-	if tc != nil {
-		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: s.name, network: d.network, ip: ip, clockFile: clock,
+	if id != "" {
+		ctr = &dockerContainer{eng: d.eng, id: id, name: s.name, network: d.network, ip: ip, clockFile: clock,
 			clockInside: clock != "" && d.engine.Remote, hostPort: hostPort, remote: d.engine.Remote}
 	}
 	return ctr, err
@@ -504,19 +468,23 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 // publish: the server binds 127.0.0.1 itself), as the locklab user, with
 // dir mounted at the same path. The Sentinel topology runs so.
 func (d *dockerSession) createOnHost(ctx context.Context, name string, argv []string, dir string) (*dockerContainer, error) {
-	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
-		Image: d.imageOf(impls.RedisSentinel), Name: "locklab-" + d.id + "-" + name,
+	return d.createOnHostFrom(ctx, impls.RedisSentinel, name, argv, dir)
+}
+
+// createOnHostFrom is createOnHost from the image of kind s: the
+// replicated MariaDB topology runs on the host's network for the reasons
+// the Sentinel topology does (the replica replicates through a proxy in
+// locklab, at a 127.0.0.1 address), from the MariaDB image.
+func (d *dockerSession) createOnHostFrom(ctx context.Context, s impls.Server, name string, argv []string, dir string) (*dockerContainer, error) {
+	id, err := d.eng.Run(ctx, containers.Spec{
+		Image: d.imageOf(s), Name: "locklab-" + d.id + "-" + name,
 		Entrypoint: argv[:1], Cmd: argv[1:], Labels: d.labels(),
-		User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
-		HostConfigModifier: func(hc *container.HostConfig) {
-			hc.NetworkMode = "host"
-			hc.Binds = []string{dir + ":" + dir}
-		},
-	}}
-	tc, err := testcontainers.GenericContainer(ctx, req)
+		User:        fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
+		HostNetwork: true, Binds: []string{dir + ":" + dir},
+	})
 	var ctr *dockerContainer
-	if tc != nil {
-		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: name, onHost: true}
+	if id != "" {
+		ctr = &dockerContainer{eng: d.eng, id: id, name: name, onHost: true}
 	}
 	return ctr, err
 }
@@ -524,22 +492,22 @@ func (d *dockerSession) createOnHost(ctx context.Context, name string, argv []st
 // removeOrphans removes the containers and networks of a locklab that is
 // gone without cleaning up (its guard killed with it).
 func (d *dockerSession) removeOrphans(ctx context.Context) {
-	list, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", labelOwner)})
+	list, err := d.eng.Containers(ctx, labelOwner)
 	if err != nil {
 		return
 	}
-	for _, ct := range list.Items {
+	for _, ct := range list {
 		if pid, err := strconv.Atoi(ct.Labels[labelOwner]); err == nil && d.mine(ct.Labels) && !alive(pid) {
-			d.cli.ContainerRemove(ctx, ct.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			d.eng.Remove(ctx, ct.ID)
 		}
 	}
-	nets, err := d.cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("label", labelOwner)})
+	nets, err := d.eng.Networks(ctx, labelOwner)
 	if err != nil {
 		return
 	}
-	for _, n := range nets.Items {
+	for _, n := range nets {
 		if pid, err := strconv.Atoi(n.Labels[labelOwner]); err == nil && d.mine(n.Labels) && !alive(pid) {
-			d.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+			d.eng.RemoveNetwork(ctx, n.ID)
 		}
 	}
 }
@@ -572,26 +540,21 @@ func (d *dockerSession) close(nodes []*Node) error {
 	}
 	wg.Wait()
 	if d.network != "" {
-		if _, err := d.cli.NetworkRemove(ctx, d.network, client.NetworkRemoveOptions{}); err != nil {
+		if err := d.eng.RemoveNetwork(ctx, d.network); err != nil {
 			errs = append(errs, fmt.Errorf("docker network %s: %w", d.network, err))
 		}
 	}
 	if d.guard != nil {
 		d.guard.release()
 	}
-	d.cli.Close()
+	d.eng.Close()
 	return errors.Join(errs...)
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
 
 // ---- one container ----
 
 type dockerContainer struct {
-	cli     *testcontainers.DockerClient
-	tc      testcontainers.Container
+	eng     containers.Engine
 	id      string
 	name    string // the node's name, its alias on the network
 	network string
@@ -619,13 +582,11 @@ type dockerContainer struct {
 }
 
 func (c *dockerContainer) pause() error {
-	_, err := c.cli.ContainerPause(context.Background(), c.id, client.ContainerPauseOptions{})
-	return wrapDocker("pause", c.name, err)
+	return wrapDocker("pause", c.name, c.eng.Pause(context.Background(), c.id))
 }
 
 func (c *dockerContainer) resume() error {
-	_, err := c.cli.ContainerUnpause(context.Background(), c.id, client.ContainerUnpauseOptions{})
-	return wrapDocker("unpause", c.name, err)
+	return wrapDocker("unpause", c.name, c.eng.Unpause(context.Background(), c.id))
 }
 
 // kill ends every process of the container at once and returns when the
@@ -641,7 +602,7 @@ func (c *dockerContainer) kill(holdPort bool) error {
 		return err
 	}
 	if running {
-		if _, err := c.cli.ContainerKill(ctx, c.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil && !strings.Contains(err.Error(), "is not running") {
+		if err := c.eng.Kill(ctx, c.id, "KILL"); err != nil && !strings.Contains(err.Error(), "is not running") {
 			return wrapDocker("kill", c.name, err)
 		}
 	}
@@ -667,16 +628,12 @@ func (c *dockerContainer) kill(holdPort bool) error {
 // isolate disconnects the container from the cluster's network: its peers
 // and its published port (the clients) lose it alike.
 func (c *dockerContainer) isolate() error {
-	_, err := c.cli.NetworkDisconnect(context.Background(), c.network, client.NetworkDisconnectOptions{Container: c.id, Force: true})
-	return wrapDocker("network disconnect", c.name, err)
+	return wrapDocker("network disconnect", c.name, c.eng.Disconnect(context.Background(), c.network, c.id))
 }
 
 // rejoin connects it again under its name and address.
 func (c *dockerContainer) rejoin(ctx context.Context) error {
-	_, err := c.cli.NetworkConnect(ctx, c.network, client.NetworkConnectOptions{Container: c.id,
-		EndpointConfig: &network.EndpointSettings{Aliases: []string{c.name},
-			IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: c.ip}}})
-	return wrapDocker("network connect", c.name, err)
+	return wrapDocker("network connect", c.name, c.eng.Connect(ctx, c.network, c.id, c.name, c.ip))
 }
 
 // holdPort keeps the stopped container's published port from other
@@ -701,26 +658,21 @@ func (c *dockerContainer) releasePort() {
 
 func (c *dockerContainer) start(ctx context.Context) error {
 	c.releasePort()
-	_, err := c.cli.ContainerStart(ctx, c.id, client.ContainerStartOptions{})
-	return wrapDocker("start", c.name, err)
+	return wrapDocker("start", c.name, c.eng.Start(ctx, c.id))
 }
 
 // state says whether the container runs, and its main process's pid.
 func (c *dockerContainer) state(ctx context.Context) (running bool, pid int, err error) {
-	res, err := c.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
+	st, err := c.eng.State(ctx, c.id)
 	if err != nil {
 		return false, 0, wrapDocker("inspect", c.name, err)
-	}
-	st := res.Container.State
-	if st == nil {
-		return false, 0, nil
 	}
 	return st.Running, st.Pid, nil
 }
 
 func (c *dockerContainer) remove(ctx context.Context) error {
 	c.releasePort()
-	_, err := c.cli.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	err := c.eng.Remove(ctx, c.id)
 	if err != nil && strings.Contains(strings.ToLower(err.Error()), "no such container") {
 		return nil
 	}
@@ -731,14 +683,11 @@ func (c *dockerContainer) remove(ctx context.Context) error {
 func (c *dockerContainer) logTail(n int) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	res, err := c.cli.ContainerLogs(ctx, c.id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(n)})
+	out, err := c.eng.Logs(ctx, c.id, n)
 	if err != nil {
 		return ""
 	}
-	defer res.Close()
-	var out strings.Builder
-	demux(&out, res)
-	return strings.Join(strings.Fields(strings.ReplaceAll(out.String(), "\n", " | ")), " ")
+	return strings.Join(strings.Fields(strings.ReplaceAll(out, "\n", " | ")), " ")
 }
 
 func wrapDocker(op, name string, err error) error {

@@ -8,14 +8,11 @@ import (
 	"net/url"
 	"strconv"
 	"time"
-
-	"github.com/moby/moby/client"
-	testcontainers "github.com/testcontainers/testcontainers-go"
-	tcexec "github.com/testcontainers/testcontainers-go/exec"
 )
 
-// DockerEngine is the engine a Docker cluster runs on, as testcontainers-go
-// finds it (DOCKER_HOST, the Docker context, ~/.testcontainers.properties).
+// DockerEngine is the engine a Docker cluster runs on, as its client finds
+// it (cluster/docker: DOCKER_HOST, the Docker context,
+// ~/.testcontainers.properties).
 // An engine reached through a Unix socket is this machine's; any other (a
 // TCP address, even 127.0.0.1 through a tunnel) is taken to be another
 // machine's: its containers' ports are published on its host and reached
@@ -35,17 +32,13 @@ type DockerEngine struct {
 
 // FindDockerEngine says which engine --cluster docker would use, without
 // starting anything.
-func FindDockerEngine(ctx context.Context) (DockerEngine, error) {
-	cli, err := newDockerClient(ctx)
+func FindDockerEngine(ctx context.Context, connect Connect) (DockerEngine, error) {
+	eng, err := connect.connect(ctx)
 	if err != nil {
 		return DockerEngine{}, err
 	}
-	defer cli.Close()
-	return engineOf(ctx, cli)
-}
-
-func engineOf(ctx context.Context, cli *testcontainers.DockerClient) (DockerEngine, error) {
-	return parseEngine(ctx, cli.DaemonHost())
+	defer eng.Close()
+	return parseEngine(ctx, eng.Host())
 }
 
 // parseEngine reads the engine's URL; a host name is looked up once, so
@@ -140,22 +133,19 @@ func (c *dockerContainer) setClock(d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	line := offsetString(d) + "\n"
-	res, err := c.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
+	st, err := c.eng.State(ctx, c.id)
 	if err != nil {
 		return wrapDocker("inspect", c.name, err)
 	}
-	if st := res.Container.State; st != nil && st.Running && !st.Paused {
-		code, out, err := c.tc.Exec(ctx, []string{"sh", "-c", `printf %s "$1" > "$2.tmp" && mv "$2.tmp" "$2"`, "sh", line, containerClockFile},
-			tcexec.WithUser("0"), tcexec.Multiplexed())
+	if st.Running && !st.Paused {
+		code, out, err := c.eng.Exec(ctx, c.id, "0", []string{"sh", "-c", `printf %s "$1" > "$2.tmp" && mv "$2.tmp" "$2"`, "sh", line, containerClockFile})
 		if err == nil && code != 0 {
-			b := make([]byte, 512)
-			n, _ := out.Read(b)
-			err = fmt.Errorf("exit %d: %s", code, b[:n])
+			err = fmt.Errorf("exit %d: %.512s", code, out)
 		}
 		if err != nil {
 			return fmt.Errorf("clock offset of %s: %w", c.name, err)
 		}
-	} else if err := c.tc.CopyToContainer(ctx, []byte(line), containerClockFile, 0o644); err != nil {
+	} else if err := c.eng.CopyFile(ctx, c.id, containerClockFile, []byte(line), 0o644); err != nil {
 		return fmt.Errorf("clock offset of %s: %w", c.name, err)
 	}
 	c.offset.set(d)

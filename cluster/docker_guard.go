@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/moby/moby/api/pkg/stdcopy"
 )
 
 // guard removes a Docker session's containers and network once locklab is
@@ -39,8 +37,8 @@ ids=$(%[1]s ps -aq --filter label=%[2]s=%[3]s)
 exit 0`, docker, labelSession, d.id)
 	cmd := exec.Command("sh", "-c", script)
 	// The engine the containers are on, which need not be the one the
-	// docker command would pick by itself (testcontainers-go also reads
-	// ~/.testcontainers.properties and the Docker context): an engine
+	// docker command would pick by itself (cluster/docker's client also
+	// reads ~/.testcontainers.properties and the Docker context): an engine
 	// elsewhere is cleaned up as this machine's is.
 	cmd.Env = append(withoutEnv(os.Environ(), "DOCKER_HOST", "DOCKER_CONTEXT"), "DOCKER_HOST="+d.engine.URL)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -77,9 +75,4 @@ func (g *guard) release() {
 	case <-g.done:
 	case <-time.After(10 * time.Second):
 	}
-}
-
-// demux copies a container log stream (stdout and stderr multiplexed) to w.
-func demux(w io.Writer, r io.Reader) {
-	stdcopy.StdCopy(w, w, r)
 }

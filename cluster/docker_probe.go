@@ -10,11 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/moby/api/pkg/stdcopy"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/network"
-	"github.com/moby/moby/client"
-	testcontainers "github.com/testcontainers/testcontainers-go"
+	"github.com/locklab/locklab/cluster/containers"
 )
 
 // probeName is the name of the probe's container in its session (after
@@ -50,22 +46,14 @@ func (c *Cluster) RunProbe(ctx context.Context, argv []string, out func(io.Reade
 	if err != nil {
 		return err
 	}
-	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
+	id, err := d.eng.Run(ctx, containers.Spec{
 		Image: d.imageOf(c.nodes[0].Server), Name: "locklab-" + d.id + "-" + probeName,
 		Entrypoint: []string{probePath}, Cmd: argv[1:], Labels: d.labels(),
-		Networks: []string{d.network},
-		HostConfigModifier: func(hc *container.HostConfig) {
-			hc.Binds = []string{argv[0] + ":" + probePath + ":ro"}
-		},
-		EndpointSettingsModifier: func(eps map[string]*network.EndpointSettings) {
-			if ep := eps[d.network]; ep != nil {
-				ep.IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: ip}
-			}
-		},
-	}}
-	tc, err := testcontainers.GenericContainer(ctx, req)
-	if tc != nil {
-		ctr := &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: probeName, network: d.network, ip: ip}
+		Network: d.network, IP: ip,
+		Binds: []string{argv[0] + ":" + probePath + ":ro"},
+	})
+	if id != "" {
+		ctr := &dockerContainer{eng: d.eng, id: id, name: probeName, network: d.network, ip: ip}
 		c.closeMu.Lock()
 		closed := c.closed
 		if !closed {
@@ -80,16 +68,10 @@ func (c *Cluster) RunProbe(ctx context.Context, argv []string, out func(io.Reade
 	if err != nil {
 		return fmt.Errorf("probe container: %w", err)
 	}
-	logs, err := d.cli.ContainerLogs(context.WithoutCancel(ctx), tc.GetContainerID(), client.ContainerLogsOptions{ShowStdout: true, Follow: true})
+	r, err := d.eng.Follow(context.WithoutCancel(ctx), id)
 	if err != nil {
 		return wrapDocker("logs", probeName, err)
 	}
-	r, w := io.Pipe()
-	go func() {
-		stdcopy.StdCopy(w, io.Discard, logs)
-		logs.Close()
-		w.Close()
-	}()
 	br := bufio.NewReader(r)
 	first := make(chan error, 1)
 	go func() {
@@ -105,7 +87,7 @@ func (c *Cluster) RunProbe(ctx context.Context, argv []string, out func(io.Reade
 	}
 	if err != nil {
 		r.Close()
-		ctr := &dockerContainer{cli: d.cli, id: tc.GetContainerID(), name: probeName}
+		ctr := &dockerContainer{eng: d.eng, id: id, name: probeName}
 		said := ctr.logTail(5)
 		ctr.remove(context.Background())
 		return fmt.Errorf("probe container %s: %v: %s", strings.Join(argv, " "), err, said)

@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/client"
 	testcontainers "github.com/testcontainers/testcontainers-go"
 
+	"github.com/locklab/locklab/cluster/docker"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -26,7 +27,7 @@ func startDockerForTest(t *testing.T, cfg LocalConfig) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages()})
+	c, err := StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages(), Connect: docker.Connect})
 	if err != nil {
 		t.Fatalf("start the Docker cluster (are the images built? scripts/images.sh): %v", err)
 	}
@@ -34,14 +35,22 @@ func startDockerForTest(t *testing.T, cfg LocalConfig) *Cluster {
 	return c
 }
 
-// sessionContainers lists the containers of a Docker session, running or not.
-func sessionContainers(t *testing.T, session string) []string {
+// newDockerClient is a client of the engine the tests' clusters run on,
+// for what a test reads of their containers beyond what cluster asks.
+func newDockerClient(t *testing.T) *testcontainers.DockerClient {
 	t.Helper()
 	cli, err := testcontainers.NewDockerClientWithOpts(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// sessionContainers lists the containers of a Docker session, running or not.
+func sessionContainers(t *testing.T, session string) []string {
+	t.Helper()
+	cli := newDockerClient(t)
 	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
 		Filters: make(client.Filters).Add("label", labelSession+"="+session)})
 	if err != nil {
@@ -205,7 +214,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("LOCKLAB_DOCKER_HELPER") != "1" {
 		os.Exit(m.Run())
 	}
-	c, err := StartDocker(context.Background(), DockerConfig{LocalConfig: LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 2}}, Images: LocalImages()})
+	c, err := StartDocker(context.Background(), DockerConfig{LocalConfig: LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 2}}, Images: LocalImages(), Connect: docker.Connect})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -292,7 +301,7 @@ func TestDockerMembersKeepTheirAddresses(t *testing.T) {
 	nodes := append([]*Node(nil), c.NodesOf(impls.Redis)...)
 	addressOf := func(n *Node) string {
 		t.Helper()
-		res, err := n.ctr.cli.ContainerInspect(ctx, n.ctr.id, client.ContainerInspectOptions{})
+		res, err := newDockerClient(t).ContainerInspect(ctx, n.ctr.id, client.ContainerInspectOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

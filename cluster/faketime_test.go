@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/cluster/docker"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -53,7 +54,7 @@ func TestRedisServerClockJumpExpiresKeys(t *testing.T) {
 	}{
 		{"local", StartLocal},
 		{"docker", func(ctx context.Context, cfg LocalConfig) (*Cluster, error) {
-			return StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages()})
+			return StartDocker(ctx, DockerConfig{LocalConfig: cfg, Images: LocalImages(), Connect: docker.Connect})
 		}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/moby/moby/api/types/container"
-	testcontainers "github.com/testcontainers/testcontainers-go"
 
 	"github.com/locklab/locklab/impls"
 )
@@ -501,26 +499,4 @@ func replicatedMariaDBRole(ctx context.Context, n *Node) (string, error) {
 		return RoleLeader, nil
 	}
 	return RoleFollower, nil
-}
-
-// createOnHostFrom is createOnHost (docker.go) from the image of kind s:
-// the replicated MariaDB topology runs on the host's network for the
-// reasons the Sentinel topology does (the replica replicates through a
-// proxy in locklab, at a 127.0.0.1 address), from the MariaDB image.
-func (d *dockerSession) createOnHostFrom(ctx context.Context, s impls.Server, name string, argv []string, dir string) (*dockerContainer, error) {
-	req := testcontainers.GenericContainerRequest{Started: true, Logger: quietLogger{}, ContainerRequest: testcontainers.ContainerRequest{
-		Image: d.imageOf(s), Name: "locklab-" + d.id + "-" + name,
-		Entrypoint: argv[:1], Cmd: argv[1:], Labels: d.labels(),
-		User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
-		HostConfigModifier: func(hc *container.HostConfig) {
-			hc.NetworkMode = "host"
-			hc.Binds = []string{dir + ":" + dir}
-		},
-	}}
-	tc, err := testcontainers.GenericContainer(ctx, req)
-	var ctr *dockerContainer
-	if tc != nil {
-		ctr = &dockerContainer{cli: d.cli, tc: tc, id: tc.GetContainerID(), name: name, onHost: true}
-	}
-	return ctr, err
 }

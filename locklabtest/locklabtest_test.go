@@ -27,6 +27,47 @@ type recorder struct {
 	mu     sync.Mutex
 	errors []string
 	fatal  string
+	logs   []string
+	// keep leaves the results a failed recorded test kept in place, for
+	// the test that looks at them; otherwise they go when the test ends.
+	keep bool
+}
+
+// Cleanup runs f when the test ends, then removes the results f kept
+// (RunScenario keeps a failed test's), unless r.keep.
+func (r *recorder) Cleanup(f func()) {
+	r.T.Cleanup(func() {
+		f()
+		if dir := r.logged("its results are kept in "); dir != "" && !r.keep {
+			os.RemoveAll(dir)
+		}
+	})
+}
+
+func (r *recorder) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+	r.T.Logf(format, args...)
+}
+
+// Failed is whether RunScenario failed the recorded test.
+func (r *recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.errors) > 0 || r.fatal != ""
+}
+
+// logged returns the folder a log line names after prefix ("" if none).
+func (r *recorder) logged(prefix string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.logs {
+		if _, after, ok := strings.Cut(l, prefix); ok {
+			return strings.TrimSpace(after)
+		}
+	}
+	return ""
 }
 
 func (r *recorder) Errorf(format string, args ...any) {
@@ -129,5 +170,59 @@ expect:
 				t.Errorf("RunScenario stopped with %q (errors %q), want it to say %q", r.fatal, r.errors, tt.want)
 			}
 		})
+	}
+}
+
+// RunScenario keeps a failed test's results and names their folder, and
+// removes a passing test's. Each row's recorded test is a subtest, whose
+// end runs RunScenario's cleanup; the folder is looked at after it.
+func TestRunScenarioKeepsTheResultsOfAFailedTest(t *testing.T) {
+	scenario := func(expect string) string {
+		return writeScenario(t, `name: kept-or-removed
+approaches: [my-lock]
+workload: {kind: counter, clients: 2, keys: 1, hold: "uniform:1ms-5ms", ttl: 5s}
+duration: 2s
+seed: 3
+expect:
+  my-lock: [`+expect+`]
+`)
+	}
+	tests := []struct {
+		name, expect string
+		fails        bool
+	}{
+		{"passes: removed", "safe", false},
+		{"fails (an expected double grant never shows): kept", "double-grant:outlived", true},
+	}
+	for _, tt := range tests {
+		path := scenario(tt.expect)
+		var r *recorder
+		t.Run(tt.name, func(t *testing.T) {
+			r = &recorder{T: t, keep: true}
+			r.call(func() { locklabtest.RunScenarioOn(r, myLock, path) })
+		})
+		if r.fatal != "" {
+			t.Fatalf("%s: RunScenario could not run the scenario: %s", tt.name, r.fatal)
+		}
+		if r.Failed() != tt.fails {
+			t.Fatalf("%s: the recorded test failed = %v (errors %q), want %v", tt.name, r.Failed(), r.errors, tt.fails)
+		}
+		dir := r.logged("results in ")
+		if dir == "" {
+			t.Fatalf("%s: no log line names the results' folder (logs %q)", tt.name, r.logs)
+		}
+		_, err := os.Stat(filepath.Join(dir, "results.json"))
+		switch {
+		case tt.fails:
+			if err != nil {
+				t.Errorf("%s: the failed test's results are gone: %v", tt.name, err)
+			}
+			if kept := r.logged("its results are kept in "); kept == "" || !strings.HasPrefix(dir, kept) {
+				t.Errorf("%s: the log does not say where the results are kept (logs %q)", tt.name, r.logs)
+			}
+			os.RemoveAll(r.logged("its results are kept in "))
+		case !os.IsNotExist(err):
+			t.Errorf("%s: the passing test's results are still in %s (stat: %v)", tt.name, dir, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package locklabtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -22,7 +23,9 @@ import (
 // as it is; its expectation for a is its entry for a by name, else for a
 // capability a declares, else `*`. A file that expects nothing of a fails
 // t: nothing is passed unjudged. Clients run as processes (see Main) when
-// the file says so or a fault pauses or kills a client.
+// the file says so or a fault pauses or kills a client. Its results
+// (history, plots, summary) are removed when the test passes; when it
+// fails they are kept, and the test's log names their folder.
 func RunScenario(t *testing.T, a impls.Approach, scenarioFile string) {
 	t.Helper()
 	runScenario(t, a, scenarioFile)
@@ -35,7 +38,8 @@ type tb interface {
 	Logf(format string, args ...any)
 	Errorf(format string, args ...any)
 	Fatalf(format string, args ...any)
-	TempDir() string
+	Failed() bool
+	Cleanup(func())
 	Context() context.Context
 }
 
@@ -50,7 +54,11 @@ func runScenario(t tb, a impls.Approach, scenarioFile string) {
 	}
 	reg := impls.NewRegistry()
 	reg.Register(a)
-	plan, err := runner.ScenarioPlan(reg, s, runner.ScenarioOptions{ResultsDir: t.TempDir()})
+	results, err := resultsDir(t, s.Name)
+	if err != nil {
+		t.Fatalf("locklabtest: %v", err)
+	}
+	plan, err := runner.ScenarioPlan(reg, s, runner.ScenarioOptions{ResultsDir: results})
 	if err != nil {
 		t.Fatalf("locklabtest: %v", err)
 	}
@@ -85,7 +93,25 @@ func runScenario(t tb, a impls.Approach, scenarioFile string) {
 			t.Errorf("scenario %s, %s: %s%s", s.Name, run.Case, v.Text, violations(run.Violations))
 		}
 	}
-	t.Logf("scenario %s: results in %s (removed after the test)", s.Name, out.Dir)
+	t.Logf("scenario %s: results in %s", s.Name, out.Dir)
+}
+
+// resultsDir is a folder for the scenario's results that outlives the
+// test when it fails (t.TempDir's would not), so its history and plots
+// can be read; a passing test removes it.
+func resultsDir(t tb, name string) (string, error) {
+	dir, err := os.MkdirTemp("", "locklabtest-"+strings.ReplaceAll(name, string(os.PathSeparator), "-")+"-")
+	if err != nil {
+		return "", fmt.Errorf("a folder for the results: %w", err)
+	}
+	t.Cleanup(func() {
+		if entries, _ := os.ReadDir(dir); t.Failed() && len(entries) > 0 {
+			t.Logf("scenario %s: the test failed; its results are kept in %s", name, dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir, nil
 }
 
 func violations(vs []string) string {

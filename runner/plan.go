@@ -55,6 +55,9 @@ type Docker struct {
 	Images map[impls.Server]string // per server kind; missing: cluster.PublicImages
 	// AllowRemote: the engine may be on another host (--allow-remote).
 	AllowRemote bool
+	// Connect reaches the container engine (cluster/docker.Connect; the
+	// program that runs containers links it, so that runner does not).
+	Connect cluster.Connect
 }
 
 // images are the images asked for, for results.json (nil: not Docker).

@@ -201,7 +201,7 @@ func localConfig(kinds []impls.Server, opts ServerOptions) cluster.LocalConfig {
 // when docker is set), or connects to the user's.
 func startCluster(ctx context.Context, ext *cluster.ExternalConfig, docker *Docker, cfg cluster.LocalConfig) (*cluster.Cluster, error) {
 	if docker != nil {
-		cl, err := cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cfg, Images: docker.Images, AllowRemote: docker.AllowRemote})
+		cl, err := cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cfg, Images: docker.Images, AllowRemote: docker.AllowRemote, Connect: docker.Connect})
 		if err != nil {
 			return nil, infraErr(fmt.Errorf("start containers: %w", err))
 		}

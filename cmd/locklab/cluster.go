@@ -47,7 +47,7 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	var c *cluster.Cluster
 	var err error
 	if docker != nil {
-		c, err = cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cluster.ForServers(bs...), Images: docker.Images, AllowRemote: docker.AllowRemote})
+		c, err = cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cluster.ForServers(bs...), Images: docker.Images, AllowRemote: docker.AllowRemote, Connect: docker.Connect})
 	} else {
 		c, err = cluster.StartLocal(ctx, cluster.ForServers(bs...))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/adapter"
 	"github.com/locklab/locklab/cluster"
+	dockerengine "github.com/locklab/locklab/cluster/docker"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/stall"
@@ -153,7 +154,7 @@ func (f *clusterFlags) resolve(ctx context.Context, stderr io.Writer) (*cluster.
 		}
 		// An engine that does not answer is StartDocker's to report,
 		// with the servers' start.
-		if engine, err := cluster.FindDockerEngine(ctx); err == nil && engine.Remote {
+		if engine, err := cluster.FindDockerEngine(ctx, docker.Connect); err == nil && engine.Remote {
 			if err := engine.Allowed(*f.allowRemote); err != nil {
 				fmt.Fprintf(stderr, "locklab %s: %v\n", f.cmd, err)
 				return nil, nil, exitUsage
@@ -190,7 +191,7 @@ func (f *clusterFlags) check(stderr io.Writer) (string, *runner.Docker, int) {
 			fmt.Fprintf(stderr, "locklab %s: %v\n", f.cmd, err)
 			return "", nil, exitUsage
 		}
-		return "", &runner.Docker{Images: images}, -1
+		return "", &runner.Docker{Images: images, Connect: dockerengine.Connect}, -1
 	case "external":
 		if f.config == nil {
 			break

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/docker"
 	"github.com/locklab/locklab/conformance"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
@@ -25,7 +26,7 @@ func run(m *testing.M) int {
 	cfg := cluster.ForServers(impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd, impls.RedisSentinel,
 		impls.MySQLReplicated, impls.MySQLSemiSync)
 	cfg.StartTimeout = 3 * time.Minute
-	c, err := cluster.StartDocker(context.Background(), cluster.DockerConfig{LocalConfig: cfg, Images: cluster.LocalImages()})
+	c, err := cluster.StartDocker(context.Background(), cluster.DockerConfig{LocalConfig: cfg, Images: cluster.LocalImages(), Connect: docker.Connect})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the Docker cluster (images from scripts/images.sh):", err)
 		return 1

@@ -97,6 +97,30 @@ func TestBadAdapters(t *testing.T) {
 	}
 }
 
+// An acquire the adapter left unknown once its wait ran out gave up at the
+// caller's deadline, as an in-process waiter does: indeterminate, and the
+// context's deadline; one left unknown before it is only indeterminate.
+func TestInfoAtTheDeadlineWrapsIt(t *testing.T) {
+	for _, tc := range []struct {
+		mode     string
+		deadline bool
+	}{{"info-at-timeout", true}, {"info-at-once", false}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			l, err := Start(context.Background(), badSpec(t, tc.mode), impls.Env{ClientID: 1, LogDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err = l.Acquire(ctx, "k", impls.AcquireOptions{})
+			if !errors.Is(err, impls.ErrIndeterminate) || errors.Is(err, context.DeadlineExceeded) != tc.deadline {
+				t.Fatalf("err = %v; want indeterminate, wrapping the deadline %v", err, tc.deadline)
+			}
+		})
+	}
+}
+
 func TestMissingCommand(t *testing.T) {
 	spec := badSpec(t, "ok")
 	spec.Argv = []string{"./no-such-adapter"}

@@ -220,34 +220,46 @@ func waitState(t *testing.T, pid int, want string) {
 // TestClientClock: a jump moves the clock at once and the heal takes it
 // back; a drift moves it by rate per second until the heal; overlapping
 // injections on one clock compose, each heal taking back its own share.
+// A drift is applied on ticks, which a loaded machine delays: the clock
+// never runs ahead of the rate's reach since injection, and it gets on.
 func TestClientClock(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		faults   []ClientClock
-		run      time.Duration
-		min, max time.Duration // offset while injected (wide: a loaded machine oversleeps)
+		name   string
+		faults []ClientClock
+		jump   time.Duration
+		rate   float64
 	}{
-		{"jump ahead", []ClientClock{{Offset: Duration(5 * time.Second)}}, 0, 5 * time.Second, 5 * time.Second},
-		{"jump back", []ClientClock{{Offset: Duration(-2 * time.Second)}}, 0, -2 * time.Second, -2 * time.Second},
-		{"drift", []ClientClock{{Rate: 0.5}}, 200 * time.Millisecond, 70 * time.Millisecond, 250 * time.Millisecond},
-		{"jump and drift overlap", []ClientClock{{Offset: Duration(time.Second)}, {Rate: -0.5}},
-			200 * time.Millisecond, time.Second - 250*time.Millisecond, time.Second - 70*time.Millisecond},
+		{"jump ahead", []ClientClock{{Offset: Duration(5 * time.Second)}}, 5 * time.Second, 0},
+		{"jump back", []ClientClock{{Offset: Duration(-2 * time.Second)}}, -2 * time.Second, 0},
+		{"drift", []ClientClock{{Rate: 0.5}}, 0, 0.5},
+		{"jump and drift overlap", []ClientClock{{Offset: Duration(time.Second)}, {Rate: -0.5}}, time.Second, -0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := &clock.Skewable{}
 			clk.SetOffset(time.Hour) // an offset from before: heals must keep it
 			target := Target{Kind: TargetClient, Name: "client 1", Clock: clk}
 			var heals []Heal
+			injected := time.Now()
 			for _, f := range tc.faults {
 				if err := f.Validate(); err != nil {
 					t.Fatal(err)
 				}
 				heals = append(heals, inject(t, &f, target))
 			}
-			time.Sleep(tc.run)
-			got := clk.Offset() - time.Hour
-			if got < tc.min || got > tc.max {
-				t.Fatalf("offset %v, want %v..%v", got, tc.min, tc.max)
+			// The drift's share so far lies between none and the rate's
+			// reach since injection, and comes to 100 ms of drifting.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				drift := clk.Offset() - time.Hour - tc.jump
+				reach := time.Duration(tc.rate * float64(time.Since(injected)))
+				if drift < min(0, reach) || drift > max(0, reach) {
+					t.Fatalf("offset %v after %v: the drift's %v is past its rate's reach %v", clk.Offset()-time.Hour, time.Since(injected), drift, reach)
+				}
+				if tc.rate == 0 || abs(drift) >= time.Duration(abs(tc.rate)*float64(100*time.Millisecond)) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the drift applied %v in 10 s at rate %v", drift, tc.rate)
+				}
 			}
 			for _, h := range heals { // oldest first: not the reverse of injection
 				heal(t, h)
@@ -257,4 +269,11 @@ func TestClientClock(t *testing.T) {
 			}
 		})
 	}
+}
+
+func abs[T time.Duration | float64](x T) T {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -154,6 +154,11 @@ func (r *caseRun) decisive() verdict.Decisive {
 		d.Lease = int64(r.c.Workload.TTL)
 	}
 	d.Lease = max(d.Lease, int64(a.CrashFreedAfter))
+	for _, ivs := range r.rec.check.Intervals() {
+		for _, iv := range ivs {
+			d.Holds = append(d.Holds, verdict.Span{Start: iv.Start, End: min(iv.End, r.last)})
+		}
+	}
 	for _, w := range r.windows {
 		if w.Instant {
 			d.Instant = append(d.Instant, verdict.Span{Start: w.Start, End: w.End})

@@ -65,10 +65,13 @@ type Decisive struct {
 	Faults []Span
 	// Instant are the windows of faults over as soon as they were made (a
 	// crash, a restart): whether the lock then grants twice, or comes
-	// free, plays out over the lease that follows, so each is judged over
-	// at least Lease (ns: the case's TTL or session) from its start.
+	// free, plays out over what follows, so each is judged over at least
+	// Lease (ns: the case's TTL or session) from its start, or until the
+	// holds in force when it struck (Holds) ended, if sooner: a restart
+	// grants twice only while its holder still holds.
 	Instant []Span
 	Lease   int64
+	Holds   []Span
 	// Run is the case, from its first event to its last; a violation
 	// that cannot be placed (non-linearizable with no finer class) is
 	// taken to span it.
@@ -190,7 +193,16 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 func (d Decisive) faultWindows() []Span {
 	out := slices.Clone(d.Faults)
 	for _, w := range d.Instant {
-		out = append(out, Span{w.Start, max(w.End, w.Start+d.Lease)})
+		end, held := w.Start+d.Lease, int64(0)
+		for _, h := range d.Holds {
+			if h.Start <= w.Start && w.Start <= h.End {
+				held = max(held, h.End)
+			}
+		}
+		if held > 0 {
+			end = min(end, held)
+		}
+		out = append(out, Span{w.Start, max(w.End, end)})
 	}
 	return out
 }

@@ -371,3 +371,39 @@ func TestAnInstantFaultIsJudgedOverALease(t *testing.T) {
 		})
 	}
 }
+
+// A restart grants twice only while its holder still holds: an expected
+// double grant missed is judged over the rest of that hold, not a lease.
+func TestAnInstantFaultIsJudgedUntilItsHolderLetGo(t *testing.T) {
+	var h hist
+	h.hold(0, ms(1000), ms(9000), ms(20000)) // a 20 s lease, released at 9 s
+	h.fault(1, ms(2000), ms(3000))
+	e := Expect("test", DoubleGrantBothValid)
+	for _, tt := range []struct {
+		name     string
+		from, to int64
+		want     Status
+	}{
+		{"4.5 s of the 7 s left of the hold: inconclusive", ms(3000), ms(7500), Undecided},
+		{"2.5 s of it: missed", ms(3000), ms(5500), Contradicts},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := checker.New(checker.ModelLease, true)
+			for _, ev := range h {
+				c.Add(ev)
+			}
+			v, err := c.Verdict(context.Background(), checker.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := Decisive{Run: Span{ms(999), ms(12000)}, Lease: ms(20000), Holds: []Span{{ms(1000), ms(9000)}}}
+			for _, w := range history.FaultWindows(h) {
+				d.Instant = append(d.Instant, Span{w.Start, w.End})
+			}
+			r := LabStalled(Compare(e, Observe(v, true, Liveness{})), e, d, []Stall{{Who: "containers", Proc: -1, Span: Span{tt.from, tt.to}}})
+			if r.Status != tt.want {
+				t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)
+			}
+		})
+	}
+}

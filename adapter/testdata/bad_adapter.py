@@ -70,6 +70,11 @@ for line in sys.stdin:
     elif mode == "exit-mid-request":
         sys.stderr.write("segfault, say\n")
         sys.exit(3)
+    elif mode == "info-at-timeout":  # not a mistake: an acquire left unknown once its wait ran out
+        time.sleep(req.get("timeout_ms", 0) / 1000)
+        msg(type="info", id=rid, reason="no answer from the server in time")
+    elif mode == "info-at-once":  # not a mistake: the connection dropped under the request
+        msg(type="info", id=rid, reason="connection lost")
     elif mode == "long-line":
         send('{"type":"info","id":%d,"reason":"%s"}' % (rid, "x" * (2 << 20)))
     else:

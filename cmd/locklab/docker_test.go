@@ -75,11 +75,10 @@ func TestDockerRunShowsRestartAndClockJumpDoubleGrants(t *testing.T) {
 func dockerDoubleGrant(t *testing.T, scenario string) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
-	cmd := locklab(tmp, "run", "--cluster", "docker", "--image", "local", "--approach", "redis-setnx-px-lua",
+	code, out, pid := runDecided(t, []string{"TMPDIR=" + tmp}, results, "run", "--cluster", "docker", "--image", "local", "--approach", "redis-setnx-px-lua",
 		"--results", results, "--stall-threshold", catchStallThreshold, filepath.Join("..", "..", "scenarios", scenario+".yaml"))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("locklab run: %v\n%s", err, out)
+	if code != exitOK {
+		t.Fatalf("locklab run: exit %d\n%s", code, out)
 	}
 	_, res := readResults(t, results)
 	var cfg map[string]any
@@ -94,7 +93,7 @@ func dockerDoubleGrant(t *testing.T, scenario string) {
 	if len(res.Runs) != 1 || res.Runs[0].DoubleGrants == 0 {
 		t.Errorf("want one run with a double grant, got %+v\n%s", res.Runs, out)
 	}
-	waitNoContainers(t, cmd.Process.Pid, 10*time.Second)
+	waitNoContainers(t, pid, 10*time.Second)
 }
 
 // A real partition, in containers only: the shipped scenario isolates the

@@ -143,6 +143,14 @@ func ViolationSpans(v checker.Verdict, at func(index int64) (t int64, proc int, 
 //     faults, an expected-safe case saw what it saw, fewer operations
 //     while the lab stood still.
 func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
+	if r.Status == Contradicts && r.Missed || r.Status == Agrees && !slices.ContainsFunc(e.Outcomes, Outcome.Unsafe) {
+		if w, ok := d.tooLate(); ok {
+			r.Status, r.Missed, r.LabStalled = Undecided, false, true
+			r.Text = fmt.Sprintf("inconclusive: the %s at %.2f s was over only at %.2f s, after the holds it struck had ended: it never met a held lock; %s",
+				"fault", seconds(w.Start-d.Run.Start), seconds(w.End-d.Run.Start), r.Text)
+			return r
+		}
+	}
 	if len(stalls) == 0 {
 		return r
 	}
@@ -188,6 +196,27 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 	r.Text = fmt.Sprintf("inconclusive: the lab stalled (%s) during the events that decide it; %s", describeStalls(dedupe(during), d.Run.Start), r.Text)
 	return r
 }
+
+// tooLate is an instant fault that was over only after every hold in
+// force when it struck had ended (a server restart that took longer than
+// the hold it was aimed at): whatever the lock does, that fault could
+// not show it.
+func (d Decisive) tooLate() (Span, bool) {
+	for _, w := range d.Instant {
+		held := int64(0)
+		for _, h := range d.Holds {
+			if h.Start <= w.Start && w.Start <= h.End {
+				held = max(held, h.End)
+			}
+		}
+		if held > 0 && held < w.End {
+			return w, true
+		}
+	}
+	return Span{}, false
+}
+
+func seconds(ns int64) float64 { return time.Duration(ns).Seconds() }
 
 // faultWindows are the fault windows, an instant fault's a lease long.
 func (d Decisive) faultWindows() []Span {

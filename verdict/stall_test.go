@@ -407,3 +407,37 @@ func TestAnInstantFaultIsJudgedUntilItsHolderLetGo(t *testing.T) {
 		})
 	}
 }
+
+// A restart over only after the hold it struck had ended never met a held
+// lock: an expected double grant it did not show is undecided, stalls or
+// not; one over while the hold went on and showing nothing is missed.
+func TestAFaultOverAfterItsHoldIsUndecided(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		restart int64 // when the restart was over
+		want    Status
+	}{
+		{"over at 9.5 s, the hold ended at 9 s: inconclusive", ms(9500), Undecided},
+		{"over at 3 s, the hold went on to 9 s: missed", ms(3000), Contradicts},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var h hist
+			h.hold(0, ms(1000), ms(9000), ms(20000))
+			e := Expect("test", DoubleGrantBothValid)
+			c := checker.New(checker.ModelLease, true)
+			for _, ev := range h {
+				c.Add(ev)
+			}
+			v, err := c.Verdict(context.Background(), checker.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := Decisive{Run: Span{ms(999), ms(12000)}, Lease: ms(20000), Holds: []Span{{ms(1000), ms(9000)}},
+				Instant: []Span{{ms(2000), tt.restart}}}
+			r := LabStalled(Compare(e, Observe(v, true, Liveness{})), e, d, nil)
+			if r.Status != tt.want {
+				t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)
+			}
+		})
+	}
+}

@@ -175,7 +175,7 @@ func TestServersOnOtherHosts(t *testing.T) {
 
 	t.Run("server pause", func(t *testing.T) {
 		results := filepath.Join(tmp, "pause")
-		code, out := runLocklab(t, nil, "run", "--cluster", "external", "--config", cfg, "--allow-remote", "--approach", "redis-redlock",
+		code, out, _ := runDecided(t, nil, results, "run", "--cluster", "external", "--config", cfg, "--allow-remote", "--approach", "redis-redlock",
 			"--duration", "5s", "--results", results, scenario("server-pause"))
 		if code != exitOK {
 			t.Fatalf("exit %d:\n%s", code, out)

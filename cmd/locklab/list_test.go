@@ -23,8 +23,8 @@ func TestListShowsEveryApproach(t *testing.T) {
 	for name, reg := range map[string]*impls.Registry{"shipped": all.Registry(), "with one of no kind": withOther} {
 		t.Run(name, func(t *testing.T) {
 			var js, text bytes.Buffer
-			listTo(reg, true, &js)
-			listTo(reg, false, &text)
+			listTo(reg, nil, true, &js)
+			listTo(reg, nil, false, &text)
 			var entries []struct{ Name string }
 			if err := json.Unmarshal(js.Bytes(), &entries); err != nil {
 				t.Fatal(err)

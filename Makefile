@@ -39,7 +39,7 @@ images:
 # long package alone (runner ran alone for its last 225 s when the order
 # was alphabetical). -parallel 4: the Sentinel failover cases wait most of
 # their 33 s, four side by side.
-SLOW_PACKAGES := ./conformance/indocker ./cmd/locklab ./runner ./cluster ./approaches ./impls/redis ./impls/mysql ./explore/planted ./impls/zk
+SLOW_PACKAGES := ./conformance/indocker ./cmd/locklab ./runner ./cluster ./approaches ./regressions ./impls/redis ./impls/mysql ./explore/planted ./impls/zk
 test: vet images
 	$(GO) test -count=1 -p 2 -parallel 4 -timeout 20m $(SLOW_PACKAGES) ./...
 

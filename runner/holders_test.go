@@ -157,6 +157,7 @@ func TestHoldersWaiterOf(t *testing.T) {
 		want   int // slot; -1: none
 	}{
 		{"asked, unanswered", []history.Event{ev(1, history.Invoke, history.Acquire, "k")}, 1},
+		{"process 0, nobody holding", []history.Event{ev(0, history.Invoke, history.Acquire, "k")}, 0},
 		{"the lowest slot of two", []history.Event{
 			ev(2, history.Invoke, history.Acquire, "k"), ev(1, history.Invoke, history.Acquire, "k")}, 1},
 		{"granted: a holder, not a waiter", []history.Event{
@@ -169,6 +170,7 @@ func TestHoldersWaiterOf(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHolders()
+			h.bind(0, 0)
 			h.bind(1, 1)
 			h.bind(2, 2)
 			for _, e := range tt.events {

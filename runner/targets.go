@@ -173,8 +173,9 @@ func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration) 
 	for {
 		h.mu.Lock()
 		slot, proc = -1, -1
+		holder, held := h.byKey[key]
 		for p, k := range h.waiting {
-			if s, known := h.procOf[p]; k == key && known && h.byKey[key] != p && (slot < 0 || s < slot) {
+			if s, known := h.procOf[p]; k == key && known && !(held && holder == p) && (slot < 0 || s < slot) {
 				slot, proc = s, p
 			}
 		}

@@ -126,7 +126,7 @@ func load(path string) (*Spec, error) {
 	case unknownKind != nil:
 		return nil, fmt.Errorf("%s: server %q: want one of %s", at("server"), f.Server, strings.Join(cluster.KindNames(), ", "))
 	case f.Library != "" && len(strings.Fields(f.Library)) != 2:
-		return nil, fmt.Errorf("%s: library %q: want MODULE VERSION, like go.etcd.io/etcd/client/v3 v3.5.0", at("library"), f.Library)
+		return nil, fmt.Errorf("%s: library %q: want NAME VERSION, like go.etcd.io/etcd/client/v3 v3.5.0 or python3-kazoo 2.9.0-1", at("library"), f.Library)
 	case f.Nodes < 0:
 		return nil, fmt.Errorf("%s: nodes %d: want 0 (all) or more", at("nodes"), f.Nodes)
 	}

@@ -30,7 +30,7 @@ func TestLoad(t *testing.T) {
 		{"name: X Y\ncommand: [a]\nserver: redis\n", `line 1: name "X Y"`},
 		{"name: x\ncommand: [a]\nserver: redis\nnodes: -1\n", "line 4: nodes -1"},
 		{"name: x\ncommand: [./run.sh]\nserver: redis\nlibrary: github.com/bsm/redislock v0.9.4\n", ""},
-		{"name: x\ncommand: [a]\nserver: redis\nlibrary: redislock\n", `line 4: library "redislock": want MODULE VERSION`},
+		{"name: x\ncommand: [a]\nserver: redis\nlibrary: redislock\n", `line 4: library "redislock": want NAME VERSION`},
 		{"name: x\ncommand: [a\n", "did not find expected"},
 		{"- a\n- b\n", "not a mapping"},
 	} {

@@ -35,8 +35,9 @@ images:
 # on one long package alone. Inside a package the long tests with servers
 # of their own run side by side (-parallel 4: they mostly wait on their
 # servers; the Sentinel failover cases wait most of their 33 s), and the
-# conformance suites run their server kinds side by side.
-SLOW_PACKAGES := ./cmd/locklab ./explore/planted ./conformance/indocker ./impls/redis ./runner ./impls/mysql ./approaches ./cluster ./impls/zk
+# conformance suites run their server kinds side by side. ./regressions
+# builds the pinned library adapters on first use (into ~/.cache/locklab).
+SLOW_PACKAGES := ./cmd/locklab ./explore/planted ./regressions ./conformance/indocker ./impls/redis ./runner ./impls/mysql ./approaches ./cluster ./impls/zk
 test: vet images
 	$(GO) test -count=1 -p 2 -parallel 4 -timeout 20m $(SLOW_PACKAGES) ./...
 

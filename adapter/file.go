@@ -39,6 +39,7 @@ type Spec struct {
 	Summary         string
 	Survives        string
 	Fails           string
+	Library         string
 	// grace replaces Grace where set (tests of adapters that never answer).
 	grace time.Duration
 }
@@ -62,6 +63,7 @@ type fileFormat struct {
 	Summary         string         `yaml:"summary"`
 	Survives        string         `yaml:"survives"`
 	Fails           string         `yaml:"fails"`
+	Library         string         `yaml:"library"`
 }
 
 // maxFileSize bounds what Load reads: an approach file is a page.
@@ -110,7 +112,7 @@ func load(path string) (*Spec, error) {
 	}
 	s := &Spec{Path: path, Name: f.Name, Dir: filepath.Dir(abs), Server: impls.Server(f.Server), Nodes: f.Nodes,
 		Safe: true, StartTimeout: DefaultStartTimeout, Options: f.Options,
-		Summary: f.Summary, Survives: f.Survives, Fails: f.Fails}
+		Summary: f.Summary, Survives: f.Survives, Fails: f.Fails, Library: f.Library}
 	_, unknownKind := cluster.KindOf(s.Server)
 	switch {
 	case f.Name == "":
@@ -123,6 +125,8 @@ func load(path string) (*Spec, error) {
 		return nil, fmt.Errorf("line %d: server is missing (one of: %s)", root.Line, strings.Join(cluster.KindNames(), ", "))
 	case unknownKind != nil:
 		return nil, fmt.Errorf("%s: server %q: want one of %s", at("server"), f.Server, strings.Join(cluster.KindNames(), ", "))
+	case f.Library != "" && len(strings.Fields(f.Library)) != 2:
+		return nil, fmt.Errorf("%s: library %q: want NAME VERSION, like go.etcd.io/etcd/client/v3 v3.5.0 or python3-kazoo 2.9.0-1", at("library"), f.Library)
 	case f.Nodes < 0:
 		return nil, fmt.Errorf("%s: nodes %d: want 0 (all) or more", at("nodes"), f.Nodes)
 	}
@@ -164,7 +168,7 @@ func load(path string) (*Spec, error) {
 func (s *Spec) Approach() impls.Approach {
 	return impls.Approach{Name: s.Name, Server: s.Server, Caps: s.Caps, Weak: s.Weak, Safe: s.Safe,
 		CrashFreedAfter: s.CrashFreedAfter, Nodes: s.Nodes, Survives: s.Survives, Summary: s.Summary, Fails: s.Fails,
-		OwnProcess: true, StartTimeout: s.StartTimeout,
+		Library: s.Library, OwnProcess: true, StartTimeout: s.StartTimeout,
 		New: func(ctx context.Context, env impls.Env) (impls.Locker, error) { return Start(ctx, s, env) }}
 }
 

@@ -29,6 +29,8 @@ func TestLoad(t *testing.T) {
 		{"name: x\ncommand: [a]\nserver: redis\nstart-timeout: soon\n", `line 4: start-timeout "soon"`},
 		{"name: X Y\ncommand: [a]\nserver: redis\n", `line 1: name "X Y"`},
 		{"name: x\ncommand: [a]\nserver: redis\nnodes: -1\n", "line 4: nodes -1"},
+		{"name: x\ncommand: [./run.sh]\nserver: redis\nlibrary: github.com/bsm/redislock v0.9.4\n", ""},
+		{"name: x\ncommand: [a]\nserver: redis\nlibrary: redislock\n", `line 4: library "redislock": want NAME VERSION`},
 		{"name: x\ncommand: [a\n", "did not find expected"},
 		{"- a\n- b\n", "not a mapping"},
 	} {

@@ -140,9 +140,9 @@ func (e *Engine) Run(ctx context.Context, start time.Time, plan []Planned) error
 
 // opensRun says whether the run's clients wait for p: a timed fault due
 // at the start, unless it is on the lock's holder, which needs the clients
-// going.
+// going (so is a waiter for it).
 func opensRun(p Planned) bool {
-	return p.When == nil && p.At <= 0 && p.Target.Client != ClientHolder
+	return p.When == nil && p.At <= 0 && p.Target.Client != ClientHolder && p.Target.Client != ClientWaiter
 }
 
 // fire runs one planned injection through its life; injected is called

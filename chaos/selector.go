@@ -18,7 +18,8 @@ import (
 // node picks among the nodes of server (or all nodes without it): first
 // (the node a single-node approach uses), one, minority, majority, all,
 // leader, follower, or a node's name; nodes names
-// them. client is a client number, random, or holder (of key).
+// them. client is a client number, random, holder (of key) or waiter (a
+// client waiting for key: its acquire asked, not answered).
 type Selector struct {
 	Node   string   `yaml:"node,omitempty" json:"node,omitempty"`
 	Nodes  []string `yaml:"nodes,omitempty" json:"nodes,omitempty"`
@@ -42,6 +43,7 @@ const (
 const (
 	ClientRandom = "random"
 	ClientHolder = "holder"
+	ClientWaiter = "waiter"
 )
 
 // ErrNoTarget is what a resolver returns when the selector matches nothing
@@ -69,10 +71,10 @@ func (s Selector) Validate() error {
 		return errors.New("target: give node, nodes or client")
 	case s.Node != "" && len(s.Nodes) > 0:
 		return errors.New("target: give node or nodes, not both")
-	case s.Client == ClientHolder && s.Key == "":
-		return errors.New("target: client: holder needs key (the key whose holder it is)")
-	case s.Key != "" && s.Client != ClientHolder:
-		return errors.New("target: key goes with client: holder")
+	case (s.Client == ClientHolder || s.Client == ClientWaiter) && s.Key == "":
+		return fmt.Errorf("target: client: %s needs key (the key it holds or waits for)", s.Client)
+	case s.Key != "" && s.Client != ClientHolder && s.Client != ClientWaiter:
+		return errors.New("target: key goes with client: holder or client: waiter")
 	case s.Kind() == TargetClient && s.Server != "":
 		return errors.New("target: server picks nodes; a client target has none")
 	}

@@ -100,6 +100,10 @@ type Approach struct {
 	Survives string // the faults it is expected to survive
 	Summary  string // one line: how it works
 	Fails    string // one line: how it breaks
+	// Library is the third-party library and its version an approach
+	// from a file is pinned to ("go.etcd.io/etcd/client/v3 v3.5.0"), as
+	// its file says; "" for the others.
+	Library string
 	// OwnProcess: each client New makes is an OS process of its own (an
 	// adapter), which a fault can pause or kill without a worker process
 	// around it; its Locker then also has Pause, Resume and Kill.

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,12 +14,14 @@ import (
 	"github.com/locklab/locklab/history"
 )
 
+// ev is one event of proc's on key, for the holders view.
+func ev(proc int, typ history.Type, f, key string) history.Event {
+	return history.Event{Proc: proc, Type: typ, F: f, Key: key}
+}
+
 // The holders view says whether a crashed process held a key when its
 // crash was recorded: what a holder crash is checked against.
 func TestHoldersHeldAtCrash(t *testing.T) {
-	ev := func(proc int, typ history.Type, f, key string) history.Event {
-		return history.Event{Proc: proc, Type: typ, F: f, Key: key}
-	}
 	for _, tt := range []struct {
 		name   string
 		events []history.Event
@@ -144,3 +147,45 @@ func (s signalled) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT)
 func (s signalled) Kill() error   { return s.cmd.Process.Kill() }
 func (s signalled) Hang() error   { return nil }
 func (s signalled) Unhang() error { return nil }
+
+// A waiter of a key is a client whose acquire of it was asked and not yet
+// answered, and that does not hold it: what `client: waiter` pauses.
+func TestHoldersWaiterOf(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		events []history.Event
+		want   int // slot; -1: none
+	}{
+		{"asked, unanswered", []history.Event{ev(1, history.Invoke, history.Acquire, "k")}, 1},
+		{"process 0, nobody holding", []history.Event{ev(0, history.Invoke, history.Acquire, "k")}, 0},
+		{"the lowest slot of two", []history.Event{
+			ev(2, history.Invoke, history.Acquire, "k"), ev(1, history.Invoke, history.Acquire, "k")}, 1},
+		{"granted: a holder, not a waiter", []history.Event{
+			ev(1, history.Invoke, history.Acquire, "k"), ev(1, history.OK, history.Acquire, "k")}, -1},
+		{"refused", []history.Event{
+			ev(1, history.Invoke, history.Acquire, "k"), ev(1, history.Fail, history.Acquire, "k")}, -1},
+		{"crashed while waiting", []history.Event{
+			ev(1, history.Invoke, history.Acquire, "k"), ev(1, history.Info, history.Crash, "")}, -1},
+		{"waits for another key", []history.Event{ev(1, history.Invoke, history.Acquire, "j")}, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHolders()
+			h.bind(0, 0)
+			h.bind(1, 1)
+			h.bind(2, 2)
+			for _, e := range tt.events {
+				h.see(e)
+			}
+			slot, _, err := h.waiterOf(context.Background(), "k", 10*time.Millisecond)
+			if tt.want < 0 {
+				if err == nil {
+					t.Fatalf("waiterOf = slot %d; want none", slot)
+				}
+				return
+			}
+			if err != nil || slot != tt.want {
+				t.Fatalf("waiterOf = %d, %v; want slot %d", slot, err, tt.want)
+			}
+		})
+	}
+}

@@ -27,12 +27,15 @@ type holders struct {
 	// wrote: the key's holder has written to the protected store since
 	// its grant, its work on the resource done: only its release is left.
 	wrote map[string]bool
-	wait  chan struct{} // closed and replaced whenever a grant, a holder's write or a crash is seen
+	// waiting: proc -> the key its acquire, asked and not yet answered,
+	// is for.
+	waiting map[int]string
+	wait    chan struct{} // closed and replaced whenever a grant, a holder's write, an acquire asked or a crash is seen
 }
 
 func newHolders() *holders {
 	return &holders{byKey: map[string]int{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
-		wrote: map[string]bool{}, wait: make(chan struct{})}
+		wrote: map[string]bool{}, waiting: map[int]string{}, wait: make(chan struct{})}
 }
 
 // holds reports whether proc holds key now, as far as the history shows.
@@ -81,7 +84,14 @@ func (h *holders) see(ev history.Event) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if ev.F == history.Acquire || ev.F == history.Crash {
+		delete(h.waiting, ev.Proc)
+	}
 	switch {
+	case ev.F == history.Acquire && ev.Type == history.Invoke:
+		h.waiting[ev.Proc] = ev.Key
+		close(h.wait)
+		h.wait = make(chan struct{})
 	case ev.F == history.Acquire && ev.Type == history.OK:
 		h.byKey[ev.Key] = ev.Proc
 		delete(h.wrote, ev.Key)
@@ -158,6 +168,35 @@ func (h *holders) holderWhere(ctx context.Context, key string, wait time.Duratio
 			return 0, 0, ctx.Err()
 		case <-deadline.C:
 			return 0, 0, fmt.Errorf("nobody held %s within %v: %w", key, wait, chaos.ErrNoTarget)
+		case <-ch:
+		}
+	}
+}
+
+// waiterOf returns the slot of a client waiting for key (the lowest slot
+// of those waiting), waiting up to wait for one to ask.
+func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration) (slot, proc int, err error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		slot, proc = -1, -1
+		holder, held := h.byKey[key]
+		for p, k := range h.waiting {
+			if s, known := h.procOf[p]; k == key && known && !(held && holder == p) && (slot < 0 || s < slot) {
+				slot, proc = s, p
+			}
+		}
+		ch := h.wait
+		h.mu.Unlock()
+		if slot >= 0 {
+			return slot, proc, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-deadline.C:
+			return 0, 0, fmt.Errorf("nobody waited for %s within %v: %w", key, wait, chaos.ErrNoTarget)
 		case <-ch:
 		}
 	}
@@ -245,12 +284,18 @@ func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand)
 			return fleet.Slot{}, 0, err
 		}
 		return r.slots[slot], proc, nil
+	case chaos.ClientWaiter:
+		slot, proc, err := r.holders.waiterOf(ctx, r.keyName(s.Key), 2*time.Second)
+		if err != nil {
+			return fleet.Slot{}, 0, err
+		}
+		return r.slots[slot], proc, nil
 	case chaos.ClientRandom:
 		return r.slots[rng.IntN(len(r.slots))], -1, nil
 	}
 	i, err := strconv.Atoi(s.Client)
 	if err != nil || i < 0 || i >= len(r.slots) {
-		return fleet.Slot{}, 0, fmt.Errorf("client %q: want holder, random or a number 0..%d", s.Client, len(r.slots)-1)
+		return fleet.Slot{}, 0, fmt.Errorf("client %q: want holder, waiter, random or a number 0..%d", s.Client, len(r.slots)-1)
 	}
 	return r.slots[i], -1, nil
 }

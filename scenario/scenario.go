@@ -10,6 +10,7 @@ import (
 	"github.com/locklab/locklab/yamlline"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -79,6 +80,8 @@ type file struct {
 	Servers    serversFile    `yaml:"servers"`
 	// StallThreshold: see Scenario.StallThreshold.
 	StallThreshold *chaos.Duration `yaml:"stall_threshold"`
+	// ApproachFiles: see ApproachFiles.
+	ApproachFiles []string `yaml:"approach-files"`
 }
 
 type serversFile struct {
@@ -113,6 +116,43 @@ func Load(path string, reg *impls.Registry) (*Scenario, error) {
 	}
 	s.Path = path
 	return s, nil
+}
+
+// ApproachFiles are the approach files a scenario file names under
+// `approach-files:` (a regression's library pinned to the version that had
+// the bug, and to the one that fixed it), relative to the scenario's
+// folder. Their approaches must be registered before Load checks the
+// scenario's approaches: Load itself reads no approach file.
+func ApproachFiles(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, yamlline.Err(err))
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, nil // Load says what is wrong
+	}
+	root := doc.Content[0]
+	var files []string
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value != "approach-files" {
+			continue
+		}
+		n := root.Content[i+1]
+		if err := n.Decode(&files); err != nil || len(files) == 0 {
+			return nil, fmt.Errorf("scenario %s: line %d: approach-files: want a list of approach files, like [affected.yaml, fixed.yaml]", path, n.Line)
+		}
+	}
+	dir := filepath.Dir(path)
+	for i, f := range files {
+		if !filepath.IsAbs(f) {
+			files[i] = filepath.Join(dir, f)
+		}
+	}
+	return files, nil
 }
 
 // Parse reads and validates a scenario from its bytes.

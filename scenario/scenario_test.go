@@ -3,6 +3,7 @@ package scenario
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,43 @@ func TestWorkloadKeys(t *testing.T) {
 				t.Fatalf("error %v, want one line containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A scenario's approach-files are read before the scenario itself (their
+// approaches must be registered first), relative to its folder; a list of
+// anything else is a one-line error with its line.
+func TestApproachFiles(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want []string
+		err  string
+	}{
+		{"name: x\napproach-files: [a.yaml, sub/b.yaml, /abs/c.yaml]\n", []string{"DIR/a.yaml", "DIR/sub/b.yaml", "/abs/c.yaml"}, ""},
+		{"name: x\n", nil, ""},
+		{"name: x\napproach-files: a.yaml\n", nil, "line 2: approach-files: want a list"},
+		{"name: x\napproach-files: []\n", nil, "line 2: approach-files: want a list"},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "scenario.yaml")
+		if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ApproachFiles(path)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%q: %v, want one line with %q", tc.file, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.file, err)
+		}
+		for i := range tc.want {
+			tc.want[i] = strings.Replace(tc.want[i], "DIR", dir, 1)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %q, want %q", tc.file, got, tc.want)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	dockerengine "github.com/locklab/locklab/cluster/docker"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/stall"
 )
 
@@ -259,29 +260,44 @@ func addApproachFiles(fs *flag.FlagSet) *approachFiles {
 }
 
 // register adds the files' approaches to reg, then the shipped ones
-// (shippedApproachDirs). It returns the exit code to use, or -1 to go on.
+// (shippedDirs). It returns the exit code to use, or -1 to go on.
 func (l *approachFiles) register(cmd string, reg *impls.Registry, stderr io.Writer) int {
 	if err := adapter.Register(reg, *l); err != nil {
 		fmt.Fprintf(stderr, "locklab %s: %v\n", cmd, err)
 		return exitUsage
 	}
-	if err := adapter.RegisterShipped(reg, shippedApproachDirs()); err != nil {
+	if err := adapter.RegisterShipped(reg, shippedDirs("approaches")); err != nil {
 		fmt.Fprintf(stderr, "locklab %s: shipped approach: %v\n", cmd, err)
 		return exitUsage
 	}
 	return -1
 }
 
-// shippedApproachDirs are where the approach files shipped with locklab
-// (the adapters of Curator, kazoo, redis-py, python-etcd3) are: approaches/
-// of the repository locklab runs in, or the one its binary was built in
-// (bin/locklab).
-func shippedApproachDirs() []string {
-	dirs := []string{"approaches"}
+// registerScenarioFiles adds the approaches of the files a scenario names
+// under approach-files: (a regression's pinned library versions) to reg.
+// It returns the exit code to use, or -1 to go on.
+func registerScenarioFiles(cmd string, reg *impls.Registry, path string, stderr io.Writer) int {
+	files, err := scenario.ApproachFiles(path)
+	if err == nil {
+		err = adapter.Register(reg, files)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab %s: %v\n", cmd, err)
+		return exitUsage
+	}
+	return -1
+}
+
+// shippedDirs are where a folder shipped with locklab is: approaches/ (the
+// adapters of Curator, kazoo, redis-py, python-etcd3) or regressions/ (the
+// corpus of published lock bugs) of the repository locklab runs in, or of
+// the one its binary was built in (bin/locklab).
+func shippedDirs(name string) []string {
+	dirs := []string{name}
 	if exe, err := os.Executable(); err == nil {
 		// Run from the repository, both name one folder: read it once.
-		d := filepath.Join(filepath.Dir(filepath.Dir(exe)), "approaches")
-		if here, err := filepath.Abs("approaches"); err != nil || here != d {
+		d := filepath.Join(filepath.Dir(filepath.Dir(exe)), name)
+		if here, err := filepath.Abs(name); err != nil || here != d {
 			dirs = append(dirs, d)
 		}
 	}

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/locklab/locklab/adapter"
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/scenario"
 )
 
 func cmdList(reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
@@ -28,9 +31,14 @@ func cmdList(reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	out := &errWriter{w: stdout}
+	pinned, err := pinnedApproaches(shippedDirs("regressions"))
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab list: %v\n", err)
+		return exitUsage
+	}
 	if *faults {
 		listFaults(*asJSON, out)
-	} else if code := listTo(reg, *asJSON, out); code != exitOK {
+	} else if code := listTo(reg, pinned, *asJSON, out); code != exitOK {
 		return code
 	}
 	if out.err != nil {
@@ -40,7 +48,40 @@ func cmdList(reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func listTo(reg *impls.Registry, asJSON bool, stdout io.Writer) int {
+// pinned is an approach of a regression folder: a library pinned to a
+// version, run by that folder's scenario.
+type pinned struct {
+	scenario string
+	approach impls.Approach
+}
+
+// pinnedApproaches reads the approach files that the scenarios of the
+// regression folders in dirs (DIR/BUG/scenario.yaml) name.
+func pinnedApproaches(dirs []string) ([]pinned, error) {
+	var out []pinned
+	for _, dir := range dirs {
+		scenarios, err := filepath.Glob(filepath.Join(dir, "*", "scenario.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range scenarios {
+			files, err := scenario.ApproachFiles(s)
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range files {
+				spec, err := adapter.Load(f)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, pinned{scenario: s, approach: spec.Approach()})
+			}
+		}
+	}
+	return out, nil
+}
+
+func listTo(reg *impls.Registry, pins []pinned, asJSON bool, stdout io.Writer) int {
 	if asJSON {
 		type entry struct {
 			Name         string             `json:"name"`
@@ -52,10 +93,16 @@ func listTo(reg *impls.Registry, asJSON bool, stdout io.Writer) int {
 			Survives     string             `json:"survives"`
 			Summary      string             `json:"summary"`
 			Fails        string             `json:"fails"`
+			Library      string             `json:"library,omitempty"`
+			Scenario     string             `json:"scenario,omitempty"` // the regression scenario that runs it
 		}
 		var out []entry
 		for _, a := range reg.All() {
-			out = append(out, entry{a.Name, a.Server, a.Server, a.Caps, a.Weak, a.Safe, a.Survives, a.Summary, a.Fails})
+			out = append(out, entry{a.Name, a.Server, a.Server, a.Caps, a.Weak, a.Safe, a.Survives, a.Summary, a.Fails, a.Library, ""})
+		}
+		for _, p := range pins {
+			a := p.approach
+			out = append(out, entry{a.Name, a.Server, a.Server, a.Caps, a.Weak, a.Safe, a.Survives, a.Summary, a.Fails, a.Library, p.scenario})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -77,6 +124,18 @@ func listTo(reg *impls.Registry, asJSON bool, stdout io.Writer) int {
 		}
 		tw.Flush()
 		fmt.Fprintln(stdout)
+	}
+	if len(pins) > 0 {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(stdout, "PINNED LIBRARY VERSIONS (the corpus of published lock bugs: locklab run SCENARIO)")
+		for _, p := range pins {
+			lib := p.approach.Library
+			if lib == "" {
+				lib = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.approach.Name, lib, p.approach.Server, p.scenario)
+		}
+		tw.Flush()
 	}
 	return exitOK
 }

@@ -23,8 +23,8 @@ func TestListShowsEveryApproach(t *testing.T) {
 	for name, reg := range map[string]*impls.Registry{"shipped": all.Registry(), "with one of no kind": withOther} {
 		t.Run(name, func(t *testing.T) {
 			var js, text bytes.Buffer
-			listTo(reg, true, &js)
-			listTo(reg, false, &text)
+			listTo(reg, nil, true, &js)
+			listTo(reg, nil, false, &text)
 			var entries []struct{ Name string }
 			if err := json.Unmarshal(js.Bytes(), &entries); err != nil {
 				t.Fatal(err)
@@ -47,5 +47,41 @@ func TestListShowsEveryApproach(t *testing.T) {
 				t.Errorf("list shows %d approaches, --json %d", len(shown), len(entries))
 			}
 		})
+	}
+}
+
+// `list` ends with every approach a regression folder pins, each with its
+// library and version as its file says, and --json gives them too.
+func TestListShowsPinnedVersions(t *testing.T) {
+	pins, err := pinnedApproaches([]string{"../../regressions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pins) == 0 {
+		t.Fatal("no pinned approach in ../../regressions/*/scenario.yaml")
+	}
+	var js, text bytes.Buffer
+	listTo(all.Registry(), pins, true, &js)
+	listTo(all.Registry(), pins, false, &text)
+	var entries []struct{ Name, Library, Scenario string }
+	if err := json.Unmarshal(js.Bytes(), &entries); err != nil {
+		t.Fatal(err)
+	}
+	libs := map[string]string{}
+	for _, e := range entries {
+		libs[e.Name] = e.Library + " " + e.Scenario
+	}
+	_, pinnedText, _ := strings.Cut(text.String(), "PINNED LIBRARY VERSIONS")
+	for _, p := range pins {
+		a := p.approach
+		if a.Library == "" {
+			t.Errorf("%s (%s): no library: in its approach file", a.Name, p.scenario)
+		}
+		if libs[a.Name] != a.Library+" "+p.scenario {
+			t.Errorf("--json: %s: %q, want %q", a.Name, libs[a.Name], a.Library+" "+p.scenario)
+		}
+		if !strings.Contains(pinnedText, a.Name) || !strings.Contains(pinnedText, a.Library) {
+			t.Errorf("list: %s with %s not among the pinned versions:\n%s", a.Name, a.Library, pinnedText)
+		}
 	}
 }

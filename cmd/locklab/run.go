@@ -42,6 +42,9 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 		fmt.Fprintln(stderr, "locklab run: want one scenario file: locklab run SCENARIO.yaml (see scenarios/)")
 		return exitUsage
 	}
+	if code := registerScenarioFiles("run", reg, fs.Arg(0), stderr); code >= 0 {
+		return code
+	}
 	ext, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
 		return code

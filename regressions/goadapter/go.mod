@@ -1,0 +1,3 @@
+module github.com/locklab/locklab/regressions/goadapter
+
+go 1.22

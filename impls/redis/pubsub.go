@@ -145,6 +145,9 @@ func (p *pubSubLock) sleep(ctx context.Context, ps *goredis.PubSub, ch string, u
 		}
 		m, err := ps.ReceiveTimeout(ctx, d)
 		if err != nil {
+			if errors.Is(err, goredis.ErrClosed) {
+				return fmt.Errorf("wait on %s: %w: %w", ch, impls.ErrUnavailable, err)
+			}
 			if !isTimeout(err) {
 				pause(ctx, d)
 			}

@@ -66,6 +66,7 @@ var pinned = map[string]string{
 	"redis-reentrant":                "safe ttl reentrant renewal nodes:1",
 	"redis-fair":                     "safe ttl reentrant fair renewal nodes:1",
 	"redis-watchdog":                 "safe ttl reentrant renewal watchdog nodes:1",
+	"redis-pubsub":                   "safe ttl blocking renewal nodes:1",
 	"zk-ephemeral":                   "safe blocking fault-tolerant loss-signal crash-freed-after:2s",
 	"zk-sequential":                  "safe fair blocking fencing fault-tolerant loss-signal crash-freed-after:2s",
 }

@@ -23,6 +23,7 @@ func Register(r *impls.Registry) {
 	r.Register(ReentrantApproach)
 	r.Register(FairApproach)
 	r.Register(WatchdogApproach)
+	r.Register(PubSubApproach)
 	r.Register(RedlockApproach)
 	r.Register(RedlockQuorumApproach)
 	r.Register(RedsyncApproach)

@@ -236,8 +236,8 @@ func (d Decisive) faultWindows() []Span {
 	return out
 }
 
-// offending are the outcomes that made r contradict e: those e forbids,
-// or the unsafe ones when e expected safety.
+// offending are the outcomes that made r contradict e: those e forbids
+// and those nothing predicts, or the unsafe ones when e expected safety.
 func offending(r Result, e Expectation) []Outcome {
 	var out []Outcome
 	for _, o := range r.Observed {
@@ -247,6 +247,7 @@ func offending(r Result, e Expectation) []Outcome {
 			}
 		}
 	}
+	out = append(out, r.Unexpected...)
 	if len(out) > 0 {
 		return out
 	}

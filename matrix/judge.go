@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/declared"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
@@ -170,4 +171,33 @@ func matches(observed, expected verdict.Outcome) bool {
 // a TTL, a session, or a signal that the lock is gone.
 func leaseEnds(a impls.Approach) bool {
 	return a.Caps.TTL || a.Caps.LossSignal || a.CrashFreedAfter > 0
+}
+
+// ShippedExpectations are what the shipped matrix expects, loaded against
+// what the shipped approaches declare (impls/declared): none of them need
+// be linked, so a user's go test judges as `locklab run` does.
+func ShippedExpectations() (Expectations, error) {
+	reg, err := declared.Registry()
+	if err != nil {
+		return Expectations{}, err
+	}
+	m, err := Load(Shipped, reg)
+	if err != nil {
+		return Expectations{}, err
+	}
+	return NewExpectations(m, reg), nil
+}
+
+// Predict is expectation e of a case of approach a, with fault kinds
+// kinds and workload w, knowing what the rules predict: each unsafe
+// outcome Judge finds new is Unpredicted, with why, so that one showing
+// contradicts unless e names it (verdict.Compare).
+func (e Expectations) Predict(x verdict.Expectation, a impls.Approach, kinds []string, w workload.Spec) verdict.Expectation {
+	x.Unpredicted = map[verdict.Outcome]string{}
+	for _, c := range verdict.UnsafeOutcomes() {
+		if j := e.Judge(a, kinds, w, c); !j.Known {
+			x.Unpredicted[c] = j.Why
+		}
+	}
+	return x
 }

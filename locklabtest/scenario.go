@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
@@ -90,7 +91,7 @@ func runScenario(t tb, a impls.Approach, scenarioFile string) {
 		case verdict.Undecided:
 			t.Errorf("scenario %s, %s: not verified: %s", s.Name, run.Case, v.Text)
 		default:
-			t.Errorf("scenario %s, %s: %s%s", s.Name, run.Case, v.Text, violations(run.Violations))
+			t.Errorf("scenario %s, %s: %s%s", s.Name, run.Case, v.Text, violations(report.RunNotes(run)))
 		}
 	}
 	t.Logf("scenario %s: results in %s", s.Name, out.Dir)

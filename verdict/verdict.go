@@ -302,6 +302,31 @@ func Compare(e Expectation, o Observed) Result {
 	return r
 }
 
+// Deciding are the outcomes seen that made r contradict: those forbidden
+// and those nothing predicts, or every unsafe one when safety was
+// expected. None when r agrees, is undecided, or only missed an expected
+// violation (what did not show decided it).
+func (r Result) Deciding() []Outcome {
+	if r.Status != Contradicts || r.Missed {
+		return nil
+	}
+	var out []Outcome
+	for _, o := range r.Observed {
+		if slices.ContainsFunc(r.Forbidden, o.matches) || slices.Contains(r.Unexpected, o) {
+			out = append(out, o)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, o := range r.Observed {
+		if o.Unsafe() {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // others are the outcomes of all not among the deciding ones.
 func others(all []Outcome, deciding ...[]Outcome) []Outcome {
 	var out []Outcome

@@ -270,7 +270,11 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 	if len(opt.Approaches) > 0 {
 		for _, a := range opt.Approaches {
 			if !slices.Contains(s.Approaches, a) {
-				return Plan{}, usageErr(fmt.Errorf("--approach %s: not among the scenario's approaches (%s); a scenario runs the approaches it names: copy it and name yours, or server:KIND for every approach of a server kind", a, strings.Join(s.Approaches, ", ")))
+				hint := ""
+				if near := impls.Nearest(a, s.Approaches); near != "" {
+					hint = fmt.Sprintf(": did you mean %q?", near)
+				}
+				return Plan{}, usageErr(fmt.Errorf("--approach %s: not among the scenario's approaches%s (%s); a scenario runs the approaches it names: copy it and name yours, or server:KIND for every approach of a server kind", a, hint, strings.Join(s.Approaches, ", ")))
 			}
 		}
 		names = opt.Approaches

@@ -70,6 +70,7 @@ func TestObserveClassifiesCheckerClasses(t *testing.T) {
 	}{
 		{checker.DoubleGrantOutlived, DoubleGrantOutlived},
 		{checker.DoubleGrantBothValid, DoubleGrantBothValid},
+		{checker.DoubleGrantHeldAtOnce, DoubleGrantBothValid},
 		{checker.DoubleGrantNeverReleased, DoubleGrant},
 		{checker.Revoked, Revoked},
 		{checker.PhantomRelease, PhantomRelease},

@@ -16,6 +16,7 @@ import (
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/impls/memlock"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/scenario"
@@ -318,5 +319,52 @@ func TestResultsREADMENamesEveryFile(t *testing.T) {
 	}
 	if seen < 5 || len(patterns) < 10 {
 		t.Fatalf("%d files against %d patterns: the README's table no longer reads", seen, len(patterns))
+	}
+}
+
+// A scenario's cases know what the matrix predicts of their approach under
+// their faults: a violation neither the case's expectation nor a rule
+// predicts is Unpredicted (it will contradict), one a rule predicts is not.
+func TestScenarioPlanKnowsWhatTheMatrixPredicts(t *testing.T) {
+	reg := all.Registry()
+	mine := impls.Approach{Name: "my-redis-lock", Server: impls.Redis, Nodes: 1, Safe: true, Caps: impls.Capabilities{TTL: true}}
+	reg.Register(mine)
+	s, err := scenario.Load("../scenarios/gc-pause-past-ttl.yaml", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Approaches = append(s.Approaches, mine.Name)
+	p, err := ScenarioPlan(reg, s, ScenarioOptions{ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		approach    string
+		unpredicted []verdict.Outcome
+		predicted   []verdict.Outcome
+	}{
+		// A TTL lock without fencing under a client pause: outlived and
+		// its lost update (and a revocation that follows) are predicted;
+		// both leases valid, or a phantom release, are not.
+		{"my-redis-lock", []verdict.Outcome{verdict.DoubleGrantBothValid, verdict.PhantomRelease}, []verdict.Outcome{verdict.DoubleGrantOutlived, verdict.LostUpdate, verdict.Revoked}},
+		{"redis-setnx-px-lua", []verdict.Outcome{verdict.DoubleGrantBothValid}, []verdict.Outcome{verdict.DoubleGrantOutlived}},
+		// The plain DEL's both-valid is the matrix's rule for it.
+		{"redis-setnx-px-del", []verdict.Outcome{verdict.PhantomRelease}, []verdict.Outcome{verdict.DoubleGrantBothValid, verdict.DoubleGrantOutlived}},
+	} {
+		i := slices.IndexFunc(p.Cases, func(c Case) bool { return c.Name == tc.approach })
+		if i < 0 {
+			t.Fatalf("no case of %s", tc.approach)
+		}
+		e := p.Cases[i].Expect
+		for _, o := range tc.unpredicted {
+			if e.Unpredicted[o] == "" {
+				t.Errorf("%s: %s is not unpredicted", tc.approach, o)
+			}
+		}
+		for _, o := range tc.predicted {
+			if why, ok := e.Unpredicted[o]; ok {
+				t.Errorf("%s: %s unpredicted: %s", tc.approach, o, why)
+			}
+		}
 	}
 }

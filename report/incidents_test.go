@@ -117,4 +117,13 @@ func TestPrintRunsLeadsWithTheDeciding(t *testing.T) {
 	if strings.Contains(text, "245 more") {
 		t.Errorf("the first violations printed beside the incidents:\n%s", text)
 	}
+	// The JUnit failure of the CI gate says the same, in that order.
+	b, err := RunsJUnit("run", []Run{run}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := string(b)
+	if i, j := strings.Index(x, "decided by double-grant:both-valid"), strings.Index(x, "also double-grant:outlived"); i < 0 || j < i || strings.Contains(x, "245 more") {
+		t.Errorf("JUnit failure does not lead with the deciding incident:\n%s", x)
+	}
 }

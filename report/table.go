@@ -87,20 +87,26 @@ func PrintRuns(w io.Writer, runs []Run) {
 // decided it first, every one, then the others' (not its first few
 // violations, which may all be of a class it was expected to show).
 func RunNotes(r Run) []string {
-	var notes []string
-	if len(r.Deciding) > 0 {
-		for _, d := range r.Deciding {
-			notes = append(notes, "decided by "+d)
-		}
-		for _, in := range r.Incidents {
-			notes = append(notes, "also "+in)
-		}
-	} else {
-		notes = append(notes, r.Violations...)
-	}
-	notes = append(notes, r.Anomalies...)
+	notes := append(violationNotes(r), r.Anomalies...)
 	if r.LockLoss != nil {
 		notes = append(notes, "lock loss: "+r.LockLoss.String())
+	}
+	return notes
+}
+
+// violationNotes are a run's violations in words: a contradiction's
+// deciding incidents, every one, then the others'; else its first few
+// violations.
+func violationNotes(r Run) []string {
+	if len(r.Deciding) == 0 {
+		return append([]string(nil), r.Violations...)
+	}
+	var notes []string
+	for _, d := range r.Deciding {
+		notes = append(notes, "decided by "+d)
+	}
+	for _, in := range r.Incidents {
+		notes = append(notes, "also "+in)
 	}
 	return notes
 }

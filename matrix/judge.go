@@ -188,13 +188,18 @@ func ShippedExpectations() (Expectations, error) {
 	return NewExpectations(m, reg), nil
 }
 
-// Predict is expectation e of a case of approach a, with fault kinds
+// Predict is expectation x of a case of approach a, with fault kinds
 // kinds and workload w, knowing what the rules predict: each unsafe
 // outcome Judge finds new is Unpredicted, with why, so that one showing
-// contradicts unless e names it (verdict.Compare).
+// contradicts unless x names it (verdict.Compare). A double grant x
+// expects brings its consequences with it, as one a rule predicts does.
 func (e Expectations) Predict(x verdict.Expectation, a impls.Approach, kinds []string, w workload.Spec) verdict.Expectation {
+	grant := slices.ContainsFunc(x.Outcomes, verdict.Outcome.IsDoubleGrant)
 	x.Unpredicted = map[verdict.Outcome]string{}
 	for _, c := range verdict.UnsafeOutcomes() {
+		if grant && c.FollowsFromDoubleGrant() {
+			continue
+		}
 		if j := e.Judge(a, kinds, w, c); !j.Known {
 			x.Unpredicted[c] = j.Why
 		}

@@ -72,3 +72,39 @@ func TestKnownOrNew(t *testing.T) {
 		})
 	}
 }
+
+// Predict marks what nothing predicts of a case; a double grant the case's
+// own expectation names brings its consequences with it.
+func TestPredict(t *testing.T) {
+	e := shippedExpectations(t)
+	reg := all.Registry()
+	a, err := reg.Get("mysql-insert-delete-replicated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutex := workload.Spec{Kind: workload.Mutex}
+	kinds := []string{"partition", "db-failover"}
+	for _, tc := range []struct {
+		name        string
+		expect      []verdict.Outcome
+		unpredicted []verdict.Outcome
+		predicted   []verdict.Outcome
+	}{
+		{"the case expects a double grant", []verdict.Outcome{verdict.DoubleGrantBothValid}, []verdict.Outcome{verdict.PhantomRelease}, []verdict.Outcome{verdict.Revoked, verdict.LostUpdate}},
+		{"the case expects none", []verdict.Outcome{verdict.Blocked}, []verdict.Outcome{verdict.Revoked, verdict.DoubleGrantBothValid}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := e.Predict(verdict.Expectation{Outcomes: tc.expect}, a, kinds, mutex)
+			for _, o := range tc.unpredicted {
+				if x.Unpredicted[o] == "" {
+					t.Errorf("%s predicted", o)
+				}
+			}
+			for _, o := range tc.predicted {
+				if why, ok := x.Unpredicted[o]; ok {
+					t.Errorf("%s unpredicted: %s", o, why)
+				}
+			}
+		})
+	}
+}

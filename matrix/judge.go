@@ -85,10 +85,10 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 		switch {
 		case slices.ContainsFunc(r.Expect.Forbidden, func(o verdict.Outcome) bool { return matches(c, o) }):
 			forbidden = append(forbidden, desc)
-		case slices.ContainsFunc(r.Expect.Outcomes, func(o verdict.Outcome) bool { return matches(c, o) }):
+		case slices.ContainsFunc(slices.Concat(r.Expect.Outcomes, r.Expect.May), func(o verdict.Outcome) bool { return matches(c, o) }):
 			predicted = append(predicted, desc)
 			because = append(because, columnKinds(f)...)
-		case c.FollowsFromDoubleGrant() && slices.ContainsFunc(r.Expect.Outcomes, verdict.Outcome.IsDoubleGrant):
+		case c.FollowsFromDoubleGrant() && slices.ContainsFunc(slices.Concat(r.Expect.Outcomes, r.Expect.May), verdict.Outcome.IsDoubleGrant):
 			predicted = append(predicted, desc+" (a double grant, which this follows from)")
 			because = append(because, columnKinds(f)...)
 		default:
@@ -194,7 +194,7 @@ func ShippedExpectations() (Expectations, error) {
 // contradicts unless x names it (verdict.Compare). A double grant x
 // expects brings its consequences with it, as one a rule predicts does.
 func (e Expectations) Predict(x verdict.Expectation, a impls.Approach, kinds []string, w workload.Spec) verdict.Expectation {
-	grant := slices.ContainsFunc(x.Outcomes, verdict.Outcome.IsDoubleGrant)
+	grant := slices.ContainsFunc(slices.Concat(x.Outcomes, x.May), verdict.Outcome.IsDoubleGrant)
 	x.Unpredicted = map[verdict.Outcome]string{}
 	for _, c := range verdict.UnsafeOutcomes() {
 		if grant && c.FollowsFromDoubleGrant() {

@@ -239,26 +239,11 @@ func parseExpect(n *yaml.Node, s *Scenario, reg *impls.Registry) error {
 		if err != nil {
 			return err
 		}
-		e := verdict.Expectation{AtLeast: atLeast}
-		for _, name := range names {
-			not, neg := strings.CutPrefix(name, "not:")
-			o, err := verdict.Parse(not)
-			if err != nil {
-				return fmt.Errorf("line %d: expect.%s: %w", v.Line, key, err)
-			}
-			if neg {
-				e.Forbidden = append(e.Forbidden, o)
-			} else {
-				e.Outcomes = append(e.Outcomes, o)
-			}
+		e, err := verdict.ParseList(names)
+		if err != nil {
+			return fmt.Errorf("line %d: expect.%s: %w", v.Line, key, err)
 		}
-		if contains(names, string(verdict.Safe)) {
-			for _, o := range e.Outcomes {
-				if o.Unsafe() {
-					return fmt.Errorf("line %d: expect.%s: safe cannot go with %s", v.Line, key, o)
-				}
-			}
-		}
+		e.AtLeast = atLeast
 		e.Why = fmt.Sprintf("scenario %s, expect.%s", s.Name, key)
 		s.Expect[key] = e
 	}

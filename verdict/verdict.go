@@ -137,6 +137,9 @@ type Expectation struct {
 	// a fenced store must lose no update even though the holder outlived
 	// its lease.
 	Forbidden []Outcome
+	// May outcomes may show and need not (files write "may:double-grant:both-valid"):
+	// what a mechanism makes likely but not certain, predicted all the same.
+	May []Outcome
 	// AtLeast: Outcomes are the least the case must show, and any other
 	// violation may show too (scenario files write {at-least: [...]}).
 	AtLeast bool
@@ -164,7 +167,45 @@ func (e Expectation) Names() []string {
 	for _, o := range e.Forbidden {
 		out = append(out, "not:"+string(o))
 	}
+	for _, o := range e.May {
+		out = append(out, "may:"+string(o))
+	}
 	return out
+}
+
+// ParseList reads an expectation as files write it: each outcome by name,
+// "not:" before one that must not show, "may:" before one that may.
+func ParseList(names []string) (Expectation, error) {
+	var e Expectation
+	for _, name := range names {
+		rest, not := strings.CutPrefix(name, "not:")
+		rest, may := strings.CutPrefix(rest, "may:")
+		o, err := Parse(rest)
+		if err != nil {
+			return e, err
+		}
+		switch {
+		case not && may:
+			return e, fmt.Errorf("%q: not: or may:, not both", name)
+		case not:
+			e.Forbidden = append(e.Forbidden, o)
+		case may:
+			if o == Safe {
+				return e, fmt.Errorf("%q: safe is all or nothing, never may", name)
+			}
+			e.May = append(e.May, o)
+		default:
+			e.Outcomes = append(e.Outcomes, o)
+		}
+	}
+	if slices.Contains(e.Outcomes, Safe) {
+		for _, o := range slices.Concat(e.Outcomes, e.May) {
+			if o.Unsafe() {
+				return e, fmt.Errorf("safe cannot go with %s", o)
+			}
+		}
+	}
+	return e, nil
 }
 
 func (e Expectation) String() string {
@@ -174,6 +215,9 @@ func (e Expectation) String() string {
 	}
 	for _, o := range e.Forbidden {
 		s = append(s, "not "+string(o))
+	}
+	for _, o := range e.May {
+		s = append(s, "maybe "+string(o))
 	}
 	if len(s) == 0 {
 		return "anything"
@@ -196,7 +240,7 @@ func (e Expectation) unexpected(o Observed) []Outcome {
 		if _, ok := e.Unpredicted[x]; !ok {
 			continue
 		}
-		if !slices.ContainsFunc(e.Outcomes, x.matches) {
+		if !slices.ContainsFunc(e.Outcomes, x.matches) && !slices.ContainsFunc(e.May, x.matches) {
 			out = append(out, x)
 		}
 	}

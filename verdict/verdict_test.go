@@ -160,6 +160,10 @@ func TestCompareUnexpected(t *testing.T) {
 		{"nothing expected, unpredicted shows", nothing, obs(PhantomRelease), Contradicts, []Outcome{PhantomRelease}, "expected anything, observed phantom-release"},
 		{"nothing expected, predicted shows", nothing, obs(LostUpdate), Agrees, nil, "expected anything"},
 		{"safe decides alone", Expectation{Outcomes: []Outcome{Safe}, Unpredicted: pause}, obs(DoubleGrantBothValid), Contradicts, nil, "expected safe"},
+		{"may: shown, agrees", Expectation{Forbidden: []Outcome{DoubleGrantOutlived}, May: []Outcome{DoubleGrantBothValid}, Unpredicted: pause},
+			obs(DoubleGrantBothValid), Agrees, nil, "expected not double-grant:outlived + maybe double-grant:both-valid, observed"},
+		{"may: not shown, agrees", Expectation{Forbidden: []Outcome{DoubleGrantOutlived}, May: []Outcome{DoubleGrantBothValid}, Unpredicted: pause},
+			obs(), Agrees, nil, "expected not double-grant:outlived + maybe"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,5 +205,30 @@ func TestLabStalledWeighsTheUnexpected(t *testing.T) {
 	clear := []Stall{{Who: "locklab", Proc: -1, Span: Span{5, 25}}}
 	if got := LabStalled(r, e, d, clear); got.Status != Contradicts {
 		t.Errorf("both-valid clear of the stall: %s, want it to stand", got.Status)
+	}
+}
+
+// Files write an expectation as a list: names, not:X, may:X.
+func TestParseList(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  string // Names() back, or the error
+	}{
+		{[]string{"double-grant:outlived", "not:lost-update", "may:revoked"}, "double-grant:outlived not:lost-update may:revoked"},
+		{[]string{"safe", "blocked"}, "safe blocked"},
+		{[]string{"safe", "lost-update"}, "safe cannot go with lost-update"},
+		{[]string{"safe", "may:lost-update"}, "safe cannot go with lost-update"},
+		{[]string{"may:safe"}, "safe is all or nothing"},
+		{[]string{"not:may:revoked"}, "not: or may:, not both"},
+		{[]string{"may:doom"}, `unknown outcome "doom"`},
+	} {
+		e, err := ParseList(tc.names)
+		got := strings.Join(e.Names(), " ")
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%v: %q, want %q", tc.names, got, tc.want)
+		}
 	}
 }

@@ -183,6 +183,9 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 				}
 			case verdict.Contradicts:
 				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
+				for _, d := range r.Deciding {
+					mc.Explanations = append(mc.Explanations, r.Case+": decided by "+d)
+				}
 			}
 			if r.LabStalled {
 				mc.LabStalled++

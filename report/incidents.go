@@ -12,23 +12,25 @@ import (
 )
 
 // Incident is one episode of one class of violation: the double grants
-// that broke into one holder's tenure (a paused holder outlived by every
-// grant made while it slept is one incident, not one per grant), or the
-// violations of another class that follow each other with less than
-// incidentGap between them.
+// that broke into one holder's tenure, or that followed each other with
+// less than incidentGap between them (a paused holder outlived by every
+// grant made while it slept is one incident, not one per grant; so is the
+// cascade a plain DEL starts when it wakes), or the violations of another
+// class that follow each other so.
 type Incident struct {
 	Class verdict.Outcome
-	// Held is the client whose tenure a double grant broke into (-1: not
-	// a double grant); Procs are the clients whose events they are (for a
-	// double grant, those granted while Held held), sorted.
-	Held       int
+	// Held are the clients whose tenures the double grants broke into
+	// (none: not a double grant); Procs are the clients granted meanwhile,
+	// or, for another class, the clients whose events they are; sorted.
+	Held       []int
 	Procs      []int
 	Start, End int64 // CLOCK_MONOTONIC ns
 	Count      int
 	Events     []int64 // the first violation's events
+	tenures    []int64 // the grants of the tenures broken into
 }
 
-// incidentGap parts incidents of a class other than a double grant.
+// incidentGap parts incidents.
 const incidentGap = time.Second
 
 // Placer gives an event's time and client by its index (false: unknown).
@@ -39,22 +41,25 @@ type Placer func(index int64) (t int64, proc int, ok bool)
 // released runs to it).
 func Incidents(v checker.Verdict, at Placer, end int64) []Incident {
 	var out []Incident
-	byTenure := map[string]int{}
-	for _, d := range v.DoubleGrants {
+	grants := slices.Clone(v.DoubleGrants)
+	slices.SortStableFunc(grants, func(a, b checker.DoubleGrant) int { return cmp.Compare(a.Second.Start, b.Second.Start) })
+	open := map[string]int{}
+	for _, d := range grants {
 		c := verdict.OutcomeOf(d.Class())
-		key := fmt.Sprintf("%s %s %d", c, d.Key, d.Held.StartIndex)
+		key := string(c) + " " + d.Key
 		until := min(d.Held.End, d.Second.End, end)
-		i, ok := byTenure[key]
-		if !ok {
+		i, ok := open[key]
+		if !ok || !slices.Contains(out[i].tenures, d.Held.StartIndex) && d.Second.Start-out[i].End >= int64(incidentGap) {
 			i = len(out)
-			byTenure[key] = i
-			out = append(out, Incident{Class: c, Held: d.Held.Proc, Start: d.Second.Start, End: until, Events: d.Events()})
+			open[key] = i
+			out = append(out, Incident{Class: c, Start: d.Second.Start, End: until, Events: d.Events()})
 		}
 		in := &out[i]
 		in.Count++
 		in.Start, in.End = min(in.Start, d.Second.Start), max(in.End, until)
-		if !slices.Contains(in.Procs, d.Second.Proc) {
-			in.Procs = append(in.Procs, d.Second.Proc)
+		in.Held, in.Procs = addProc(in.Held, d.Held.Proc), addProc(in.Procs, d.Second.Proc)
+		if !slices.Contains(in.tenures, d.Held.StartIndex) {
+			in.tenures = append(in.tenures, d.Held.StartIndex)
 		}
 	}
 	last := map[verdict.Outcome]int{}
@@ -75,25 +80,22 @@ func Incidents(v checker.Verdict, at Placer, end int64) []Incident {
 				from, to, placed = t, t, true
 			}
 			from, to = min(from, t), max(to, t)
-			if !slices.Contains(procs, p) {
-				procs = append(procs, p)
-			}
+			procs = addProc(procs, p)
 		}
 		if i, ok := last[c]; ok && placed && from-out[i].End < int64(incidentGap) {
 			in := &out[i]
 			in.Count++
 			in.Start, in.End = min(in.Start, from), max(in.End, to)
 			for _, p := range procs {
-				if !slices.Contains(in.Procs, p) {
-					in.Procs = append(in.Procs, p)
-				}
+				in.Procs = addProc(in.Procs, p)
 			}
 			continue
 		}
 		last[c] = len(out)
-		out = append(out, Incident{Class: c, Held: -1, Procs: procs, Start: from, End: to, Count: 1, Events: x.Events})
+		out = append(out, Incident{Class: c, Procs: procs, Start: from, End: to, Count: 1, Events: x.Events})
 	}
 	for i := range out {
+		slices.Sort(out[i].Held)
 		slices.Sort(out[i].Procs)
 	}
 	slices.SortStableFunc(out, func(a, b Incident) int { return cmp.Compare(a.Start, b.Start) })
@@ -136,8 +138,8 @@ func IncidentLines(incidents []Incident, deciding []verdict.Outcome, faults []Fa
 func (in Incident) line(faults []Fault, origin int64) string {
 	sec := func(t int64) float64 { return time.Duration(t - origin).Seconds() }
 	who := clients(in.Procs)
-	if in.Held >= 0 {
-		who = fmt.Sprintf("%s held, %s granted", clients([]int{in.Held}), clients(in.Procs))
+	if len(in.Held) > 0 {
+		who = fmt.Sprintf("held by %s, granted to %s", clients(in.Held), clients(in.Procs))
 	}
 	evs := make([]string, len(in.Events))
 	for i, e := range in.Events {
@@ -145,6 +147,13 @@ func (in Incident) line(faults []Fault, origin int64) string {
 	}
 	return fmt.Sprintf("%s: %s, at %.2f s for %.2f s, %d time(s) (events %s); %s", in.Class, who, sec(in.Start),
 		time.Duration(in.End-in.Start).Seconds(), in.Count, strings.Join(evs, ", "), inForce(faults, sec(in.Start), sec(in.End)))
+}
+
+func addProc(procs []int, p int) []int {
+	if slices.Contains(procs, p) {
+		return procs
+	}
+	return append(procs, p)
 }
 
 // clients names clients by number: "client 2", "clients 1, 3".

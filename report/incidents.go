@@ -13,7 +13,7 @@ import (
 
 // Incident is one episode of one class of violation: the double grants
 // that broke into one holder's tenure, or that followed each other with
-// less than incidentGap between them (a paused holder outlived by every
+// less than episodeGap between them (a paused holder outlived by every
 // grant made while it slept is one incident, not one per grant; so is the
 // cascade a plain DEL starts when it wakes), or the violations of another
 // class that follow each other so.
@@ -30,8 +30,8 @@ type Incident struct {
 	tenures    []int64 // the grants of the tenures broken into
 }
 
-// incidentGap parts incidents.
-const incidentGap = time.Second
+// episodeGap parts incidents.
+const episodeGap = time.Second
 
 // Placer gives an event's time and client by its index (false: unknown).
 type Placer func(index int64) (t int64, proc int, ok bool)
@@ -49,7 +49,7 @@ func Incidents(v checker.Verdict, at Placer, end int64) []Incident {
 		key := string(c) + " " + d.Key
 		until := min(d.Held.End, d.Second.End, end)
 		i, ok := open[key]
-		if !ok || !slices.Contains(out[i].tenures, d.Held.StartIndex) && d.Second.Start-out[i].End >= int64(incidentGap) {
+		if !ok || !slices.Contains(out[i].tenures, d.Held.StartIndex) && d.Second.Start-out[i].End >= int64(episodeGap) {
 			i = len(out)
 			open[key] = i
 			out = append(out, Incident{Class: c, Start: d.Second.Start, End: until, Events: d.Events()})
@@ -82,7 +82,7 @@ func Incidents(v checker.Verdict, at Placer, end int64) []Incident {
 			from, to = min(from, t), max(to, t)
 			procs = addProc(procs, p)
 		}
-		if i, ok := last[c]; ok && placed && from-out[i].End < int64(incidentGap) {
+		if i, ok := last[c]; ok && placed && from-out[i].End < int64(episodeGap) {
 			in := &out[i]
 			in.Count++
 			in.Start, in.End = min(in.Start, from), max(in.End, to)

@@ -144,20 +144,24 @@ func TestVerdictClasses(t *testing.T) {
 }
 
 func TestNonLinearizableKeyGetsVisualization(t *testing.T) {
-	dir := t.TempDir()
-	v := verdict(t, []history.Event{
-		ev(1, history.Invoke, A, "k/1", 0), ev(1, history.OK, A, "k/1", 10),
-		ev(2, history.Invoke, A, "k/1", 5), ev(2, history.OK, A, "k/1", 15),
-	}, Options{HTMLDir: dir})
-	if v.Linearizable != "no" || len(v.Linear) != 1 || v.Linear[0].HTML == "" {
-		t.Fatalf("verdict %+v", v)
-	}
-	b, err := os.ReadFile(v.Linear[0].HTML)
-	if err != nil || !strings.Contains(string(b), "<html") {
-		t.Fatalf("visualization: %v", err)
-	}
-	if filepath.Dir(v.Linear[0].HTML) != dir {
-		t.Fatalf("written to %s", v.Linear[0].HTML)
+	// A history without keys (a Jepsen history of one lock) gets a name
+	// of its own, not "linearizability-.html".
+	for _, tc := range []struct{ key, file string }{{"k/1", "linearizability-k_1.html"}, {"", "linearizability.html"}} {
+		dir := t.TempDir()
+		v := verdict(t, []history.Event{
+			ev(1, history.Invoke, A, tc.key, 0), ev(1, history.OK, A, tc.key, 10),
+			ev(2, history.Invoke, A, tc.key, 5), ev(2, history.OK, A, tc.key, 15),
+		}, Options{HTMLDir: dir})
+		if v.Linearizable != "no" || len(v.Linear) != 1 || v.Linear[0].HTML == "" {
+			t.Fatalf("key %q: verdict %+v", tc.key, v)
+		}
+		b, err := os.ReadFile(v.Linear[0].HTML)
+		if err != nil || !strings.Contains(string(b), "<html") {
+			t.Fatalf("key %q: visualization: %v", tc.key, err)
+		}
+		if v.Linear[0].HTML != filepath.Join(dir, tc.file) {
+			t.Fatalf("key %q: written to %s, want %s", tc.key, v.Linear[0].HTML, tc.file)
+		}
 	}
 }
 

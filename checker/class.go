@@ -8,8 +8,13 @@ type Class string
 // The classes of violation the checks find.
 const (
 	// DoubleGrantBothValid: the second grant came while the first holder's
-	// lease was still valid (or it had none).
+	// lease was still valid.
 	DoubleGrantBothValid Class = "double grant: " + BothValid
+	// DoubleGrantHeldAtOnce: the second grant came while the first holder
+	// held the lock, and neither recorded a lease (a plain mutex's
+	// history): the service broke mutual exclusion, as with both leases
+	// valid, with no lease to speak of.
+	DoubleGrantHeldAtOnce Class = "double grant: " + HeldAtOnce
 	// DoubleGrantOutlived: the first holder went on past its own lease.
 	DoubleGrantOutlived Class = "double grant: " + OutlivedLease
 	// DoubleGrantNeverReleased (mutex model): the second grant came after

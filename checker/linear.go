@@ -227,7 +227,7 @@ func (l *Linear) Check(ctx context.Context, timeLimit time.Duration, htmlDir str
 		if err := os.MkdirAll(htmlDir, 0o755); err != nil {
 			return results, err
 		}
-		path := filepath.Join(htmlDir, "linearizability-"+fileSafe(results[i].Key)+".html")
+		path := visualizationPath(htmlDir, results[i].Key)
 		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			return results, fmt.Errorf("visualize %s: %w", results[i].Key, err)
 		}
@@ -289,6 +289,16 @@ func endState(init int, seg []porcupine.Operation) int {
 		}
 	}
 	return state
+}
+
+// visualizationPath is where key's drawing goes in dir: named after the
+// key, or linearizability.html for a history without keys (a Jepsen
+// history of one lock).
+func visualizationPath(dir, key string) string {
+	if key == "" {
+		return filepath.Join(dir, "linearizability.html")
+	}
+	return filepath.Join(dir, "linearizability-"+fileSafe(key)+".html")
 }
 
 func fileSafe(s string) string {
@@ -368,7 +378,7 @@ func (l *Linear) draw(key string, at int64, timeLimit time.Duration, htmlDir str
 		if err := os.MkdirAll(htmlDir, 0o755); err != nil {
 			return "", err
 		}
-		path := filepath.Join(htmlDir, "linearizability-"+fileSafe(key)+".html")
+		path := visualizationPath(htmlDir, key)
 		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			return "", fmt.Errorf("visualize %s: %w", key, err)
 		}

@@ -175,7 +175,7 @@ func TestRevokedInReleaseWords(t *testing.T) {
 	// that says it: no revocation during its release besides.
 	v := judge(t, ModelLease, []history.Event{ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 1e9), ev(2, inv, A, "k", 1e9), ev(2, ok, A, "k", 1.5e9),
 		ev(1, inv, R, "k", 2e9), withError(ev(1, fail, R, "k", 4e9), "not held")})
-	if len(v.Anomalies) != 0 || v.Classes[DoubleGrantBothValid] != 1 || v.Classes[Revoked] != 1 {
+	if len(v.Anomalies) != 0 || v.Classes[DoubleGrantHeldAtOnce] != 1 || v.Classes[Revoked] != 1 {
 		t.Fatalf("classes %v, anomalies %+v: want a double grant, revoked, no anomaly", v.Classes, v.Anomalies)
 	}
 }

@@ -113,8 +113,11 @@ func toldNotHeld(err string) bool {
 // Kinds of double grant.
 const (
 	// BothValid: the second grant came while the first holder's lease was
-	// still valid (or it had none): the lock service broke mutual exclusion.
+	// still valid: the lock service broke mutual exclusion.
 	BothValid = "both leases valid"
+	// HeldAtOnce: the same where neither holder recorded a lease (a plain
+	// mutex's history): two holders at once.
+	HeldAtOnce = "two holders at once"
 	// OutlivedLease: the first holder went on past its own lease expiry
 	// (a pause, a slow request): the service was entitled to grant again;
 	// only fencing saves the resource.
@@ -129,7 +132,7 @@ const (
 // DoubleGrant is two holders at once on one key.
 type DoubleGrant struct {
 	Key    string
-	Kind   string   // BothValid, OutlivedLease or NeverReleased
+	Kind   string   // BothValid, HeldAtOnce, OutlivedLease or NeverReleased
 	Held   Interval // the earlier holder
 	Second Interval // the holder granted while Held was still held
 }
@@ -141,6 +144,8 @@ func (d DoubleGrant) Class() Class {
 		return DoubleGrantOutlived
 	case NeverReleased:
 		return DoubleGrantNeverReleased
+	case HeldAtOnce:
+		return DoubleGrantHeldAtOnce
 	}
 	return DoubleGrantBothValid
 }
@@ -671,6 +676,9 @@ func (m *Mutex) kind(held, second Interval) string {
 	}
 	if held.ValidUntil != 0 && second.Start >= held.ValidUntil {
 		return OutlivedLease
+	}
+	if held.ValidUntil == 0 && second.ValidUntil == 0 {
+		return HeldAtOnce
 	}
 	return BothValid
 }

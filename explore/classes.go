@@ -21,14 +21,6 @@ type Sighting struct {
 	Stated verdict.Outcome
 }
 
-// consequences are the classes that follow from a double grant (the
-// resource's anomalies, the holder told its lock was taken): a case that
-// shows them beside a double grant shows one thing, not several.
-var consequences = map[verdict.Outcome]bool{
-	verdict.Revoked: true, verdict.LostUpdate: true, verdict.StaleWrite: true, verdict.TaskTwice: true,
-	verdict.NonLinearizable: true,
-}
-
 // sightings are the unsafe classes in a checker verdict, each once, in the
 // order of their first violation. A double grant counts as both leases
 // valid only when both were: a grant whose lease had already run out by
@@ -92,19 +84,15 @@ func bornExpired(v checker.Verdict, x checker.Violation, grantAt map[int64]histo
 // primaries are the sightings a finding is made of: every class but the
 // consequences of a double grant the case also showed.
 func primaries(ss []Sighting) (primary, also []Sighting) {
-	grant := slices.ContainsFunc(ss, func(s Sighting) bool { return isDoubleGrant(s.Class) })
+	grant := slices.ContainsFunc(ss, func(s Sighting) bool { return s.Class.IsDoubleGrant() })
 	for _, s := range ss {
-		if grant && consequences[s.Class] {
+		if grant && s.Class.FollowsFromDoubleGrant() {
 			also = append(also, s)
 			continue
 		}
 		primary = append(primary, s)
 	}
 	return primary, also
-}
-
-func isDoubleGrant(o verdict.Outcome) bool {
-	return o == verdict.DoubleGrant || o == verdict.DoubleGrantBothValid || o == verdict.DoubleGrantOutlived
 }
 
 // shows reports whether a case's sightings include class c.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/verdict"
@@ -27,7 +28,7 @@ type Config struct {
 	Budget     time.Duration
 	Seed       uint64
 	Steer      bool // favour schedules that reached rare transitions (false: dice only)
-	Expect     Expectations
+	Expect     matrix.Expectations
 	ResultsDir string
 	External   *cluster.ExternalConfig
 	Docker     *runner.Docker

@@ -149,7 +149,7 @@ func TestExploreKeepsFindingsWhenInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := Config{Registry: reg, Approaches: []string{"mem-racy"}, Faults: []string{"client-clock"}, Budget: time.Minute,
-		Seed: 2, Steer: true, Expect: NewExpectations(m, all.Registry()), ResultsDir: t.TempDir(),
+		Seed: 2, Steer: true, Expect: matrix.NewExpectations(m, all.Registry()), ResultsDir: t.TempDir(),
 		Progress: func(p Progress) {
 			if p.Findings > 0 {
 				cancel() // Ctrl-C

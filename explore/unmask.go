@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/verdict"
 )
 
@@ -39,7 +40,7 @@ func (e *explorer) queueUnmask(srch *Search, c verdict.Outcome, s Schedule, beca
 		return
 	}
 	rest := s.Clone()
-	rest.Faults = slices.DeleteFunc(rest.Faults, func(f Fault) bool { return contains(because, mechanism(f.Kind)) })
+	rest.Faults = slices.DeleteFunc(rest.Faults, func(f Fault) bool { return contains(because, matrix.Mechanism(f.Kind)) })
 	if len(rest.Faults) == 0 || len(rest.Faults) == len(s.Faults) {
 		return
 	}

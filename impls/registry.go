@@ -134,9 +134,62 @@ func (r *Registry) Register(a Approach) {
 func (r *Registry) Get(name string) (Approach, error) {
 	a, ok := r.byName[name]
 	if !ok {
+		if near := Nearest(name, r.Names()); near != "" {
+			return Approach{}, fmt.Errorf("unknown approach %q: did you mean %q? (known: %s)", name, near, strings.Join(r.Names(), ", "))
+		}
 		return Approach{}, fmt.Errorf("unknown approach %q (known: %s)", name, strings.Join(r.Names(), ", "))
 	}
 	return a, nil
+}
+
+// Nearest is the name among names a mistyped one most likely meant: the
+// closest by edit distance, if it is within a third of the name's length
+// (at least 2 edits), else the one name that holds it whole (redlock for
+// redis-redlock); "" when none is near enough, or two are as near.
+func Nearest(typed string, names []string) string {
+	best, bestD, tie := "", max(2, len(typed)/3)+1, false
+	for _, n := range names {
+		switch d := editDistance(typed, n); {
+		case d < bestD:
+			best, bestD, tie = n, d, false
+		case d == bestD:
+			tie = true
+		}
+	}
+	if best != "" && !tie {
+		return best
+	}
+	var holding []string
+	for _, n := range names {
+		if typed != "" && strings.Contains(n, typed) {
+			holding = append(holding, n)
+		}
+	}
+	if len(holding) == 1 {
+		return holding[0]
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between a and b, by bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Names lists every registered approach, sorted.

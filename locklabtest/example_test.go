@@ -24,7 +24,7 @@ var myLock = impls.Approach{
 
 // TestMain makes this test binary a lock client too: a scenario that
 // pauses or kills a client runs each client as a process of its own.
-func TestMain(m *testing.M) { os.Exit(locklabtest.Main(m, myLock)) }
+func TestMain(m *testing.M) { os.Exit(locklabtest.Main(m, myLock, homeDelLock, homeLuaLock)) }
 
 // TestMyLock: every promise myLock declares holds on a real Redis.
 func TestMyLock(t *testing.T) { locklabtest.TestLocker(t, myLock) }

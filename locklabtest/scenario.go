@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
@@ -17,8 +18,11 @@ import (
 
 // RunScenario runs the scenario in scenarioFile on a alone, on servers it
 // starts and stops, and fails t with the verdict's words when a does not
-// do what the file expects of it: a violation it does not expect, an
-// expected one that never showed, or a history that could not be checked.
+// do what the file expects of it: a violation neither the file nor a rule
+// of locklab's matrix predicts for a under the file's faults (as `locklab
+// run` judges), an expected one that never showed, or a history that
+// could not be checked. The message leads with the violations that
+// decided it, one line per incident.
 // The file's `approaches:` are not run: a is, so a shipped scenario serves
 // as it is; its expectation for a is its entry for a by name, else for a
 // capability a declares, else `*`. A file that expects nothing of a fails
@@ -90,7 +94,7 @@ func runScenario(t tb, a impls.Approach, scenarioFile string) {
 		case verdict.Undecided:
 			t.Errorf("scenario %s, %s: not verified: %s", s.Name, run.Case, v.Text)
 		default:
-			t.Errorf("scenario %s, %s: %s%s", s.Name, run.Case, v.Text, violations(run.Violations))
+			t.Errorf("scenario %s, %s: %s%s", s.Name, run.Case, v.Text, violations(report.RunNotes(run)))
 		}
 	}
 	t.Logf("scenario %s: results in %s", s.Name, out.Dir)

@@ -176,18 +176,11 @@ func parseRule(n *yaml.Node, reg *impls.Registry) (Rule, error) {
 			return r, err
 		}
 	}
-	for _, name := range rf.Expect {
-		not, neg := strings.CutPrefix(name, "not:")
-		o, err := verdict.Parse(not)
-		if err != nil {
-			return r, fmt.Errorf("rule %s: %w", rf.Match, err)
-		}
-		if neg {
-			r.Expect.Forbidden = append(r.Expect.Forbidden, o)
-		} else {
-			r.Expect.Outcomes = append(r.Expect.Outcomes, o)
-		}
+	e, err := verdict.ParseList(rf.Expect)
+	if err != nil {
+		return r, fmt.Errorf("rule %s: %w", rf.Match, err)
 	}
+	r.Expect = e
 	r.Expect.Why = rf.Why + " (" + rf.Source + ")"
 	return r, nil
 }

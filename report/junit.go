@@ -78,7 +78,8 @@ func (j *JUnit) XML() ([]byte, error) {
 
 // RunsJUnit is JUnit XML for a bench or a scenario run: one test case per
 // case (approach and setting). A case that contradicted its expectation
-// fails with its explanation and violations; one that could not be
+// fails with its explanation and violations (the deciding incidents
+// first); one that could not be
 // verified is an error; regressions (by case name, from a comparison with
 // a baseline) fail the case too.
 func RunsJUnit(kind string, runs []Run, regressions map[string][]string) ([]byte, error) {
@@ -88,7 +89,7 @@ func RunsJUnit(kind string, runs []Run, regressions map[string][]string) ([]byte
 		var why []string
 		if r.Status == verdict.Contradicts {
 			why = append(why, r.Explanation)
-			why = append(why, r.Violations...)
+			why = append(why, violationNotes(r)...)
 		}
 		if reg := regressions[r.Case]; len(reg) > 0 {
 			why = append(why, "regression: "+strings.Join(reg, "; "))

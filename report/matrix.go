@@ -274,14 +274,18 @@ var outcomeAbbrev = []struct{ outcome, abbrev, meaning string }{
 
 func abbrev(outcome string) string {
 	o, not := strings.CutPrefix(outcome, "not:")
+	o, may := strings.CutPrefix(o, "may:")
 	for _, a := range outcomeAbbrev {
 		if a.outcome == o {
 			o = a.abbrev
 			break
 		}
 	}
-	if not {
+	switch {
+	case not:
 		return "not " + o
+	case may:
+		return o + "?"
 	}
 	return o
 }
@@ -323,14 +327,18 @@ func MatrixCompact(m *Matrix) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "Generated %s by `%s`, %d run(s) per cell; a cell reads expected outcome, then runs that bore it out.\n\n",
 		m.Generated.Format("2006-01-02"), m.Command, m.Runs)
-	used := map[string]bool{}
+	used, maybe := map[string]bool{}, false
 	writeTable(&b, m, func(c MatrixCell) string {
 		for _, o := range append(append([]string{}, c.Expected...), c.Observed...) {
-			used[strings.TrimPrefix(o, "not:")] = true
+			bare, may := strings.CutPrefix(strings.TrimPrefix(o, "not:"), "may:")
+			used[bare], maybe = true, maybe || may
 		}
 		return c.compact()
 	})
 	var legend []string
+	if maybe {
+		legend = append(legend, "X? = X may show (predicted, not required)")
+	}
 	for _, c := range m.Cells {
 		if c.NotChosen {
 			legend = append(legend, notChosenMark+" = applies, not run this time (--cells)")

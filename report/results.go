@@ -113,6 +113,12 @@ type Run struct {
 	// faults; 0 when it came before the fault); -1: none.
 	FirstViolationAt float64 `json:"first_violation_at_s"`
 	Explanation      string  `json:"explanation,omitempty"`
+	// Deciding are the incidents of the violations that decided a
+	// contradiction (forbidden, unpredicted, or any when safety was
+	// expected), one line each, every one; Incidents are the others', the
+	// first few (IncidentLines).
+	Deciding  []string `json:"deciding,omitempty"`
+	Incidents []string `json:"incidents,omitempty"`
 	// StallCount counts the lab's own stalls during the case (a probe in
 	// locklab, a worker or beside the containers woke later than the
 	// threshold); Stalls lists the first few, LongestStall is the longest

@@ -54,7 +54,7 @@ func PrintRuns(w io.Writer, runs []Run) {
 		return
 	}
 	PrintTable(w, runs)
-	for _, run := range runs {
+	notes := func(run Run) {
 		for _, n := range RunNotes(run) {
 			fmt.Fprintf(w, "%s: %s\n", run.Case, n)
 		}
@@ -63,7 +63,17 @@ func PrintRuns(w io.Writer, runs []Run) {
 		}
 	}
 	for _, run := range runs {
+		if len(run.Deciding) == 0 {
+			notes(run)
+		}
+	}
+	// A contradiction's notes follow its verdict, the deciding incidents
+	// first.
+	for _, run := range runs {
 		fmt.Fprintf(w, "%s: %s: %s\n", run.Case, run.Status, run.Explanation)
+		if len(run.Deciding) > 0 {
+			notes(run)
+		}
 	}
 	if m := Models(runs); m != "" {
 		fmt.Fprintf(w, "model: %s\n", m)
@@ -72,10 +82,31 @@ func PrintRuns(w io.Writer, runs []Run) {
 
 // RunNotes are what a run's check found, one line each: its violations,
 // its anomalies that are none, and how soon holders learned of a lost lock.
+//
+// A run that contradicts for what it showed lists the incidents that
+// decided it first, every one, then the others' (not its first few
+// violations, which may all be of a class it was expected to show).
 func RunNotes(r Run) []string {
-	notes := append(append([]string(nil), r.Violations...), r.Anomalies...)
+	notes := append(violationNotes(r), r.Anomalies...)
 	if r.LockLoss != nil {
 		notes = append(notes, "lock loss: "+r.LockLoss.String())
+	}
+	return notes
+}
+
+// violationNotes are a run's violations in words: a contradiction's
+// deciding incidents, every one, then the others'; else its first few
+// violations.
+func violationNotes(r Run) []string {
+	if len(r.Deciding) == 0 {
+		return append([]string(nil), r.Violations...)
+	}
+	var notes []string
+	for _, d := range r.Deciding {
+		notes = append(notes, "decided by "+d)
+	}
+	for _, in := range r.Incidents {
+		notes = append(notes, "also "+in)
 	}
 	return notes
 }

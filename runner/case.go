@@ -408,6 +408,9 @@ func (r *caseRun) judge(ctx context.Context) {
 	run.FirstViolationAt = r.firstViolationAt()
 	run.Status, run.Missed, run.LabStalled = res.Status, res.Missed, res.LabStalled
 	run.Explanation = res.Text
+	if r.rec.check != nil {
+		run.Deciding, run.Incidents = report.IncidentLines(report.Incidents(r.verdict, r.rec.at, r.last), res.Deciding(), run.Faults, r.first, 10)
+	}
 }
 
 // firstViolationAt is how long after the first fault (or the start) the

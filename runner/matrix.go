@@ -70,6 +70,7 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 	p := Plan{Kind: "matrix", ResultsDir: opt.ResultsDir, External: opt.External, Docker: opt.Docker, EndWhenAnswered: true, ShareServers: true,
 		Config: map[string]any{"approaches": names(approaches), "faults": faults, "runs": opt.Runs, "seed": opt.Seed,
 			"cluster": clusterMode(opt.External, opt.Docker), "images": opt.Docker.images()}}
+	known := matrix.NewExpectations(m, reg)
 	var cells []matrix.Cell
 	for _, fname := range faults {
 		f, _ := m.Fault(fname)
@@ -93,6 +94,7 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 					c.Faults = append(c.Faults, ft.Step)
 				}
 				c.Direct = !needsProxies(c.Faults)
+				c.Expect = predict(known, c)
 				if err := c.Validate(); err != nil {
 					return Plan{}, nil, usageErr(err)
 				}
@@ -181,6 +183,9 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 				}
 			case verdict.Contradicts:
 				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
+				for _, d := range r.Deciding {
+					mc.Explanations = append(mc.Explanations, r.Case+": decided by "+d)
+				}
 			}
 			if r.LabStalled {
 				mc.LabStalled++

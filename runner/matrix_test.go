@@ -178,3 +178,26 @@ func TestCutShort(t *testing.T) {
 		t.Errorf("cut short unexpected violation = %+v, want it to stand", got)
 	}
 }
+
+// A cell whose run showed a violation nothing predicts contradicts, and its
+// explanations carry that run's deciding incidents.
+func TestMatrixResultsNameTheDeciding(t *testing.T) {
+	reg := all.Registry()
+	m, err := matrix.Load(matrix.Shipped, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := reg.Get("redis-setnx-px-lua")
+	cells := []matrix.Cell{m.Cell(a, "client-pause")}
+	runs := []report.Run{{Case: CellCaseName("client-pause", a.Name, 1), Status: verdict.Contradicts,
+		Explanation: "expected double-grant:outlived + lost-update, observed double-grant:both-valid, which nothing predicts",
+		Deciding:    []string{"double-grant:both-valid: client 3 held, client 1 granted, at 5.20 s"}}}
+	mat := MatrixResults(cells, runs, MatrixOptions{Runs: 1})
+	if bad, _ := MatrixExit(mat); len(bad) != 1 {
+		t.Fatalf("contradicted %q, want the cell", bad)
+	}
+	c, _ := mat.Cell(a.Name, "client-pause")
+	if len(c.Explanations) != 2 || !strings.Contains(c.Explanations[1], "decided by double-grant:both-valid: client 3 held") {
+		t.Errorf("explanations %q", c.Explanations)
+	}
+}

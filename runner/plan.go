@@ -9,6 +9,7 @@ import (
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
@@ -269,7 +270,11 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 	if len(opt.Approaches) > 0 {
 		for _, a := range opt.Approaches {
 			if !slices.Contains(s.Approaches, a) {
-				return Plan{}, usageErr(fmt.Errorf("--approach %s: not among the scenario's approaches (%s); a scenario runs the approaches it names: copy it and name yours, or server:KIND for every approach of a server kind", a, strings.Join(s.Approaches, ", ")))
+				hint := ""
+				if near := impls.Nearest(a, s.Approaches); near != "" {
+					hint = fmt.Sprintf(": did you mean %q?", near)
+				}
+				return Plan{}, usageErr(fmt.Errorf("--approach %s: not among the scenario's approaches%s (%s); a scenario runs the approaches it names: copy it and name yours, or server:KIND for every approach of a server kind", a, hint, strings.Join(s.Approaches, ", ")))
 			}
 		}
 		names = opt.Approaches
@@ -297,6 +302,10 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 	// and those whose faults reach no server share them. One run shows
 	// the whole scenario.
 	p.EndWhenAnswered, p.ShareServers = runs > 1, runs > 1
+	known, err := matrix.ShippedExpectations()
+	if err != nil {
+		return Plan{}, err
+	}
 	for _, name := range names {
 		a, err := reg.Get(name)
 		if err != nil {
@@ -307,6 +316,7 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 			if err != nil {
 				return Plan{}, err
 			}
+			c.Expect = predict(known, c)
 			if runs > 1 {
 				c.Name, c.Round = fmt.Sprintf("%s-r%d", a.Name, i+1), i+1
 			}
@@ -314,6 +324,19 @@ func ScenarioPlan(reg *impls.Registry, s *scenario.Scenario, opt ScenarioOptions
 		}
 	}
 	return p, nil
+}
+
+// predict is c's expectation knowing what the matrix's rules predict of
+// c's approach under c's faults: a violation neither c's expectation nor
+// a rule predicts contradicts (matrix.Expectations.Predict).
+func predict(known matrix.Expectations, c Case) verdict.Expectation {
+	var kinds []string
+	for _, st := range c.Faults {
+		if k := st.Fault.Kind(); !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return known.Predict(c.Expect, c.Approach, kinds, c.Workload)
 }
 
 // workloadSpec is a scenario's workload as the runner runs it, for one run.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/impls/memlock"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/scenario"
@@ -262,5 +265,106 @@ func TestScenarioPlanRepeatsRunsWithSuccessiveSeeds(t *testing.T) {
 	}
 	if _, err := ScenarioPlan(reg, s, ScenarioOptions{Runs: 1001}); err == nil {
 		t.Fatal("--runs 1001 accepted")
+	}
+}
+
+// Every file a run writes is described in results/README.md: each row's
+// names, <placeholders> standing for any part of a name.
+func TestResultsREADMENamesEveryFile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "results", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []*regexp.Regexp
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		for _, name := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(first, -1) {
+			quoted := regexp.QuoteMeta(name[1])
+			quoted = regexp.MustCompile(`<[^>]+>|\\\*`).ReplaceAllString(quoted, ".+")
+			patterns = append(patterns, regexp.MustCompile("^"+quoted+"$"))
+		}
+	}
+	// A bench case, and one under a fault (its latency over time drawn).
+	svc := memlock.NewService(1)
+	bench := memoryPlan(t, svc, 2, 200*time.Millisecond)
+	faulted := memoryPlan(t, svc, 2, 600*time.Millisecond)
+	c := faulted.Cases[0]
+	c.Name = "memory-jump"
+	c.Faults = []chaos.Step{step(t, "client-clock", chaos.Selector{Client: "0"}, 100*time.Millisecond, 200*time.Millisecond, map[string]any{"offset": "-1s"})}
+	bench.Cases = append(bench.Cases, c)
+	out, err := (&Runner{}).Run(context.Background(), bench)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	err = filepath.WalkDir(out.Dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(out.Dir, path)
+		seen++
+		if !slices.ContainsFunc(patterns, func(p *regexp.Regexp) bool { return p.MatchString(rel) }) {
+			t.Errorf("%s is not described in results/README.md", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(out.Results.Runs[1].Artifacts, func(a string) bool { return strings.HasPrefix(a, "latency-over-time-") }) {
+		t.Errorf("the faulted case drew no latency over time: %v", out.Results.Runs[1].Artifacts)
+	}
+	if seen < 5 || len(patterns) < 10 {
+		t.Fatalf("%d files against %d patterns: the README's table no longer reads", seen, len(patterns))
+	}
+}
+
+// A scenario's cases know what the matrix predicts of their approach under
+// their faults: a violation neither the case's expectation nor a rule
+// predicts is Unpredicted (it will contradict), one a rule predicts is not.
+func TestScenarioPlanKnowsWhatTheMatrixPredicts(t *testing.T) {
+	reg := all.Registry()
+	mine := impls.Approach{Name: "my-redis-lock", Server: impls.Redis, Nodes: 1, Safe: true, Caps: impls.Capabilities{TTL: true}}
+	reg.Register(mine)
+	s, err := scenario.Load("../scenarios/gc-pause-past-ttl.yaml", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Approaches = append(s.Approaches, mine.Name)
+	p, err := ScenarioPlan(reg, s, ScenarioOptions{ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		approach    string
+		unpredicted []verdict.Outcome
+		predicted   []verdict.Outcome
+	}{
+		// A TTL lock without fencing under a client pause: outlived and
+		// its lost update (and a revocation that follows) are predicted;
+		// both leases valid, or a phantom release, are not.
+		{"my-redis-lock", []verdict.Outcome{verdict.DoubleGrantBothValid, verdict.PhantomRelease}, []verdict.Outcome{verdict.DoubleGrantOutlived, verdict.LostUpdate, verdict.Revoked}},
+		{"redis-setnx-px-lua", []verdict.Outcome{verdict.DoubleGrantBothValid}, []verdict.Outcome{verdict.DoubleGrantOutlived}},
+		// The plain DEL's both-valid is the matrix's rule for it.
+		{"redis-setnx-px-del", []verdict.Outcome{verdict.PhantomRelease}, []verdict.Outcome{verdict.DoubleGrantBothValid, verdict.DoubleGrantOutlived}},
+	} {
+		i := slices.IndexFunc(p.Cases, func(c Case) bool { return c.Name == tc.approach })
+		if i < 0 {
+			t.Fatalf("no case of %s", tc.approach)
+		}
+		e := p.Cases[i].Expect
+		for _, o := range tc.unpredicted {
+			if e.Unpredicted[o] == "" {
+				t.Errorf("%s: %s is not unpredicted", tc.approach, o)
+			}
+		}
+		for _, o := range tc.predicted {
+			if why, ok := e.Unpredicted[o]; ok {
+				t.Errorf("%s: %s unpredicted: %s", tc.approach, o, why)
+			}
+		}
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -53,6 +55,11 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 	runID := time.Now().UTC().Format("20060102-150405") + "-" + randHex(2)
 	dir := filepath.Join(p.ResultsDir, runID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		// A file where the folder goes, or one the user may not write,
+		// is the user's to fix: bad usage, not the lab's failure.
+		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) {
+			return nil, usageErr(fmt.Errorf("--results %s: %w (want a folder locklab may write in)", p.ResultsDir, err))
+		}
 		return nil, infraErr(fmt.Errorf("results dir: %w", err))
 	}
 	res := &report.Results{

@@ -275,41 +275,46 @@ func parseExpect(n *yaml.Node, s *Scenario, reg *impls.Registry) error {
 				return fmt.Errorf("line %d: expect: %s is not among the scenario's approaches", k.Line, key)
 			}
 		}
-		var names []string
-		if err := v.Decode(&names); err != nil {
-			var one string
-			if v.Decode(&one) != nil {
-				return fmt.Errorf("line %d: expect.%s: want a list of outcomes like [safe] or [double-grant:outlived, lost-update]", v.Line, key)
-			}
-			names = []string{one}
+		names, atLeast, err := expectList(v, key)
+		if err != nil {
+			return err
 		}
-		if len(names) == 0 {
-			return fmt.Errorf("line %d: expect.%s: empty list", v.Line, key)
+		e, err := verdict.ParseList(names)
+		if err != nil {
+			return fmt.Errorf("line %d: expect.%s: %w", v.Line, key, err)
 		}
-		var e verdict.Expectation
-		for _, name := range names {
-			not, neg := strings.CutPrefix(name, "not:")
-			o, err := verdict.Parse(not)
-			if err != nil {
-				return fmt.Errorf("line %d: expect.%s: %w", v.Line, key, err)
-			}
-			if neg {
-				e.Forbidden = append(e.Forbidden, o)
-			} else {
-				e.Outcomes = append(e.Outcomes, o)
-			}
-		}
-		if contains(names, string(verdict.Safe)) {
-			for _, o := range e.Outcomes {
-				if o.Unsafe() {
-					return fmt.Errorf("line %d: expect.%s: safe cannot go with %s", v.Line, key, o)
-				}
-			}
-		}
+		e.AtLeast = atLeast
 		e.Why = fmt.Sprintf("scenario %s, expect.%s", s.Name, key)
 		s.Expect[key] = e
 	}
 	return nil
+}
+
+// expectList reads one entry of `expect:`: a list of outcomes, one
+// outcome, or {at-least: [outcomes]} (the outcomes must show, and any other
+// violation may show too).
+func expectList(v *yaml.Node, key string) (names []string, atLeast bool, err error) {
+	const form = "want a list of outcomes like [safe] or [double-grant:outlived, lost-update], or {at-least: [outcomes]}"
+	if v.Kind == yaml.MappingNode {
+		if len(v.Content) != 2 || v.Content[0].Value != "at-least" {
+			return nil, false, fmt.Errorf("line %d: expect.%s: %s", v.Line, key, form)
+		}
+		v, atLeast = v.Content[1], true
+	}
+	if err := v.Decode(&names); err != nil {
+		var one string
+		if v.Decode(&one) != nil {
+			return nil, false, fmt.Errorf("line %d: expect.%s: %s", v.Line, key, form)
+		}
+		names = []string{one}
+	}
+	if len(names) == 0 {
+		return nil, false, fmt.Errorf("line %d: expect.%s: empty list", v.Line, key)
+	}
+	if atLeast && slices.Contains(names, string(verdict.Safe)) {
+		return nil, false, fmt.Errorf("line %d: expect.%s: at-least cannot hold safe (safe admits no violation)", v.Line, key)
+	}
+	return names, atLeast, nil
 }
 
 // ExpectFor is what the scenario says a case of approach a must show: its

@@ -49,6 +49,24 @@ expect:
   "*": [safe]
 `
 
+// {at-least: [...]}: the outcomes must show, and other violations may too;
+// not:X still forbids.
+func TestExpectAtLeast(t *testing.T) {
+	body := "name: x\napproaches: [memory]\nduration: 5s\nexpect:\n  memory: {at-least: [double-grant:outlived, \"not:lost-update\"]}\n"
+	s, err := Parse([]byte(body), registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := registry().Get("memory")
+	e, ok := s.ExpectFor(mem)
+	if !ok || !e.AtLeast || len(e.Outcomes) != 1 || e.Outcomes[0] != verdict.DoubleGrantOutlived || len(e.Forbidden) != 1 {
+		t.Fatalf("memory expects %+v", e)
+	}
+	if e.String() != "at least double-grant:outlived + not lost-update" {
+		t.Errorf("in words: %q", e.String())
+	}
+}
+
 func TestParseGood(t *testing.T) {
 	s, err := Parse([]byte(good), registry())
 	if err != nil {
@@ -75,7 +93,7 @@ func TestParseGood(t *testing.T) {
 	reg := registry()
 	mem, _ := reg.Get("memory")
 	fenced, _ := reg.Get("fenced-memory")
-	if e, ok := s.ExpectFor(mem); !ok || len(e.Outcomes) != 2 || e.Outcomes[0] != verdict.DoubleGrantOutlived {
+	if e, ok := s.ExpectFor(mem); !ok || len(e.Outcomes) != 2 || e.Outcomes[0] != verdict.DoubleGrantOutlived || e.AtLeast {
 		t.Errorf("memory expects %+v", e)
 	}
 	if e, ok := s.ExpectFor(fenced); !ok || len(e.Forbidden) != 1 || e.Forbidden[0] != verdict.LostUpdate {
@@ -140,6 +158,10 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"expect unknown capability", base + "expect: {cap:teleport: [safe]}\n", `unknown capability "cap:teleport"`},
 		{"expect safe with a violation", base + "expect: {memory: [safe, lost-update]}\n", "safe cannot go with lost-update"},
 		{"expect empty", base + "expect: {memory: []}\n", "empty list"},
+		{"expect at-least with safe", base + "expect: {memory: {at-least: [safe]}}\n", "at-least cannot hold safe"},
+		{"expect a mapping not at-least", base + "expect: {memory: {atleast: [lost-update]}}\n", "or {at-least: [outcomes]}"},
+		{"expect at-least and more", base + "expect: {memory: {at-least: [lost-update], not: [revoked]}}\n", "or {at-least: [outcomes]}"},
+		{"expect at-least empty", base + "expect: {memory: {at-least: []}}\n", "empty list"},
 		{"redis persistence", base + "servers: {redis: {persistence: sometimes}}\n", `line 4: servers.redis.persistence "sometimes"`},
 		{"unknown server option", base + "servers: {redis: {persist: always}}\n", `unknown key "persist"`},
 		{"negative stall threshold", base + "stall_threshold: -1s\n", "line 4: stall_threshold -1s"},

@@ -46,6 +46,9 @@ func Observe(v checker.Verdict, checked bool, l Liveness) Observed {
 var classes = map[checker.Class]Outcome{
 	checker.DoubleGrantOutlived:  DoubleGrantOutlived,
 	checker.DoubleGrantBothValid: DoubleGrantBothValid,
+	// No lease on either side: the service broke mutual exclusion all the
+	// same.
+	checker.DoubleGrantHeldAtOnce: DoubleGrantBothValid,
 	// The mutex model's: no lease to have outlived, nor one valid.
 	checker.DoubleGrantNeverReleased: DoubleGrant,
 	checker.Revoked:                  Revoked,

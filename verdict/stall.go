@@ -157,7 +157,7 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 	var during []Stall
 	switch {
 	case r.Status == Contradicts && !r.Missed:
-		tainted, clear := d.inStalls(offending(r, e), stalls)
+		tainted, clear := d.inStalls(r.Deciding(), stalls)
 		if clear {
 			return r
 		}
@@ -232,28 +232,6 @@ func (d Decisive) faultWindows() []Span {
 			end = min(end, held)
 		}
 		out = append(out, Span{w.Start, max(w.End, end)})
-	}
-	return out
-}
-
-// offending are the outcomes that made r contradict e: those e forbids,
-// or the unsafe ones when e expected safety.
-func offending(r Result, e Expectation) []Outcome {
-	var out []Outcome
-	for _, o := range r.Observed {
-		for _, f := range e.Forbidden {
-			if o.matches(f) {
-				out = append(out, o)
-			}
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
-	for _, o := range r.Observed {
-		if o.Unsafe() {
-			out = append(out, o)
-		}
 	}
 	return out
 }

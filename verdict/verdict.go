@@ -6,6 +6,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -61,12 +62,36 @@ func Parse(s string) (Outcome, error) {
 // Unsafe reports whether o breaks mutual exclusion or the resource.
 func (o Outcome) Unsafe() bool { return unsafe[o] }
 
+// UnsafeOutcomes lists every unsafe outcome, in the order Parse knows them.
+func UnsafeOutcomes() []Outcome {
+	var out []Outcome
+	for _, o := range known {
+		if o.Unsafe() {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// IsDoubleGrant reports whether o is a double grant, of either kind.
+func (o Outcome) IsDoubleGrant() bool {
+	return o == DoubleGrant || o == DoubleGrantBothValid || o == DoubleGrantOutlived
+}
+
+// consequences are the outcomes that follow from a double grant (the
+// resource's anomalies, the holder told its lock was taken).
+var consequences = map[Outcome]bool{Revoked: true, LostUpdate: true, StaleWrite: true, TaskTwice: true, NonLinearizable: true}
+
+// FollowsFromDoubleGrant reports whether o is a consequence of a double
+// grant: a case that shows it beside one shows one thing, not several.
+func (o Outcome) FollowsFromDoubleGrant() bool { return consequences[o] }
+
 // matches reports whether an observed outcome satisfies an expected one.
 func (o Outcome) matches(expected Outcome) bool {
 	if o == expected {
 		return true
 	}
-	return expected == DoubleGrant && (o == DoubleGrantBothValid || o == DoubleGrantOutlived)
+	return expected == DoubleGrant && o.IsDoubleGrant()
 }
 
 // Observed is what a case showed.
@@ -112,7 +137,19 @@ type Expectation struct {
 	// a fenced store must lose no update even though the holder outlived
 	// its lease.
 	Forbidden []Outcome
-	Why       string // where the expectation comes from (a scenario, a capability, a source)
+	// May outcomes may show and need not (files write "may:double-grant:both-valid"):
+	// what a mechanism makes likely but not certain, predicted all the same.
+	May []Outcome
+	// AtLeast: Outcomes are the least the case must show, and any other
+	// violation may show too (scenario files write {at-least: [...]}).
+	AtLeast bool
+	// Unpredicted are the unsafe outcomes nothing predicts of this case,
+	// each with why (no rule of matrix/expectations.yaml predicts it for
+	// the approach under the case's faults): one of them showing
+	// contradicts. Nil: only Outcomes and Forbidden decide (a bench's
+	// case, a hand-built expectation), and others seen are reported.
+	Unpredicted map[Outcome]string
+	Why         string // where the expectation comes from (a scenario, a capability, a source)
 }
 
 // Expect builds an expectation.
@@ -130,7 +167,45 @@ func (e Expectation) Names() []string {
 	for _, o := range e.Forbidden {
 		out = append(out, "not:"+string(o))
 	}
+	for _, o := range e.May {
+		out = append(out, "may:"+string(o))
+	}
 	return out
+}
+
+// ParseList reads an expectation as files write it: each outcome by name,
+// "not:" before one that must not show, "may:" before one that may.
+func ParseList(names []string) (Expectation, error) {
+	var e Expectation
+	for _, name := range names {
+		rest, not := strings.CutPrefix(name, "not:")
+		rest, may := strings.CutPrefix(rest, "may:")
+		o, err := Parse(rest)
+		if err != nil {
+			return e, err
+		}
+		switch {
+		case not && may:
+			return e, fmt.Errorf("%q: not: or may:, not both", name)
+		case not:
+			e.Forbidden = append(e.Forbidden, o)
+		case may:
+			if o == Safe {
+				return e, fmt.Errorf("%q: safe is all or nothing, never may", name)
+			}
+			e.May = append(e.May, o)
+		default:
+			e.Outcomes = append(e.Outcomes, o)
+		}
+	}
+	if slices.Contains(e.Outcomes, Safe) {
+		for _, o := range slices.Concat(e.Outcomes, e.May) {
+			if o.Unsafe() {
+				return e, fmt.Errorf("safe cannot go with %s", o)
+			}
+		}
+	}
+	return e, nil
 }
 
 func (e Expectation) String() string {
@@ -141,10 +216,35 @@ func (e Expectation) String() string {
 	for _, o := range e.Forbidden {
 		s = append(s, "not "+string(o))
 	}
+	for _, o := range e.May {
+		s = append(s, "maybe "+string(o))
+	}
 	if len(s) == 0 {
 		return "anything"
 	}
+	if e.AtLeast {
+		return "at least " + strings.Join(s, " + ")
+	}
 	return strings.Join(s, " + ")
+}
+
+// unexpected are the unsafe outcomes observed that e neither expects nor
+// leaves open: those it lists as Unpredicted and no expected outcome
+// matches, sorted.
+func (e Expectation) unexpected(o Observed) []Outcome {
+	if e.AtLeast {
+		return nil
+	}
+	var out []Outcome
+	for _, x := range o.Unsafe() {
+		if _, ok := e.Unpredicted[x]; !ok {
+			continue
+		}
+		if !slices.ContainsFunc(e.Outcomes, x.matches) && !slices.ContainsFunc(e.May, x.matches) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // Status is how a case compares with its expectation.
@@ -166,7 +266,12 @@ type Result struct {
 	Expected []Outcome `json:"expected"`
 	Observed []Outcome `json:"observed"`          // unsafe outcomes seen, plus refused stale writes, blocked, unavailable
 	Missing  []Outcome `json:"missing,omitempty"` // expected, not seen
-	Text     string    `json:"text"`              // one line, in words
+	// Unexpected are the unsafe outcomes seen that nothing predicts
+	// (Expectation.Unpredicted): each contradicts.
+	Unexpected []Outcome `json:"unexpected,omitempty"`
+	// Forbidden are the outcomes seen that the expectation forbids.
+	Forbidden []Outcome `json:"forbidden,omitempty"`
+	Text      string    `json:"text"` // one line, in words
 	// Missed: it contradicts only because an expected violation did not
 	// show (the lab failed to demonstrate it), not because of anything
 	// unsafe that showed. Repeated runs may tolerate a few misses; never
@@ -181,8 +286,12 @@ type Result struct {
 //   - Expected safe: any unsafe outcome contradicts; no check (nothing
 //     recorded) is undecided.
 //   - Expected violations: each must have shown (the lab must keep its
-//     power to catch them); others seen besides are reported, not failed.
-//   - Nothing expected: agrees, unless nothing was checked at all.
+//     power to catch them).
+//   - A violation seen that the expectation does not name and nothing
+//     predicts (Expectation.Unpredicted) contradicts, listed first; one a
+//     rule predicts, or any under "at least", is reported, not failed.
+//   - Nothing expected: agrees, unless nothing was checked at all or an
+//     unpredicted violation showed.
 func Compare(e Expectation, o Observed) Result {
 	r := Result{Expected: e.Outcomes, Observed: observedList(o)}
 	wantSafe := false
@@ -196,16 +305,28 @@ func Compare(e Expectation, o Observed) Result {
 		}
 	}
 	bad := o.Unsafe()
-	var forbidden []Outcome
 	for _, x := range e.Forbidden {
 		if o.Has(x) {
-			forbidden = append(forbidden, x)
+			r.Forbidden = append(r.Forbidden, x)
 		}
 	}
+	if !wantSafe {
+		r.Unexpected = e.unexpected(o)
+	}
 	switch {
-	case len(forbidden) > 0:
+	case len(r.Forbidden) > 0 || len(r.Unexpected) > 0:
 		r.Status = Contradicts
-		r.Text = fmt.Sprintf("expected %s, observed %s", e, joinOutcomes(forbidden))
+		var parts []string
+		if len(r.Forbidden) > 0 {
+			parts = append(parts, "observed "+joinOutcomes(r.Forbidden))
+		}
+		for _, x := range r.Unexpected {
+			parts = append(parts, fmt.Sprintf("observed %s, which nothing predicts (%s)", x, e.Unpredicted[x]))
+		}
+		r.Text = fmt.Sprintf("expected %s, %s", e, strings.Join(parts, "; "))
+		if rest := others(r.Observed, r.Forbidden, r.Unexpected); len(rest) > 0 {
+			r.Text += "; also observed " + joinOutcomes(rest)
+		}
 	case wantSafe && len(bad) > 0:
 		r.Status = Contradicts
 		r.Text = fmt.Sprintf("expected safe, observed %s", joinOutcomes(bad))
@@ -223,6 +344,42 @@ func Compare(e Expectation, o Observed) Result {
 		r.Text = fmt.Sprintf("expected %s, observed %s", e, describe(r.Observed))
 	}
 	return r
+}
+
+// Deciding are the outcomes seen that made r contradict: those forbidden
+// and those nothing predicts, or every unsafe one when safety was
+// expected. None when r agrees, is undecided, or only missed an expected
+// violation (what did not show decided it).
+func (r Result) Deciding() []Outcome {
+	if r.Status != Contradicts || r.Missed {
+		return nil
+	}
+	var out []Outcome
+	for _, o := range r.Observed {
+		if slices.ContainsFunc(r.Forbidden, o.matches) || slices.Contains(r.Unexpected, o) {
+			out = append(out, o)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, o := range r.Observed {
+		if o.Unsafe() {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// others are the outcomes of all not among the deciding ones.
+func others(all []Outcome, deciding ...[]Outcome) []Outcome {
+	var out []Outcome
+	for _, o := range all {
+		if !slices.ContainsFunc(deciding, func(d []Outcome) bool { return slices.ContainsFunc(d, o.matches) }) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func observedList(o Observed) []Outcome {

@@ -17,7 +17,7 @@ import (
 // adapter's author can compare theirs with it.
 func cmdAdapt(ctx context.Context, reg *impls.Registry, args []string, stderr io.Writer) int {
 	const use = "usage: locklab adapt APPROACH: serve a built-in approach over the lock client protocol (docs/protocol.md) on stdin/stdout, one client"
-	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+	if len(args) == 1 && isHelp(args[0]) {
 		fmt.Fprintln(stderr, use)
 		return exitOK
 	}

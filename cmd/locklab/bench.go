@@ -23,7 +23,7 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	approaches := listFlag(reg.Names())
 	clients := intsFlag{1, 8, 32}
 	fs.Var(&approaches, "approaches", "comma-separated lock approaches (see 'locklab list')")
-	fs.Var(&approaches, "backends", "deprecated: the same as --approaches")
+	fs.Var(alias{&approaches}, "backends", "deprecated: the same as --approaches")
 	fs.Var(&clients, "clients", "comma-separated client counts; each count is one case per approach")
 	duration := fs.Duration("duration", 5*time.Second, "how long each run lasts")
 	keys := fs.Int("keys", 1, "number of lock keys the clients contend for")

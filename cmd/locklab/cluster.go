@@ -15,14 +15,19 @@ import (
 
 func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "up" {
-		fmt.Fprintf(stderr, "locklab cluster: want 'locklab cluster up [--json] [--servers %s]'\n", strings.Join(defaultKinds(), ","))
+		usage := fmt.Sprintf("locklab cluster up [--json] [--servers %s]: start the servers and print their addresses (see 'locklab cluster up --help')", strings.Join(defaultKinds(), ","))
+		if len(args) == 1 && isHelp(args[0]) {
+			fmt.Fprintf(stdout, "usage: %s\n", usage)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "locklab cluster: want '%s'\n", usage)
 		return exitUsage
 	}
 	fs := newFlags("cluster up", stdout)
 	asJSON := fs.Bool("json", false, "print the addresses as JSON")
 	only := listFlag(defaultKinds())
 	fs.Var(&only, "servers", "which servers to start: "+kindsHelp())
-	fs.Var(&only, "backends", "deprecated: the same as --servers")
+	fs.Var(alias{&only}, "backends", "deprecated: the same as --servers")
 	where := addClusterFlags(fs, "cluster up", false)
 	if code := parseFlags(fs, args[1:], stdout, stderr); code >= 0 {
 		return code

@@ -74,7 +74,7 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		}
 	}}
 	cfg := explore.Config{Registry: reg, Approaches: approaches, Faults: faults, Budget: *budget, Seed: *seed, Steer: *steer,
-		Expect: explore.NewExpectations(m, all.Registry()), ResultsDir: *results, External: ext, Docker: docker, Runner: r,
+		Expect: matrix.NewExpectations(m, all.Registry()), ResultsDir: *results, External: ext, Docker: docker, Runner: r,
 		Runs: *runs, Parallel: *parallel, Command: "locklab explore " + strings.Join(args, " ")}
 	terminal := isTerminal(stderr)
 	last := ""

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -49,9 +50,49 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 		printHelp(fs, stdout)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "%s: %v (see 'locklab help %s')\n", fs.Name(), err, strings.TrimPrefix(fs.Name(), "locklab "))
+		fmt.Fprintf(stderr, "%s: %v (see 'locklab help %s')\n", fs.Name(), flagError(fs, err), strings.TrimPrefix(fs.Name(), "locklab "))
 		return exitUsage
 	}
+}
+
+// badValue is how the flag package words a value it could not parse.
+var badValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): (?:parse error|value out of range)$`)
+
+// flagError says what is wrong with a flag's value and what form it
+// wants, where the flag package says only "parse error".
+func flagError(fs *flag.FlagSet, err error) error {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	value, name := m[1], m[2]
+	f := fs.Lookup(name)
+	if f == nil {
+		return err
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return err
+	}
+	var want string
+	switch g.Get().(type) {
+	case time.Duration:
+		want = "a duration with its unit, like 30s, 500ms or 2m"
+		if _, err := strconv.ParseFloat(value, 64); err == nil {
+			want += fmt.Sprintf(" (%ss for %s seconds)", value, value)
+		}
+	case int, int64:
+		want = "a whole number"
+	case uint, uint64:
+		want = "a whole number, 0 or more"
+	case float64:
+		want = "a number"
+	case bool:
+		want = "true or false"
+	default:
+		return err
+	}
+	return fmt.Errorf("--%s %q: want %s", name, value, want)
 }
 
 // listFlag is a comma-separated list of strings.
@@ -339,3 +380,18 @@ func (s stallFlag) apply(cmd string, p *runner.Plan, stderr io.Writer) int {
 	}
 	return -1
 }
+
+// isHelp reports whether arg asks for help, as the flag package reads it.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// alias is a deprecated name of another flag: it sets the same value, and
+// its help shows no default, which the flag it stands for already shows.
+type alias struct{ flag.Value }
+
+func (a alias) String() string { return "" }

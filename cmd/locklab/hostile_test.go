@@ -53,6 +53,14 @@ func TestHostileArguments(t *testing.T) {
 		{"edn history is /dev/zero", []string{"check", "--format", "edn", "/dev/zero"}, exitUsage, "longer than 1048576 bytes"},
 		{"jepsen-json history is /dev/zero", []string{"check", "--format", "jepsen-json", "/dev/zero"}, exitUsage, "operation 1"},
 		{"jsonl history is /dev/zero", []string{"check", "/dev/zero"}, exitUsage, "line 1: bufio.Scanner: token too long"},
+		{"cluster --help", []string{"cluster", "--help"}, exitOK, "usage: locklab cluster up"},
+		{"cluster -h", []string{"cluster", "-h"}, exitOK, "usage: locklab cluster up"},
+		{"cluster down", []string{"cluster", "down"}, exitUsage, "want 'locklab cluster up"},
+		{"adapt -help", []string{"adapt", "-help"}, exitOK, "usage: locklab adapt APPROACH"},
+		{"a mistyped approach", []string{"bench", "--approaches", "redis-setnx-px-lau", "--results", results}, exitUsage,
+			`unknown approach "redis-setnx-px-lau": did you mean "redis-setnx-px-lua"?`},
+		{"a mistyped approach to run", []string{"run", "--approach", "etcd-leases", "--results", results, "../../scenarios/gc-pause-past-ttl.yaml"}, exitUsage,
+			`did you mean "etcd-lease"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,4 +223,23 @@ func TestFullDiskDuringBenchIsReported(t *testing.T) {
 		t.Fatalf("results.json: complete=%v note=%q, want incomplete naming the failed write", res.Complete, res.Note)
 	}
 	waitNoServers(t, tmp)
+}
+
+// help bench lists the default approaches once: the deprecated --backends
+// shares --approaches' value and shows no default of its own.
+func TestHelpListsTheDefaultApproachesOnce(t *testing.T) {
+	for _, topic := range [][]string{{"help", "bench"}, {"help", "cluster", "up"}} {
+		out, err := locklab(t.TempDir(), topic...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", topic, err, out)
+		}
+		for _, list := range []string{"etcd-lease,lib-bsm-redislock", "redis,mysql,zookeeper,postgres,etcd"} {
+			if n := strings.Count(string(out), list); n > 1 {
+				t.Errorf("%v prints %s... %d times:\n%s", topic, list, n, out)
+			}
+		}
+		if !strings.Contains(string(out), "-backends value\n    \tdeprecated: the same as") {
+			t.Errorf("%v: --backends is not listed as deprecated:\n%s", topic, out)
+		}
+	}
 }

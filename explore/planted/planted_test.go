@@ -69,7 +69,7 @@ func TestExploreFindsAPlantedBugOnRedis(t *testing.T) {
 	cfg := explore.Config{Registry: reg, Approaches: []string{bug, correct},
 		// The faults the matrix calls safe for a TTL lock on one node.
 		Faults: []string{"slow-replies", "drop-replies", "server-pause", "client-crash"},
-		Budget: budget, Seed: 1, Steer: true, Expect: explore.NewExpectations(m, all.Registry()),
+		Budget: budget, Seed: 1, Steer: true, Expect: matrix.NewExpectations(m, all.Registry()),
 		ResultsDir: t.TempDir(), Runner: &runner.Runner{Log: t.Logf, WorkerArgv: []string{exe, workerArg}}}
 	start := time.Now()
 	res, err := explore.Run(context.Background(), cfg)

@@ -1,11 +1,9 @@
-package explore
+package matrix_test
 
 import (
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/matrix"
@@ -13,14 +11,14 @@ import (
 	"github.com/locklab/locklab/workload"
 )
 
-func shippedExpectations(t *testing.T) Expectations {
+func shippedExpectations(t *testing.T) matrix.Expectations {
 	t.Helper()
 	reg := all.Registry()
 	m, err := matrix.Load(matrix.Shipped, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewExpectations(m, reg)
+	return matrix.NewExpectations(m, reg)
 }
 
 func TestKnownOrNew(t *testing.T) {
@@ -75,37 +73,38 @@ func TestKnownOrNew(t *testing.T) {
 	}
 }
 
-// A known class is queued to run again without the faults whose rules
-// predicted it, once per set of faults left, at most maxUnmask times, and
-// never with no fault left.
-func TestUnmaskingIsQueuedOnce(t *testing.T) {
-	e := &explorer{tried: map[string]int{}}
-	srch := &Search{Approach: "a"}
-	clock := Fault{Kind: "server-clock", Params: []Param{{"offset", "3s"}}, At: time.Second, For: time.Second}
-	pause := Fault{Kind: "client-pause", Target: chaos.Selector{Client: chaos.ClientRandom}, At: 2 * time.Second, For: time.Second}
-	kill := Fault{Kind: "server-kill", At: 2 * time.Second, For: time.Second}
-	s := Schedule{Approach: "a", Duration: 5 * time.Second, Faults: []Fault{clock, pause}}
-	e.queueUnmask(srch, verdict.DoubleGrantBothValid, s, []string{"server-clock"}, 1)
-	e.queueUnmask(srch, verdict.DoubleGrantBothValid, s, []string{"server-clock"}, 2) // the same again
-	if len(e.unmasks) != 1 || len(e.unmasks[0].s.Faults) != 1 || e.unmasks[0].s.Faults[0].Kind != "client-pause" || e.unmasks[0].run != 1 {
-		t.Fatalf("queued %+v", e.unmasks)
+// Predict marks what nothing predicts of a case; a double grant the case's
+// own expectation names brings its consequences with it.
+func TestPredict(t *testing.T) {
+	e := shippedExpectations(t)
+	reg := all.Registry()
+	a, err := reg.Get("mysql-insert-delete-replicated")
+	if err != nil {
+		t.Fatal(err)
 	}
-	e.queueUnmask(srch, verdict.DoubleGrantBothValid, Schedule{Faults: []Fault{clock}}, []string{"server-clock"}, 3)
-	e.queueUnmask(srch, verdict.DoubleGrantBothValid, s, nil, 4) // the hazard of every lease: nothing to drop
-	if len(e.unmasks) != 1 {
-		t.Fatalf("queued with nothing left, or nothing to drop: %d", len(e.unmasks))
-	}
-	// server-kill speaks as server-restart.
-	e.queueUnmask(srch, verdict.DoubleGrantBothValid, Schedule{Faults: []Fault{kill, pause}}, []string{"server-restart"}, 5)
-	if len(e.unmasks) != 2 || e.unmasks[1].s.Faults[0].Kind != "client-pause" {
-		t.Fatalf("server-kill not dropped for a server-restart rule: %+v", e.unmasks)
-	}
-	for i := range 5 {
-		p := pause
-		p.At = time.Duration(i+3) * time.Second
-		e.queueUnmask(srch, verdict.DoubleGrantBothValid, Schedule{Faults: []Fault{clock, p}}, []string{"server-clock"}, 6+i)
-	}
-	if len(e.unmasks) != maxUnmask {
-		t.Errorf("%d unmaskings of one class, want at most %d", len(e.unmasks), maxUnmask)
+	mutex := workload.Spec{Kind: workload.Mutex}
+	kinds := []string{"partition", "db-failover"}
+	for _, tc := range []struct {
+		name        string
+		expect      []verdict.Outcome
+		unpredicted []verdict.Outcome
+		predicted   []verdict.Outcome
+	}{
+		{"the case expects a double grant", []verdict.Outcome{verdict.DoubleGrantBothValid}, []verdict.Outcome{verdict.PhantomRelease}, []verdict.Outcome{verdict.Revoked, verdict.LostUpdate}},
+		{"the case expects none", []verdict.Outcome{verdict.Blocked}, []verdict.Outcome{verdict.Revoked, verdict.DoubleGrantBothValid}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := e.Predict(verdict.Expectation{Outcomes: tc.expect}, a, kinds, mutex)
+			for _, o := range tc.unpredicted {
+				if x.Unpredicted[o] == "" {
+					t.Errorf("%s predicted", o)
+				}
+			}
+			for _, o := range tc.predicted {
+				if why, ok := x.Unpredicted[o]; ok {
+					t.Errorf("%s unpredicted: %s", o, why)
+				}
+			}
+		})
 	}
 }

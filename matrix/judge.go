@@ -1,4 +1,4 @@
-package explore
+package matrix
 
 import (
 	"fmt"
@@ -6,18 +6,20 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/impls"
-	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/impls/declared"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
 
 // Expectations tell a violation known from new by the matrix's rules
-// (matrix/expectations.yaml): a violation is known when a column whose
-// scenario uses only fault kinds the case used too has a rule for the
-// approach that predicts it; new otherwise.
+// (expectations.yaml): a violation is known when a column whose scenario
+// uses only fault kinds the case used too has a rule for the approach
+// that predicts it; new otherwise. The one judgement of known and new:
+// explore's findings, and the runner's cases (a class nothing predicts
+// contradicts, Predict).
 type Expectations struct {
-	M *matrix.Matrix
+	M *Matrix
 	// Servers maps each approach the matrix knows by name onto its server
 	// kind: a column applies to an approach it does not list (one from a
 	// file, or a planted one) when it lists approaches of the same kind.
@@ -25,7 +27,7 @@ type Expectations struct {
 }
 
 // NewExpectations reads what the matrix m (loaded against reg) expects.
-func NewExpectations(m *matrix.Matrix, reg *impls.Registry) Expectations {
+func NewExpectations(m *Matrix, reg *impls.Registry) Expectations {
 	e := Expectations{M: m, Servers: map[string]impls.Server{}}
 	for _, a := range reg.All() {
 		e.Servers[a.Name] = a.Server
@@ -37,7 +39,9 @@ func NewExpectations(m *matrix.Matrix, reg *impls.Registry) Expectations {
 // server-kill is a server restart whose downtime lasts its `for`.
 var sameMechanism = map[string]string{"server-kill": "server-restart"}
 
-func mechanism(kind string) string {
+// Mechanism is the fault kind whose columns speak for a fault of kind
+// (server-kill's are server-restart's).
+func Mechanism(kind string) string {
 	if m, ok := sameMechanism[kind]; ok {
 		return m
 	}
@@ -81,10 +85,10 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 		switch {
 		case slices.ContainsFunc(r.Expect.Forbidden, func(o verdict.Outcome) bool { return matches(c, o) }):
 			forbidden = append(forbidden, desc)
-		case slices.ContainsFunc(r.Expect.Outcomes, func(o verdict.Outcome) bool { return matches(c, o) }):
+		case slices.ContainsFunc(slices.Concat(r.Expect.Outcomes, r.Expect.May), func(o verdict.Outcome) bool { return matches(c, o) }):
 			predicted = append(predicted, desc)
 			because = append(because, columnKinds(f)...)
-		case consequences[c] && slices.ContainsFunc(r.Expect.Outcomes, isDoubleGrant):
+		case c.FollowsFromDoubleGrant() && slices.ContainsFunc(slices.Concat(r.Expect.Outcomes, r.Expect.May), verdict.Outcome.IsDoubleGrant):
 			predicted = append(predicted, desc+" (a double grant, which this follows from)")
 			because = append(because, columnKinds(f)...)
 		default:
@@ -92,9 +96,9 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 		}
 	}
 	switch {
-	case len(predicted) > 0 && !(consequences[c] && len(forbidden) > 0):
+	case len(predicted) > 0 && !(c.FollowsFromDoubleGrant() && len(forbidden) > 0):
 		return Judgement{Known: true, Why: "matrix: " + predicted[0], Because: because}
-	case len(forbidden) == 0 && leaseEnds(a) && (c == verdict.DoubleGrantOutlived || consequences[c] && !(fencedAway[c] && w.Fenced && a.Caps.Fencing)):
+	case len(forbidden) == 0 && leaseEnds(a) && (c == verdict.DoubleGrantOutlived || c.FollowsFromDoubleGrant() && !(fencedAway[c] && w.Fenced && a.Caps.Fencing)):
 		return Judgement{Known: true, Why: "a holder outlived its lease: the hazard of every lease (Kleppmann 2016; shared/FAULTS.md §0)"}
 	}
 	why := fmt.Sprintf("no rule of matrix/expectations.yaml predicts %s for %s under %s", c, a.Name, strings.Join(kinds, " + "))
@@ -109,10 +113,10 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 
 // columnKinds are the fault kinds column f's scenario injects, as
 // mechanisms (server-kill as server-restart).
-func columnKinds(f matrix.Fault) []string {
+func columnKinds(f Fault) []string {
 	var out []string
 	for _, ft := range f.Scenario.Faults {
-		if k := mechanism(ft.Fault.Kind()); !contains(out, k) {
+		if k := Mechanism(ft.Fault.Kind()); !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
@@ -125,13 +129,13 @@ func columnKinds(f matrix.Fault) []string {
 // a (or, for an approach it does not know, approaches of a's server
 // kind), and where its clients write to the store, they fence as the
 // case's do.
-func (e Expectations) relevant(f matrix.Fault, a impls.Approach, kinds []string, w workload.Spec) bool {
+func (e Expectations) relevant(f Fault, a impls.Approach, kinds []string, w workload.Spec) bool {
 	var mine []string
 	for _, k := range kinds {
-		mine = append(mine, mechanism(k))
+		mine = append(mine, Mechanism(k))
 	}
 	for _, k := range columnKinds(f) {
-		if !contains(mine, k) {
+		if !slices.Contains(mine, k) {
 			return false
 		}
 	}
@@ -149,7 +153,7 @@ func (e Expectations) relevant(f matrix.Fault, a impls.Approach, kinds []string,
 // approach the matrix knows, approaches of a's server kind.
 func (e Expectations) runs(s *scenario.Scenario, a impls.Approach) bool {
 	if _, known := e.Servers[a.Name]; known {
-		return contains(s.Approaches, a.Name)
+		return slices.Contains(s.Approaches, a.Name)
 	}
 	return slices.ContainsFunc(s.Approaches, func(n string) bool { return e.Servers[n] == a.Server })
 }
@@ -160,11 +164,45 @@ var fencedAway = map[verdict.Outcome]bool{verdict.LostUpdate: true, verdict.Stal
 // matches reports whether an observed class satisfies an expected one
 // ("double-grant" matches either kind).
 func matches(observed, expected verdict.Outcome) bool {
-	return observed == expected || expected == verdict.DoubleGrant && isDoubleGrant(observed)
+	return observed == expected || expected == verdict.DoubleGrant && observed.IsDoubleGrant()
 }
 
 // leaseEnds reports whether an approach's locks end without their holder:
 // a TTL, a session, or a signal that the lock is gone.
 func leaseEnds(a impls.Approach) bool {
 	return a.Caps.TTL || a.Caps.LossSignal || a.CrashFreedAfter > 0
+}
+
+// ShippedExpectations are what the shipped matrix expects, loaded against
+// what the shipped approaches declare (impls/declared): none of them need
+// be linked, so a user's go test judges as `locklab run` does.
+func ShippedExpectations() (Expectations, error) {
+	reg, err := declared.Registry()
+	if err != nil {
+		return Expectations{}, err
+	}
+	m, err := Load(Shipped, reg)
+	if err != nil {
+		return Expectations{}, err
+	}
+	return NewExpectations(m, reg), nil
+}
+
+// Predict is expectation x of a case of approach a, with fault kinds
+// kinds and workload w, knowing what the rules predict: each unsafe
+// outcome Judge finds new is Unpredicted, with why, so that one showing
+// contradicts unless x names it (verdict.Compare). A double grant x
+// expects brings its consequences with it, as one a rule predicts does.
+func (e Expectations) Predict(x verdict.Expectation, a impls.Approach, kinds []string, w workload.Spec) verdict.Expectation {
+	grant := slices.ContainsFunc(slices.Concat(x.Outcomes, x.May), verdict.Outcome.IsDoubleGrant)
+	x.Unpredicted = map[verdict.Outcome]string{}
+	for _, c := range verdict.UnsafeOutcomes() {
+		if grant && c.FollowsFromDoubleGrant() {
+			continue
+		}
+		if j := e.Judge(a, kinds, w, c); !j.Known {
+			x.Unpredicted[c] = j.Why
+		}
+	}
+	return x
 }

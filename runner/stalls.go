@@ -154,9 +154,16 @@ func (r *caseRun) decisive() verdict.Decisive {
 		d.Lease = int64(r.c.Workload.TTL)
 	}
 	d.Lease = max(d.Lease, int64(a.CrashFreedAfter))
+	// The holds, as long as their holders held on: a crash ends a tenure
+	// under the lease model, but a holder that crashed did not let go (the
+	// crash was the fault).
 	for _, ivs := range r.rec.check.Intervals() {
 		for _, iv := range ivs {
-			d.Holds = append(d.Holds, verdict.Span{Start: iv.Start, End: min(iv.End, r.last)})
+			end := min(iv.End, r.last)
+			if iv.Fate != nil && iv.Fate.Crashed != 0 {
+				end = r.last
+			}
+			d.Holds = append(d.Holds, verdict.Span{Start: iv.Start, End: end})
 		}
 	}
 	for _, w := range r.windows {

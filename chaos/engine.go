@@ -176,6 +176,9 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 	if p.For > 0 {
 		ev.For = p.For.String()
 	}
+	if p.When != nil {
+		ev.When = p.When.String()
+	}
 	e.record(history.Invoke, ev)
 	var heal Heal
 	if err == nil {

@@ -29,6 +29,9 @@ type NemesisValue struct {
 	// Instant (on a stop) says the fault was over once made: nothing to
 	// heal (a crash, a restart done in one step).
 	Instant bool `json:"instant,omitempty"`
+	// When is what the fault waited for before it struck ("holding 0":
+	// the next grant of key 0); empty: a time.
+	When string `json:"when,omitempty"`
 }
 
 // The ops of a nemesis event.
@@ -46,6 +49,8 @@ type Window struct {
 	End    int64 // 0: never healed within the history
 	// Instant: the fault was over once made (NemesisValue.Instant).
 	Instant bool
+	// AtGrant: it struck at a grant (NemesisValue.When), aimed at a hold.
+	AtGrant bool
 }
 
 // FaultWindows pairs the nemesis events of a history into windows, in
@@ -74,7 +79,7 @@ func FaultWindows(events []Event) []Window {
 					}
 				case !seen:
 					byID[v.ID] = len(out)
-					out = append(out, Window{ID: v.ID, Fault: v.Fault, Target: v.Target, Start: ev.T})
+					out = append(out, Window{ID: v.ID, Fault: v.Fault, Target: v.Target, Start: ev.T, AtGrant: v.When != ""})
 				case v.Target != "":
 					out[i].Target = v.Target // the ok names what the selector resolved to
 				}

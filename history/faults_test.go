@@ -52,12 +52,12 @@ func TestFaultWindowsReadsJepsenNemesisOps(t *testing.T) {
 // A fault over once made says so on its stop, and its window carries it.
 func TestFaultWindowOfAnInstantFault(t *testing.T) {
 	ws := FaultWindows([]Event{
-		nem(10, OK, NemesisValue{ID: 1, Op: "start", Fault: "client-crash", Target: "client 2"}),
+		nem(10, OK, NemesisValue{ID: 1, Op: "start", Fault: "client-crash", Target: "client 2", When: "holding 0"}),
 		nem(10, OK, NemesisValue{ID: 1, Op: "stop", Fault: "client-crash", Target: "client 2", Instant: true}),
 		nem(20, OK, NemesisValue{ID: 2, Op: "start", Fault: "client-pause", Target: "client 1"}),
 		nem(90, OK, NemesisValue{ID: 2, Op: "stop", Fault: "client-pause", Target: "client 1"}),
 	})
-	if len(ws) != 2 || !ws[0].Instant || ws[1].Instant {
-		t.Fatalf("windows = %+v, want the crash instant and the pause not", ws)
+	if len(ws) != 2 || !ws[0].Instant || ws[1].Instant || !ws[0].AtGrant || ws[1].AtGrant {
+		t.Fatalf("windows = %+v, want the crash instant and at a grant, the pause neither", ws)
 	}
 }

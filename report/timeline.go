@@ -21,6 +21,7 @@ type Window struct {
 	Target     string // what the fault acted on ("client 2 (process 14)", "redis-1")
 	Open       bool   // never healed within the history: End is the history's end
 	Instant    bool   // a fault over once made (history.Window.Instant)
+	AtGrant    bool   // it struck at a grant (history.Window.AtGrant)
 }
 
 // Windows are a history's fault windows as plots shade them: a fault never
@@ -32,7 +33,7 @@ func Windows(ws []history.Window, end int64) []Window {
 		if stop == 0 {
 			stop = end
 		}
-		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault, Target: w.Target, Open: w.End == 0, Instant: w.Instant})
+		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault, Target: w.Target, Open: w.End == 0, Instant: w.Instant, AtGrant: w.AtGrant})
 	}
 	return out
 }

@@ -169,6 +169,9 @@ func (r *caseRun) decisive() verdict.Decisive {
 	for _, w := range r.windows {
 		if w.Instant {
 			d.Instant = append(d.Instant, verdict.Span{Start: w.Start, End: w.End})
+			if w.AtGrant {
+				d.AtHold = append(d.AtHold, verdict.Span{Start: w.Start, End: w.End})
+			}
 			continue
 		}
 		d.Faults = append(d.Faults, verdict.Span{Start: w.Start, End: w.End})

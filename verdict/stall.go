@@ -72,6 +72,9 @@ type Decisive struct {
 	Instant []Span
 	Lease   int64
 	Holds   []Span
+	// AtHold are the instant faults that struck at a grant, aimed at its
+	// hold (`when: holding`): those must meet it (tooLate).
+	AtHold []Span
 	// Run is the case, from its first event to its last; a violation
 	// that cannot be placed (non-linearizable with no finer class) is
 	// taken to span it.
@@ -197,12 +200,12 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 	return r
 }
 
-// tooLate is an instant fault that was over only after every hold in
-// force when it struck had ended (a server restart that took longer than
+// tooLate is an instant fault aimed at a hold that was over only after
+// every hold in force when it struck had ended (a server restart that took longer than
 // the hold it was aimed at): whatever the lock does, that fault could
 // not show it.
 func (d Decisive) tooLate() (Span, bool) {
-	for _, w := range d.Instant {
+	for _, w := range d.AtHold {
 		held := int64(0)
 		for _, h := range d.Holds {
 			if h.Start <= w.Start && w.Start <= h.End {

@@ -433,7 +433,7 @@ func TestAFaultOverAfterItsHoldIsUndecided(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := Decisive{Run: Span{ms(999), ms(12000)}, Lease: ms(20000), Holds: []Span{{ms(1000), ms(9000)}},
-				Instant: []Span{{ms(2000), tt.restart}}}
+				Instant: []Span{{ms(2000), tt.restart}}, AtHold: []Span{{ms(2000), tt.restart}}}
 			r := LabStalled(Compare(e, Observe(v, true, Liveness{})), e, d, nil)
 			if r.Status != tt.want {
 				t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)

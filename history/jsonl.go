@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Writer streams events as JSONL to a file. It assigns each event its index,
@@ -19,6 +21,7 @@ import (
 type Writer struct {
 	mu    sync.Mutex
 	f     *os.File
+	zw    *zstd.Encoder // nil for a plain .jsonl
 	bw    *bufio.Writer
 	next  int64
 	buf   []byte
@@ -31,15 +34,39 @@ type Writer struct {
 // FlushInterval bounds how long a recorded event may sit in memory.
 const FlushInterval = 200 * time.Millisecond
 
-// Create opens path for writing (truncating it) and starts the flusher.
+// Create opens path for writing (truncating it) and starts the flusher. A
+// path ending in .zst is written zstd-compressed, as one frame whose blocks
+// end at each flush: a run killed between flushes leaves a file that reads
+// (here and with zstd -dc) up to the last flush.
 func Create(path string) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create history: %w", err)
 	}
-	w := &Writer{f: f, bw: bufio.NewWriterSize(f, 256<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &Writer{f: f, stop: make(chan struct{}), done: make(chan struct{})}
+	var out io.Writer = f
+	if compressed(path) {
+		// The encoder compresses each full block on its own goroutine, off
+		// the workload's path; the fastest level already meets the size goal.
+		w.zw, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("create history: %w", err)
+		}
+		out = w.zw
+	}
+	w.bw = bufio.NewWriterSize(out, 256<<10)
 	go w.flushLoop()
 	return w, nil
+}
+
+// flush pushes what was recorded to the file: the buffer, then the
+// compressor's open block. Called with mu held.
+func (w *Writer) flush() error {
+	if err := w.bw.Flush(); err != nil || w.zw == nil {
+		return err
+	}
+	return w.zw.Flush()
 }
 
 func (w *Writer) flushLoop() {
@@ -53,7 +80,7 @@ func (w *Writer) flushLoop() {
 		case <-t.C:
 			w.mu.Lock()
 			if w.err == nil {
-				w.err = w.bw.Flush()
+				w.err = w.flush()
 			}
 			w.mu.Unlock()
 		}
@@ -91,6 +118,9 @@ func (w *Writer) Close() error {
 		defer w.mu.Unlock()
 		if w.err == nil {
 			w.err = w.bw.Flush()
+		}
+		if w.err == nil && w.zw != nil {
+			w.err = w.zw.Close()
 		}
 		if w.err == nil {
 			w.err = w.f.Sync()
@@ -184,11 +214,12 @@ func ReadJSONL(r io.Reader, fn func(Event) error) error {
 	return nil
 }
 
-// ReadFile reads every event of a JSONL history file.
+// ReadFile reads every event of a JSONL history file, zstd-compressed or
+// not.
 func ReadFile(path string) ([]Event, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open history: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	var evs []Event

@@ -44,6 +44,10 @@ const FlushInterval = 200 * time.Millisecond
 // kickSize is how much may pile up before the flusher is woken early.
 const kickSize = 1 << 20
 
+// maxPending is how much may pile up before a recording client flushes
+// itself.
+const maxPending = 32 << 20
+
 // Create opens path for writing (truncating it) and starts the flusher. A
 // path ending in .zst is written zstd-compressed, as one frame whose blocks
 // end at each flush: a run killed between flushes leaves a file that reads
@@ -124,7 +128,11 @@ func (w *Writer) Record(ev Event) Event {
 			}
 		}
 	}
+	full := len(w.pending) >= maxPending
 	w.mu.Unlock()
+	if full {
+		w.flush(false) // the flusher fell behind: memory stays bounded
+	}
 	return ev
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/verdict"
 )
 
@@ -72,7 +73,7 @@ func (f *Finding) scenario(r *Result) []byte {
 		line("Found by locklab explore (seed %d) in run %d (case %s), %s into the search; %d exploring run(s) showed it.",
 			r.Seed, f.Run, f.Case, f.After.Round(time.Second), f.Seen)
 	}
-	line("The events that prove it, in %s:", filepath.Join(r.Dir, "history.jsonl"))
+	line("The events that prove it, in %s:", filepath.Join(r.Dir, history.FileName))
 	proof, at := f.Proof, f.Case
 	if f.Shrunk != nil && f.Shrunk.Last.Shown {
 		proof, at = f.Shrunk.Last.Proof, f.Shrunk.Last.Case

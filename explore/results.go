@@ -206,7 +206,7 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 <table><tr><th>case</th><th>approach</th><th>acquired</th><th>observed</th><th>faults</th></tr>
 {{range .Res.Runs}}<tr><td>{{with timeline $.Pages .Case}}<a href="{{.}}">{{end}}{{.Case}}{{with timeline $.Pages .Case}}</a>{{end}}</td><td>{{.Approach}}</td><td>{{.Acquired}}</td><td>{{range .Observed}}{{.}} {{end}}</td><td>{{range .Faults}}{{.Fault}} {{end}}</td></tr>
 {{end}}</table>
-<p><a href="results.json">results.json</a> <a href="history.jsonl">history.jsonl</a></p>
+<p><a href="results.json">results.json</a> <a href="history.jsonl.zst">history.jsonl.zst</a></p>
 </body></html>
 `))
 

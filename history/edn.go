@@ -453,6 +453,13 @@ func ReadFileFormat(r io.Reader, format, name string, fn func(Event) error) erro
 // readFormat is ReadFileFormat telling begin (when set) the format it
 // reads, detected or given, before the first event.
 func readFormat(r io.Reader, format string, begin func(string), fn func(Event) error) error {
+	r, err := decompress(r)
+	if err != nil {
+		return err
+	}
+	if c, ok := r.(io.Closer); ok {
+		defer c.Close()
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(64 << 10)
 	if format == "" {

@@ -11,18 +11,28 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/klauspost/compress/zstd"
 )
 
-// Writer streams events as JSONL to a file. It assigns each event its index,
-// buffers writes and flushes at least every FlushInterval, so a crash loses at
-// most that much and a Ctrl-C (which ends in Close) loses nothing.
+// Writer streams events as JSONL to a file. It assigns each event its index
+// and keeps the lines in memory; its own goroutine hands them to the file
+// (through the compressor) at least every FlushInterval, so a recording
+// client never waits on a write or on compression, a crash loses at most
+// that much, and a Ctrl-C (which ends in Close) loses nothing.
 type Writer struct {
-	mu    sync.Mutex
-	f     *os.File
-	bw    *bufio.Writer
-	next  int64
-	buf   []byte
-	err   error
+	mu      sync.Mutex
+	next    int64
+	pending []byte // recorded lines not yet handed to the file
+	spare   []byte // the buffer the last flush emptied, for reuse
+	err     error
+
+	wmu sync.Mutex    // one flush at a time; only a flush touches out
+	f   *os.File      //
+	zw  *zstd.Encoder // nil for a plain .jsonl
+	out io.Writer     // zw or f
+
+	kick  chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
 	close sync.Once
@@ -31,15 +41,60 @@ type Writer struct {
 // FlushInterval bounds how long a recorded event may sit in memory.
 const FlushInterval = 200 * time.Millisecond
 
-// Create opens path for writing (truncating it) and starts the flusher.
+// kickSize is how much may pile up before the flusher is woken early.
+const kickSize = 1 << 20
+
+// maxPending is how much may pile up before a recording client flushes
+// itself.
+const maxPending = 32 << 20
+
+// Create opens path for writing (truncating it) and starts the flusher. A
+// path ending in .zst is written zstd-compressed, as one frame whose blocks
+// end at each flush: a run killed between flushes leaves a file that reads
+// (here and with zstd -dc) up to the last flush.
 func Create(path string) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create history: %w", err)
 	}
-	w := &Writer{f: f, bw: bufio.NewWriterSize(f, 256<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &Writer{f: f, out: f, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if compressed(path) {
+		// The flusher compresses on its own goroutine: one encoder
+		// goroutine more would only add hand-offs. The fastest level
+		// leaves the run the most CPU.
+		w.zw, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("create history: %w", err)
+		}
+		w.out = w.zw
+	}
 	go w.flushLoop()
 	return w, nil
+}
+
+// flush hands what was recorded to the file, outside mu; ended also ends
+// the compressor's open block, so what is on disk reads up to here.
+func (w *Writer) flush(ended bool) error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	w.mu.Lock()
+	buf, err := w.pending, w.err
+	w.pending = w.spare[:0]
+	w.mu.Unlock()
+	if err == nil && len(buf) > 0 {
+		_, err = w.out.Write(buf)
+	}
+	if err == nil && ended && w.zw != nil {
+		err = w.zw.Flush()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.spare = buf[:0]
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
 }
 
 func (w *Writer) flushLoop() {
@@ -51,11 +106,9 @@ func (w *Writer) flushLoop() {
 		case <-w.stop:
 			return
 		case <-t.C:
-			w.mu.Lock()
-			if w.err == nil {
-				w.err = w.bw.Flush()
-			}
-			w.mu.Unlock()
+			w.flush(true)
+		case <-w.kick:
+			w.flush(false)
 		}
 	}
 }
@@ -66,11 +119,20 @@ func (w *Writer) Record(ev Event) Event {
 	ev.Index = w.next
 	w.next++
 	if w.err == nil {
-		w.buf = AppendJSON(w.buf[:0], &ev)
-		w.buf = append(w.buf, '\n')
-		_, w.err = w.bw.Write(w.buf)
+		w.pending = AppendJSON(w.pending, &ev)
+		w.pending = append(w.pending, '\n')
+		if len(w.pending) >= kickSize {
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
 	}
+	full := len(w.pending) >= maxPending
 	w.mu.Unlock()
+	if full {
+		w.flush(false) // the flusher fell behind: memory stays bounded
+	}
 	return ev
 }
 
@@ -81,22 +143,26 @@ func (w *Writer) Err() error {
 	return w.err
 }
 
-// Close flushes, syncs and closes the file.
+// Close flushes, ends the compressed frame, syncs and closes the file.
 func (w *Writer) Close() error {
 	var err error
 	w.close.Do(func() {
 		close(w.stop)
 		<-w.done
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.err == nil {
-			w.err = w.bw.Flush()
+		ferr := w.flush(true)
+		if ferr == nil && w.zw != nil {
+			ferr = w.zw.Close()
 		}
-		if w.err == nil {
-			w.err = w.f.Sync()
+		if ferr == nil {
+			ferr = w.f.Sync()
 		}
 		cerr := w.f.Close()
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = ferr
+		}
 		err = errors.Join(w.err, cerr)
+		w.mu.Unlock()
 	})
 	return err
 }
@@ -184,11 +250,12 @@ func ReadJSONL(r io.Reader, fn func(Event) error) error {
 	return nil
 }
 
-// ReadFile reads every event of a JSONL history file.
+// ReadFile reads every event of a JSONL history file, zstd-compressed or
+// not.
 func ReadFile(path string) ([]Event, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open history: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	var evs []Event

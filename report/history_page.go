@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/locklab/locklab/history"
 )
 
 // historyContext is how many lines around a cited one a history page shows.
@@ -47,7 +48,7 @@ func WriteHistoryPages(dir, histName string, pages []HistoryPage) error {
 			}
 		}
 	}
-	f, err := os.Open(filepath.Join(dir, histName))
+	f, err := history.Open(filepath.Join(dir, histName))
 	if err != nil {
 		return fmt.Errorf("history pages: %w", err)
 	}

@@ -583,6 +583,6 @@ func MatrixHTML(m *Matrix) []byte {
 		}
 		b.WriteString("</tr>\n")
 	}
-	b.WriteString("</table>\n<p>Files: <a href=matrix.md>matrix.md</a>, <a href=matrix.json>matrix.json</a>, <a href=results.json>results.json</a>, <a href=history.jsonl>history.jsonl</a>.</p>\n")
+	b.WriteString("</table>\n<p>Files: <a href=matrix.md>matrix.md</a>, <a href=matrix.json>matrix.json</a>, <a href=results.json>results.json</a>, <a href=history.jsonl.zst>history.jsonl.zst</a>.</p>\n")
 	return b.Bytes()
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -285,18 +284,26 @@ func TestTimelinePageIsSelfContained(t *testing.T) {
 	}
 }
 
+// A history page reads the lines of a plain or a zstd-compressed history.
 func TestWriteHistoryPages(t *testing.T) {
-	dir := t.TempDir()
-	var b bytes.Buffer
-	for i := 0; i < 40; i++ {
-		ev := history.Event{Index: int64(i), Proc: i % 3, Type: history.OK, F: history.Acquire, Key: "<k>", T: int64(i)}
-		b.Write(history.AppendJSON(nil, &ev))
-		b.WriteByte('\n')
+	for _, name := range []string{"history.jsonl", history.FileName} {
+		t.Run(name, func(t *testing.T) { testWriteHistoryPages(t, name) })
 	}
-	if err := os.WriteFile(filepath.Join(dir, "history.jsonl"), b.Bytes(), 0o644); err != nil {
+}
+
+func testWriteHistoryPages(t *testing.T, histName string) {
+	dir := t.TempDir()
+	w, err := history.Create(filepath.Join(dir, histName))
+	if err != nil {
 		t.Fatal(err)
 	}
-	err := WriteHistoryPages(dir, "history.jsonl", []HistoryPage{{Name: "history-a.html", Case: "a", Timeline: "timeline-a.html", Cited: []int64{5, 30}}})
+	for i := 0; i < 40; i++ {
+		w.Record(history.Event{Proc: i % 3, Type: history.OK, F: history.Acquire, Key: "<k>", T: int64(i)})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = WriteHistoryPages(dir, histName, []HistoryPage{{Name: "history-a.html", Case: "a", Timeline: "timeline-a.html", Cited: []int64{5, 30}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -449,9 +449,9 @@ func (r *caseRun) artifacts() {
 		Title:  fmt.Sprintf("%s, %d clients: who held the lock when", c.Approach.Name, c.Workload.Clients),
 		Origin: r.first, End: r.last, Intervals: r.rec.check.Intervals(), Grants: r.verdict.DoubleGrants, Faults: r.windows,
 		Stalls: stallWindows(r.stalls), Slot: r.hold.slotOf, Procs: procs,
-		Violations: r.verdict.Violations, Event: r.rec.eventAt, HistoryFile: "history.jsonl"}
+		Violations: r.verdict.Violations, Event: r.rec.eventAt, HistoryFile: history.FileName}
 	png := fmt.Sprintf("timeline-%s.png", c.Name)
-	links := []string{png, "history.jsonl", "index.html"}
+	links := []string{png, history.FileName, "index.html"}
 	for _, v := range r.verdict.Violations {
 		r.out.cited = append(r.out.cited, v.Events...)
 	}

@@ -126,7 +126,7 @@ func runFaultCase(t *testing.T, c Case) (*Outcome, []history.Event) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	evs, err := history.ReadFile(filepath.Join(out.Dir, history.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

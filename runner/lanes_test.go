@@ -62,7 +62,7 @@ func TestParallelLanesAcrossServerOptions(t *testing.T) {
 			t.Fatalf("run %d: %s with %d grants, want %s with some", i, r.Case, r.Acquired, cases[i].Name)
 		}
 	}
-	evs, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	evs, err := history.ReadFile(filepath.Join(out.Dir, history.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 // it took.
 func earlyFailures(t *testing.T, dir string, timeout time.Duration) []history.Event {
 	t.Helper()
-	evs, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	evs, err := history.ReadFile(filepath.Join(dir, history.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestMaxCasesBoundsCasesAtOnce(t *testing.T) {
 // the run's history that keep accepts.
 func caseSpans(t *testing.T, dir string, keep func(history.Event) bool) (first, last map[string]int64) {
 	t.Helper()
-	evs, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	evs, err := history.ReadFile(filepath.Join(dir, history.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestRunSafeLockAgreesWithItsExpectation(t *testing.T) {
 	if r.Acquired == 0 || r.DoubleGrants != 0 || r.Linearizable != "yes" || r.Status != verdict.Agrees || r.Model != checker.ModelLease {
 		t.Fatalf("run = %+v", r)
 	}
-	for _, f := range []string{"history.jsonl", "summary.md", "timeline-memory-c4.png"} {
+	for _, f := range []string{history.FileName, "summary.md", "timeline-memory-c4.png"} {
 		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
@@ -137,7 +137,7 @@ func TestRunReplacesClientsRetiredByIndeterminateOutcomes(t *testing.T) {
 	}
 	// results.json counts every indeterminate acquire and release the
 	// history holds, no more, no fewer.
-	evs, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	evs, err := history.ReadFile(filepath.Join(out.Dir, history.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,12 +94,12 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 // save writes results.json as it stands.
 func (s *session) save() error { return report.WriteJSON(filepath.Join(s.dir, "results.json"), s.res) }
 
-// openHistory starts history.jsonl when a case records its history.
+// openHistory starts the history (history.jsonl.zst) when a case records its history.
 func (s *session) openHistory() error {
 	if !anyRecorded(s.p) {
 		return nil
 	}
-	w, err := history.Create(filepath.Join(s.dir, "history.jsonl"))
+	w, err := history.Create(filepath.Join(s.dir, history.FileName))
 	if err != nil {
 		return infraErr(err)
 	}
@@ -389,7 +389,7 @@ func (s *session) end(ctx context.Context, runErr error) (*Outcome, error) {
 	}
 	s.res.Artifacts = []string{"index.html", "results.json", "summary.md"}
 	if s.hfile != nil {
-		s.res.Artifacts = append(s.res.Artifacts, "history.jsonl")
+		s.res.Artifacts = append(s.res.Artifacts, history.FileName)
 	}
 	if s.faultLog.created() {
 		s.res.Artifacts = append(s.res.Artifacts, faultLogName)
@@ -405,7 +405,7 @@ func (s *session) end(ctx context.Context, runErr error) (*Outcome, error) {
 }
 
 // writeHistoryPages writes each case's page of the history lines its
-// violations cite, which its timeline page links to, once history.jsonl
+// violations cite, which its timeline page links to, once the history
 // is closed. A page that cannot be written is a warning: the timeline
 // still names each line.
 func (s *session) writeHistoryPages() {
@@ -421,7 +421,7 @@ func (s *session) writeHistoryPages() {
 			runs = append(runs, i)
 		}
 	}
-	if err := report.WriteHistoryPages(s.dir, "history.jsonl", pages); err != nil {
+	if err := report.WriteHistoryPages(s.dir, history.FileName, pages); err != nil {
 		s.r.logf("warning: %v", err)
 		return
 	}

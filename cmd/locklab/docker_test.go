@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 )
 
@@ -118,10 +119,7 @@ func TestDockerRunIsolatesTheLeader(t *testing.T) {
 // heal of fault, and says whether it did.
 func historyHasFault(t *testing.T, dir, fault string) bool {
 	t.Helper()
-	h, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := historyBytes(t, filepath.Join(dir, history.FileName))
 	ok := true
 	for _, want := range []string{`"op":"start","fault":"` + fault + `"`, `"op":"stop","fault":"` + fault + `"`} {
 		if !strings.Contains(string(h), want) {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/history"
 )
 
 // Each case is a defect found by probing the CLI as a hostile user would
@@ -124,7 +126,7 @@ func TestBenchSIGHUPIsAnInterrupt(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	waitFor(t, "results.json written", 30*time.Second, func() bool {
-		m, _ := filepath.Glob(filepath.Join(results, "*", "history.jsonl"))
+		m, _ := filepath.Glob(filepath.Join(results, "*", history.FileName))
 		return len(m) == 1
 	})
 	time.Sleep(500 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/report"
 )
 
@@ -155,7 +156,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if res.Versions["redis"] == "" || res.Versions["mysql"] == "" {
 		t.Errorf("server versions missing: %v", res.Versions)
 	}
-	for _, f := range []string{"history.jsonl", "summary.md", "index.html", "latency-acquire-c1.png", "latency-acquire-c4.png",
+	for _, f := range []string{history.FileName, "summary.md", "index.html", "latency-acquire-c1.png", "latency-acquire-c4.png",
 		"throughput.png", "acquire-redis-setnx-px-lua-c4.hgrm", "release-mysql-insert-delete-c1.hgrm",
 		"hand-off-mysql-insert-delete-c4.hgrm", "latency-hand-off-c4.png", "latency-vs-clients.png",
 		"timeline-redis-setnx-px-lua-c4.png", "timeline-mysql-insert-delete-c1.png"} {
@@ -164,7 +165,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 	}
 	// The history alone reproduces the verdict.
-	chk, err := exec.Command(binary, "check", filepath.Join(dir, "history.jsonl")).CombinedOutput()
+	chk, err := exec.Command(binary, "check", filepath.Join(dir, history.FileName)).CombinedOutput()
 	if err != nil || !bytes.Contains(chk, []byte("verdict: OK")) {
 		t.Fatalf("check: %v\n%s", err, chk)
 	}
@@ -203,7 +204,7 @@ func TestBenchSIGINTLeavesValidResultsAndNoServers(t *testing.T) {
 	// Interrupt once the first run is recording.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		hs, _ := filepath.Glob(filepath.Join(results, "*", "history.jsonl"))
+		hs, _ := filepath.Glob(filepath.Join(results, "*", history.FileName))
 		if len(hs) == 1 {
 			if st, err := os.Stat(hs[0]); err == nil && st.Size() > 10_000 {
 				break
@@ -235,9 +236,7 @@ func TestBenchSIGINTLeavesValidResultsAndNoServers(t *testing.T) {
 		t.Errorf("want the interrupted run recorded as incomplete: %+v", res.Runs)
 	}
 	// Every history line is whole.
-	f, _ := os.Open(filepath.Join(dir, "history.jsonl"))
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(historyBytes(t, filepath.Join(dir, history.FileName))))
 	lines := 0
 	for sc.Scan() {
 		lines++

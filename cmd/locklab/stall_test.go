@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,14 +35,27 @@ type recordedStall struct {
 	start, end int64
 }
 
+// historyBytes reads a run's history as JSONL, decompressed, up to its
+// last flush when the run still writes it.
+func historyBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := history.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return b
+}
+
 // stallsIn reads the stall events of a history file, which may still be
 // written: its last line may be cut short.
 func stallsIn(t *testing.T, path string) []recordedStall {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := historyBytes(t, path)
 	var out []recordedStall
 	for _, line := range bytes.Split(b[:bytes.LastIndexByte(b, '\n')+1], []byte("\n")) {
 		var ev history.Event
@@ -71,9 +85,9 @@ func startRunning(t *testing.T, cmd *exec.Cmd, results string) (string, *bytes.B
 	t.Cleanup(func() { cmd.Process.Kill() })
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		hs, _ := filepath.Glob(filepath.Join(results, "*", "history.jsonl"))
+		hs, _ := filepath.Glob(filepath.Join(results, "*", history.FileName))
 		if len(hs) == 1 {
-			if b, _ := os.ReadFile(hs[0]); bytes.Contains(b, []byte(`"type":"ok","f":"acquire"`)) {
+			if b := historyBytes(t, hs[0]); bytes.Contains(b, []byte(`"type":"ok","f":"acquire"`)) {
 				return hs[0], &out
 			}
 		}
@@ -259,7 +273,7 @@ expect:
 	cmd := locklab(tmp, "run", "--results", results, scen)
 	hist, out := startRunning(t, cmd, results)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile(hist); bytes.Contains(b, []byte(`"type":"ok","f":"nemesis","value":{"id":1,"op":"start"`)) {
+		if b := historyBytes(t, hist); bytes.Contains(b, []byte(`"type":"ok","f":"nemesis","value":{"id":1,"op":"start"`)) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,11 +35,26 @@ func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
 				TTL: time.Second, Renew: true, AcquireTimeout: 5 * time.Second, Duration: 6 * time.Second, Seed: 1}
 			c := faultCase(t, tt.approach, spec, step(t, "client-hang", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 3*time.Second, nil))
 			c.Expect = verdict.Expect("test", tt.expect...)
-			out, evs := runFaultCase(t, c)
-			if v := out.Verdicts[0]; v.Status != verdict.Agrees {
-				t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
+			// The hang strikes the holder as the lab saw it; one whose
+			// release was already on its way tests nothing here, and the
+			// case is run again (three times at most).
+			var (
+				evs  []history.Event
+				win  history.Window
+				hung int
+			)
+			for try := 1; ; try++ {
+				var out *Outcome
+				out, evs = runFaultCase(t, c)
+				if v := out.Verdicts[0]; v.Status != verdict.Agrees {
+					t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
+				}
+				win, hung = hangWindow(t, evs)
+				if heldAt(evs, hung, win.Start) || try == 3 {
+					break
+				}
+				t.Logf("try %d: process %d had begun its release when the hang struck; again", try, hung)
 			}
-			win, hung := hangWindow(t, evs)
 			var others, ownRenewals, watchdogRenewals int
 			for _, ev := range evs {
 				if ev.T <= win.Start || ev.T >= win.End {
@@ -71,6 +87,27 @@ func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
 	}
 }
 
+// heldAt reports whether proc held a lock at t: granted, and no release
+// of its invoked since.
+func heldAt(evs []history.Event, proc int, t int64) bool {
+	held := false
+	for _, ev := range evs {
+		if ev.T > t {
+			break
+		}
+		if ev.Proc != proc {
+			continue
+		}
+		switch {
+		case ev.F == history.Acquire && ev.Type == history.OK:
+			held = true
+		case ev.F == history.Release && ev.Type == history.Invoke:
+			held = false
+		}
+	}
+	return held
+}
+
 // hangWindow is the history's client-hang window and the process that held
 // the key when it began (the hang moves to the next holder if the one
 // picked had let go).
@@ -85,20 +122,12 @@ func hangWindow(t *testing.T, evs []history.Event) (history.Window, int) {
 	if win.Start == 0 || win.End == 0 {
 		t.Fatalf("no healed client-hang window in the history%s", whatWentWrong(evs))
 	}
-	holder := -1
-	for _, ev := range evs {
-		if ev.T > win.Start {
-			break
-		}
-		switch {
-		case ev.F == history.Acquire && ev.Type == history.OK:
-			holder = ev.Proc
-		case ev.F == history.Release && ev.Type == history.Invoke && ev.Proc == holder:
-			holder = -1
-		}
-	}
-	if holder < 0 {
-		t.Fatalf("nobody held the key when the hang began")
+	// The fault names whom it hung ("client 1 (process 14)"): the holder
+	// when it resolved its target, which may have begun its release
+	// before the fault's start was stamped.
+	var slot, holder int
+	if _, err := fmt.Sscanf(win.Target, "client %d (process %d)", &slot, &holder); err != nil {
+		t.Fatalf("the hang's target %q names no process: %v", win.Target, err)
 	}
 	return win, holder
 }

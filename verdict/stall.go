@@ -152,8 +152,8 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 	if r.Status == Contradicts && r.Missed {
 		if w, ok := d.tooLate(); ok {
 			r.Status, r.Missed, r.LabStalled = Undecided, false, true
-			r.Text = fmt.Sprintf("inconclusive: the %s at %.2f s was over only at %.2f s, after the holds it struck had ended: it never met a held lock; %s",
-				"fault", seconds(w.Start-d.Run.Start), seconds(w.End-d.Run.Start), r.Text)
+			r.Text = fmt.Sprintf("inconclusive: the fault at %.2f s was over only at %.2f s, after the holds it struck had ended: it never met a held lock; %s",
+				seconds(w.Start-d.Run.Start), seconds(w.End-d.Run.Start), r.Text)
 			return r
 		}
 	}
@@ -209,17 +209,22 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 // not show it.
 func (d Decisive) tooLate() (Span, bool) {
 	for _, w := range d.AtHold {
-		held := int64(0)
-		for _, h := range d.Holds {
-			if h.Start <= w.Start && w.Start <= h.End {
-				held = max(held, h.End)
-			}
-		}
-		if held > 0 && held < w.End {
+		if held := d.heldUntil(w.Start); held > 0 && held < w.End {
 			return w, true
 		}
 	}
 	return Span{}, false
+}
+
+// heldUntil is when the last of the holds in force at t ended (0: none).
+func (d Decisive) heldUntil(t int64) int64 {
+	var held int64
+	for _, h := range d.Holds {
+		if h.Start <= t && t <= h.End {
+			held = max(held, h.End)
+		}
+	}
+	return held
 }
 
 func seconds(ns int64) float64 { return time.Duration(ns).Seconds() }
@@ -228,13 +233,8 @@ func seconds(ns int64) float64 { return time.Duration(ns).Seconds() }
 func (d Decisive) faultWindows() []Span {
 	out := slices.Clone(d.Faults)
 	for _, w := range d.Instant {
-		end, held := w.Start+d.Lease, int64(0)
-		for _, h := range d.Holds {
-			if h.Start <= w.Start && w.Start <= h.End {
-				held = max(held, h.End)
-			}
-		}
-		if held > 0 {
+		end := w.Start + d.Lease
+		if held := d.heldUntil(w.Start); held > 0 {
 			end = min(end, held)
 		}
 		out = append(out, Span{w.Start, max(w.End, end)})

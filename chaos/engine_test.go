@@ -13,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/stall"
 )
 
 // memRecorder keeps nemesis events; the engine serializes its calls.
@@ -86,8 +87,9 @@ func TestEngineRunsPlan(t *testing.T) {
 	}
 	rec := &memRecorder{}
 	e := NewEngine(lab, rec, nil)
+	stalls := stall.NewWatch(t.Context())
 	start := time.Now()
-	err := e.Run(context.Background(), start, plan(t, time.Second,
+	err := e.Run(context.Background(), start, plan(t, time.Minute,
 		Step{Fault: &ClientClock{Offset: Duration(time.Hour)}, Target: client("1")},
 		Step{Fault: &ClientPause{}, Target: client("1"), At: ms(10), For: ms(100)},
 		Step{Fault: &ClientCrash{}, Target: client("2"), At: ms(60)},
@@ -95,8 +97,11 @@ func TestEngineRunsPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took < 110*time.Millisecond || took > time.Second {
-		t.Errorf("Run took %v, want the plan's 110ms (it waits for timed heals only)", took)
+	// Waiting for the plan's end would take a minute; a run on time takes
+	// 110 ms, and however long this process stood still besides.
+	took := time.Since(start)
+	if still := stalls.Within(start, start.Add(took)); took < 110*time.Millisecond || took > time.Second+still {
+		t.Errorf("Run took %v (%v of it standing still), want the plan's 110ms (it waits for timed heals only)", took, still)
 	}
 	if got := p1.got(); !reflect.DeepEqual(got, []string{"pause", "resume"}) {
 		t.Errorf("client 1 got %v", got)
@@ -180,6 +185,7 @@ func TestEngineCancelThenHealAll(t *testing.T) {
 	rec := &memRecorder{}
 	e := NewEngine(lab, rec, nil)
 	ctx, cancel := context.WithCancel(context.Background())
+	stalls := stall.NewWatch(t.Context())
 	go func() { time.Sleep(30 * time.Millisecond); cancel() }()
 	start := time.Now()
 	err := e.Run(ctx, start, []Planned{
@@ -190,7 +196,9 @@ func TestEngineCancelThenHealAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > time.Second {
+	// Its faults heal in an hour: a run that waited for them is a run
+	// that did not stop on the cancel.
+	if took := time.Since(start); took > time.Second+stalls.Within(start, start.Add(took)) {
 		t.Fatalf("Run returned %v after the cancel", took)
 	}
 	if !reflect.DeepEqual(e.Active(), []int{1, 2}) {
@@ -290,6 +298,7 @@ func TestEngineOpened(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			e := NewEngine(lab, &memRecorder{}, nil)
+			stalls := stall.NewWatch(ctx)
 			start := time.Now()
 			go e.Run(ctx, start, plan(t, 3*time.Second, tc.steps...))
 			select {
@@ -297,8 +306,9 @@ func TestEngineOpened(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("never opened")
 			}
-			if took := time.Since(start); took < tc.min || took > tc.max {
-				t.Fatalf("opened after %v, want between %v and %v", took, tc.min, tc.max)
+			took := time.Since(start)
+			if still := stalls.Within(start, start.Add(took)); took < tc.min || took > tc.max+still {
+				t.Fatalf("opened after %v (%v of it standing still), want between %v and %v", took, still, tc.min, tc.max)
 			}
 			if tc.min > 0 && len(slow.got()) == 0 {
 				t.Fatal("opened before the fault at the start was in place")

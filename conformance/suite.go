@@ -442,7 +442,7 @@ func (s *suite) cancelReturnsPromptly(t T) {
 	const wait = 200 * time.Millisecond
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
-	stalls := watchStalls(wctx)
+	stalls := stall.NewWatch(wctx)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	start := time.Now()
@@ -450,7 +450,7 @@ func (s *suite) cancelReturnsPromptly(t T) {
 	took := time.Since(start)
 	// The time this process stood still meanwhile is the machine's, not
 	// the client's: a client that ignores its context waits far longer.
-	still := stalls.within(start, start.Add(took))
+	still := stalls.Within(start, start.Add(took))
 	if err == nil {
 		t.Fatal("acquired a held lock")
 	}
@@ -894,7 +894,7 @@ func (s *suite) blockingHandOff(t T) {
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stalls := watchStalls(ctx)
+	stalls := stall.NewWatch(ctx)
 	// At most one of 5 may be slow: one hand-off slowed by a preempted
 	// process says nothing, while a waiter that polls after waiting
 	// 300 ms, or a notification lost now and then, is slow more than once.
@@ -929,7 +929,7 @@ func (s *suite) blockingHandOff(t T) {
 		}
 		release(t, lease)
 		rt := time.Since(rtStart)
-		still := stalls.within(released, granted)
+		still := stalls.Within(released, granted)
 		all = append(all, d)
 		if bound := handOffBound(rt, still); d > bound {
 			slow = append(slow, fmt.Sprintf("%v (bound %v: round trip %v, this process still for %v)", d, bound, rt, still))
@@ -949,39 +949,6 @@ func (s *suite) blockingHandOff(t T) {
 // grow with.
 func handOffBound(roundTrip, still time.Duration) time.Duration {
 	return 100*time.Millisecond + 3*roundTrip + still
-}
-
-// stallWatch records when this process stood still (its probe woke more
-// than 5 ms late), for bounds that must allow for it.
-type stallWatch struct {
-	origin time.Time
-	mu     sync.Mutex
-	spans  []stall.Span // ns since origin
-}
-
-func watchStalls(ctx context.Context) *stallWatch {
-	w := &stallWatch{origin: time.Now()}
-	p := stall.Probe{Period: time.Millisecond, Threshold: 5 * time.Millisecond}
-	go p.Run(ctx, func() int64 { return int64(time.Since(w.origin)) }, func(s stall.Span) {
-		w.mu.Lock()
-		w.spans = append(w.spans, s)
-		w.mu.Unlock()
-	})
-	return w
-}
-
-// within is how long the process stood still between from and to.
-func (w *stallWatch) within(from, to time.Time) time.Duration {
-	a, b := int64(from.Sub(w.origin)), int64(to.Sub(w.origin))
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var still int64
-	for _, s := range w.spans {
-		if lo, hi := max(s.Start, a), min(s.End, b); hi > lo {
-			still += hi - lo
-		}
-	}
-	return time.Duration(still)
 }
 
 func (s *suite) extendKeepsTheLock(t T) {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -155,4 +156,39 @@ func Read(r io.Reader, fn func(Span)) error {
 		return fmt.Errorf("read stalls: %w", err)
 	}
 	return nil
+}
+
+// Watch records when this process stood still, for a bound that must allow
+// for it: a test's "within 100 ms" means 100 ms of running, not of waiting
+// for a core. Its probe wakes every millisecond and calls 5 ms late a stall.
+type Watch struct {
+	origin time.Time
+	mu     sync.Mutex
+	spans  []Span // ns since origin
+}
+
+// NewWatch starts a Watch that records until ctx ends.
+func NewWatch(ctx context.Context) *Watch {
+	w := &Watch{origin: time.Now()}
+	p := Probe{Period: time.Millisecond, Threshold: 5 * time.Millisecond}
+	go p.Run(ctx, func() int64 { return int64(time.Since(w.origin)) }, func(s Span) {
+		w.mu.Lock()
+		w.spans = append(w.spans, s)
+		w.mu.Unlock()
+	})
+	return w
+}
+
+// Within is how long the process stood still between from and to.
+func (w *Watch) Within(from, to time.Time) time.Duration {
+	a, b := int64(from.Sub(w.origin)), int64(to.Sub(w.origin))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var still int64
+	for _, s := range w.spans {
+		if lo, hi := max(s.Start, a), min(s.End, b); hi > lo {
+			still += hi - lo
+		}
+	}
+	return time.Duration(still)
 }

@@ -185,3 +185,24 @@ func BenchmarkProbeCPU(b *testing.B) {
 	b.ReportMetric(float64(used.Nanoseconds())/float64(max(wakes, 1)), "cpu-ns/wake")
 	b.ReportMetric(100*used.Seconds()/elapsed.Seconds(), "%core")
 }
+
+// Within counts only the parts of the stalls between from and to.
+func TestWatchWithin(t *testing.T) {
+	origin := time.Unix(1000, 0)
+	w := &Watch{origin: origin, spans: []Span{{Start: 10e6, End: 30e6}, {Start: 50e6, End: 60e6}}}
+	at := func(ms int) time.Time { return origin.Add(time.Duration(ms) * time.Millisecond) }
+	for _, tc := range []struct {
+		from, to int
+		want     time.Duration
+	}{
+		{0, 5, 0},
+		{0, 100, 30 * time.Millisecond},
+		{20, 55, 15 * time.Millisecond},
+		{30, 50, 0},
+		{15, 25, 10 * time.Millisecond},
+	} {
+		if got := w.Within(at(tc.from), at(tc.to)); got != tc.want {
+			t.Errorf("Within(%d ms, %d ms) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+}

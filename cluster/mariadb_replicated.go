@@ -351,7 +351,10 @@ func (c *Cluster) settle(ctx context.Context, p *mariadbPair, n *Node) error {
 		if oerr == nil && ost.leads() {
 			return fmt.Errorf("%s and %s both take writes", n.Name, other.Name)
 		}
-		return nil
+		// A lead cut short by the health check's deadline, after it took
+		// writes and before the database was made (seen on a starved
+		// machine: every client then met "Unknown database").
+		return ensureDatabase(ctx, conn)
 	case oerr == nil && ost.leads():
 		// Not under the health check's one-second deadline: a rejoin cut
 		// between its statements leaves a half-made replica.
@@ -388,6 +391,11 @@ func lead(ctx context.Context, conn querier, semiSync bool) error {
 	if err := execAll(ctx, conn, stmts...); err != nil {
 		return err
 	}
+	return ensureDatabase(ctx, conn)
+}
+
+// ensureDatabase makes the lock tables' database on the primary on conn.
+func ensureDatabase(ctx context.Context, conn querier) error {
 	// Created only when missing: every statement is replicated, and a
 	// semi-synchronous primary cut off its replica would hold a health
 	// check up for the timeout.

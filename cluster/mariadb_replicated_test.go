@@ -196,3 +196,37 @@ func waitRow(t *testing.T, db *sql.DB, k string, want bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A primary that took writes before it made the lock tables' database (its
+// lead cut short by the health check's deadline) is not healthy until it
+// has the database: its health check makes it.
+func TestReplicatedPrimaryHealthyOnlyWithItsDatabase(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
+	ctx := context.Background()
+	c, err := StartLocal(ctx, ForServers(impls.MySQLReplicated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	primary, err := c.Leader(ctx, impls.MySQLReplicated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, conn, err := rootConn(ctx, primary.direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	defer conn.Close()
+	// Gone from the primary only, as if never made.
+	if err := execAll(ctx, conn, "SET SESSION sql_log_bin = 0", "DROP DATABASE "+MySQLDatabase, "SET SESSION sql_log_bin = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Healthy(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	if err := conn.QueryRowContext(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", MySQLDatabase).Scan(&name); err != nil {
+		t.Fatalf("healthy, and the primary has no database %s: %v", MySQLDatabase, err)
+	}
+}

@@ -15,7 +15,7 @@ import (
 type Renewals struct {
 	released   map[procKey]int64 // the release ok's index, until the process acquires again
 	afterIndex map[procKey]int64 // an extend invoked since: its index
-	found      []Violation
+	violations []Violation
 	origin     int64
 	seen       bool
 }
@@ -56,7 +56,7 @@ func (r *Renewals) Add(ev history.Event) {
 		}
 		delete(r.afterIndex, pk)
 		rel := r.released[pk]
-		r.found = append(r.found, Violation{Kind: RenewedAfterRelease, Key: ev.Key, Events: []int64{rel, inv, ev.Index},
+		r.violations = append(r.violations, Violation{Kind: RenewedAfterRelease, Key: ev.Key, Events: []int64{rel, inv, ev.Index},
 			Text: fmt.Sprintf("client %d renewed %s at %.6f s after it had released it (events %d, %d): a renewal that outlived its release keeps the key alive with no holder",
 				ev.Proc, ev.Key, time.Duration(ev.T-r.origin).Seconds(), rel, ev.Index)})
 	case ev.F == history.Extend:
@@ -64,5 +64,7 @@ func (r *Renewals) Add(ev history.Event) {
 	}
 }
 
-// Violations are the renewals after release found so far.
-func (r *Renewals) Violations() []Violation { return append([]Violation(nil), r.found...) }
+func (r *Renewals) classes() []Class { return []Class{RenewedAfterRelease} }
+
+// found are the renewals after release found so far.
+func (r *Renewals) found(sweep) []Violation { return append([]Violation(nil), r.violations...) }

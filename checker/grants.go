@@ -5,6 +5,31 @@ import (
 	"time"
 )
 
+// The classes of violation of the double grants check.
+const (
+	// DoubleGrantBothValid: the second grant came while the first holder's
+	// lease was still valid.
+	DoubleGrantBothValid Class = "double grant: " + BothValid
+	// DoubleGrantHeldAtOnce: the second grant came while the first holder
+	// held the lock, and neither recorded a lease (a plain mutex's
+	// history): the service broke mutual exclusion, as with both leases
+	// valid, with no lease to speak of.
+	DoubleGrantHeldAtOnce Class = "double grant: " + HeldAtOnce
+	// DoubleGrantOutlived: the first holder went on past its own lease.
+	DoubleGrantOutlived Class = "double grant: " + OutlivedLease
+	// DoubleGrantNeverReleased (mutex model): the second grant came after
+	// the first holder's release failed or it crashed, or went to the
+	// holder itself: nothing had freed the lock.
+	DoubleGrantNeverReleased Class = "double grant: " + NeverReleased
+	// Revoked is a lock taken away from its holder: another client was
+	// granted it while the holder still held it, and the holder was told
+	// (its release or extend answered "not held", or a Lost signal).
+	Revoked Class = "revoked"
+	// PhantomRelease is a release that succeeded for a process that did
+	// not hold the lock (the phantom releases check).
+	PhantomRelease Class = "phantom release"
+)
+
 // doubleGrants describes the mutex check's double grants, each followed,
 // the first time its holder was told, by the lock taken away from it.
 type doubleGrants struct{}

@@ -7,6 +7,10 @@ import (
 	"github.com/locklab/locklab/history"
 )
 
+// RenewedAfterRelease is an extend that succeeded after its process had
+// released the key (a watchdog that outlived the release).
+const RenewedAfterRelease Class = "renewed after release"
+
 // Renewals finds extends that succeeded after their process had released
 // the key, before it acquired it again: a renewal that outlived its
 // release (Redisson issue 7272: a watchdog armed after the unlock renewed

@@ -8,6 +8,14 @@ import (
 	"github.com/locklab/locklab/history"
 )
 
+// The classes of violation of the resources check, and of token order's.
+const (
+	LostUpdate     Class = "lost update"
+	StaleWrite     Class = "stale write"
+	DuplicateTask  Class = "task processed twice"
+	TokenRegressed Class = "fencing token did not increase"
+)
+
 // Violation is one anomaly with the events that prove it.
 type Violation struct {
 	Kind   Class   `json:"kind"`

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/locklab/locklab/history"
@@ -11,8 +10,8 @@ import (
 // Checker runs every check over one stream of events.
 type Checker struct {
 	mutex     *Mutex
-	resources *Resources
-	renewals  *Renewals
+	resources *Resources // also among checks: the verdict reads its keys and refusals
+	checks    []check
 	linear    *Linear
 	events    int
 }
@@ -20,7 +19,8 @@ type Checker struct {
 // New returns a checker judging under model; linear=false skips the
 // linearizability check (which keeps every operation in memory).
 func New(model Model, linear bool) *Checker {
-	c := &Checker{mutex: NewMutex(model), resources: NewResources(), renewals: NewRenewals()}
+	c := &Checker{mutex: NewMutex(model), resources: NewResources()}
+	c.checks = newChecks(c.resources)
 	if linear {
 		c.linear = NewLinear(model)
 	}
@@ -31,8 +31,11 @@ func New(model Model, linear bool) *Checker {
 func (c *Checker) Add(ev history.Event) {
 	c.events++
 	c.mutex.Add(ev)
-	c.resources.Add(ev)
-	c.renewals.Add(ev)
+	for _, ch := range c.checks {
+		if r, ok := ch.(eventReader); ok {
+			r.Add(ev)
+		}
+	}
 	if c.linear != nil {
 		c.linear.Add(ev)
 	}
@@ -154,34 +157,11 @@ func (c *Checker) judge() (Verdict, map[string]bool) {
 		keys[k] = true
 	}
 	ts := c.mutex.sortedIntervals()
-	v.DoubleGrants = c.mutex.doubleGrants(ts)
-	revoked := map[int64]bool{}
-	for _, d := range v.DoubleGrants {
-		v.Violations = append(v.Violations, Violation{Kind: d.Class(), Key: d.Key, Events: d.Events(), Text: d.Describe(v.Origin), Window: d.window()})
-		// A holder that never released says how it learned in the double
-		// grant's own words.
-		if d.Kind != NeverReleased && d.Held.Learned != 0 && !revoked[d.Held.StartIndex] {
-			revoked[d.Held.StartIndex] = true
-			rel := func(t int64) string { return fmt.Sprintf("%.6f s", time.Duration(t-v.Origin).Seconds()) }
-			v.Violations = append(v.Violations, Violation{Kind: Revoked, Key: d.Key, Events: []int64{d.Held.StartIndex, d.Second.StartIndex},
-				Text: fmt.Sprintf("client %d's hold on %s was taken away: client %d was granted it at %s while client %d held it since %s; client %d was told at %s (not held, or its lock was lost)",
-					d.Held.Proc, lockName(d.Key), d.Second.Proc, rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), d.Held.Proc, rel(d.Held.Learned)),
-				Window: d.window()})
-		}
+	s := sweep{origin: v.Origin, tenures: ts, grants: c.mutex.doubleGrants(ts), phantoms: c.mutex.Phantoms()}
+	v.DoubleGrants, v.Phantoms = s.grants, s.phantoms
+	for _, ch := range c.checks {
+		v.Violations = append(v.Violations, ch.found(s)...)
 	}
-	v.Phantoms = c.mutex.Phantoms()
-	for _, p := range v.Phantoms {
-		from := "nobody held it"
-		if p.LastHolder >= 0 {
-			from = fmt.Sprintf("the last holder was client %d", p.LastHolder)
-		}
-		v.Violations = append(v.Violations, Violation{Kind: PhantomRelease, Key: p.Key, Events: []int64{p.InvokeIdx, p.Index},
-			Text: fmt.Sprintf("client %d's release of %s succeeded at %.6f s although it did not hold the lock (%s)",
-				p.Proc, lockName(p.Key), time.Duration(p.T-v.Origin).Seconds(), from)})
-	}
-	v.Violations = append(v.Violations, tokenOrder(ts)...)
-	v.Violations = append(v.Violations, c.resources.Violations...)
-	v.Violations = append(v.Violations, c.renewals.Violations()...)
 	v.RefusedWrites = c.resources.Refused
 	for _, x := range v.Violations {
 		v.Classes[x.Kind]++

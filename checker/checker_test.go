@@ -27,6 +27,7 @@ func verdict(t testing.TB, evs []history.Event, opt Options) Verdict {
 	if err != nil {
 		t.Fatal(err)
 	}
+	classesDeclared(t, v)
 	return v
 }
 

@@ -28,6 +28,7 @@ func golden(t *testing.T, file string, model Model) Verdict {
 	if err != nil {
 		t.Fatal(err)
 	}
+	classesDeclared(t, v)
 	return v
 }
 

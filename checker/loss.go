@@ -6,6 +6,12 @@ import (
 	"time"
 )
 
+// RevokedInRelease (lease model) is no violation but an anomaly: a
+// holder's release was answered "not held". Its lease had gone before the
+// release reached the server: the lock was granted to another while the
+// release was in flight, or to nobody meanwhile.
+const RevokedInRelease Class = "revoked during release"
+
 // firstOther is the first of ivs (sorted by start) granted to a process
 // other than proc at or after lo and before hi.
 func firstOther(ivs []Interval, proc int, lo, hi int64) (Interval, bool) {

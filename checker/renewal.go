@@ -7,6 +7,10 @@ import (
 	"github.com/locklab/locklab/history"
 )
 
+// RenewedAfterRelease is an extend that succeeded after its process had
+// released the key (a watchdog that outlived the release).
+const RenewedAfterRelease Class = "renewed after release"
+
 // Renewals finds extends that succeeded after their process had released
 // the key, before it acquired it again: a renewal that outlived its
 // release (Redisson issue 7272: a watchdog armed after the unlock renewed
@@ -15,7 +19,7 @@ import (
 type Renewals struct {
 	released   map[procKey]int64 // the release ok's index, until the process acquires again
 	afterIndex map[procKey]int64 // an extend invoked since: its index
-	found      []Violation
+	violations []Violation
 	origin     int64
 	seen       bool
 }
@@ -56,7 +60,7 @@ func (r *Renewals) Add(ev history.Event) {
 		}
 		delete(r.afterIndex, pk)
 		rel := r.released[pk]
-		r.found = append(r.found, Violation{Kind: RenewedAfterRelease, Key: ev.Key, Events: []int64{rel, inv, ev.Index},
+		r.violations = append(r.violations, Violation{Kind: RenewedAfterRelease, Key: ev.Key, Events: []int64{rel, inv, ev.Index},
 			Text: fmt.Sprintf("client %d renewed %s at %.6f s after it had released it (events %d, %d): a renewal that outlived its release keeps the key alive with no holder",
 				ev.Proc, ev.Key, time.Duration(ev.T-r.origin).Seconds(), rel, ev.Index)})
 	case ev.F == history.Extend:
@@ -64,5 +68,7 @@ func (r *Renewals) Add(ev history.Event) {
 	}
 }
 
-// Violations are the renewals after release found so far.
-func (r *Renewals) Violations() []Violation { return append([]Violation(nil), r.found...) }
+func (r *Renewals) classes() []Class { return []Class{RenewedAfterRelease} }
+
+// found are the renewals after release found so far.
+func (r *Renewals) found(sweep) []Violation { return append([]Violation(nil), r.violations...) }

@@ -8,6 +8,14 @@ import (
 	"github.com/locklab/locklab/history"
 )
 
+// The classes of violation of the resources check, and of token order's.
+const (
+	LostUpdate     Class = "lost update"
+	StaleWrite     Class = "stale write"
+	DuplicateTask  Class = "task processed twice"
+	TokenRegressed Class = "fencing token did not increase"
+)
+
 // Violation is one anomaly with the events that prove it.
 type Violation struct {
 	Kind   Class   `json:"kind"`
@@ -27,7 +35,7 @@ type Resources struct {
 	origin     int64
 	seen       bool
 	current    map[string]resourceState
-	Violations []Violation
+	violations []Violation
 	Refused    int // requests a fenced store refused as stale
 	Writes     int // writes committed
 }
@@ -78,7 +86,7 @@ func (r *Resources) Add(ev history.Event) {
 		r.Writes++
 		if ev.Token != nil {
 			if st.tokened && *ev.Token < st.maxToken {
-				r.Violations = append(r.Violations, Violation{Kind: StaleWrite, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
+				r.violations = append(r.violations, Violation{Kind: StaleWrite, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
 					Text: fmt.Sprintf("client %d wrote %s at %s with token %d after a write with token %d was accepted",
 						ev.Proc, ev.Key, r.rel(ev.T), *ev.Token, st.maxToken), Window: late(st.maxT, ev.T)})
 			}
@@ -88,14 +96,14 @@ func (r *Resources) Add(ev history.Event) {
 		}
 		if v.Balance != nil && v.Read != nil {
 			if st.known && *v.Read != st.balance {
-				r.Violations = append(r.Violations, Violation{Kind: LostUpdate, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
+				r.violations = append(r.violations, Violation{Kind: LostUpdate, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
 					Text: fmt.Sprintf("client %d wrote %s = %d at %s from a read of %d, but the balance was %d (written by client %d): that update is lost",
 						ev.Proc, ev.Key, *v.Balance, r.rel(ev.T), *v.Read, st.balance, st.lastProc), Window: late(st.lastT, ev.T)})
 			}
 			st.balance, st.known = *v.Balance, true
 		}
 		if v.Processed != nil && *v.Processed > 1 {
-			r.Violations = append(r.Violations, Violation{Kind: DuplicateTask, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
+			r.violations = append(r.violations, Violation{Kind: DuplicateTask, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
 				Text:   fmt.Sprintf("client %d processed %s at %s, which client %d had processed already", ev.Proc, ev.Key, r.rel(ev.T), st.lastProc),
 				Window: late(st.lastT, ev.T)})
 		}
@@ -103,6 +111,10 @@ func (r *Resources) Add(ev history.Event) {
 	}
 	r.current[ev.Key] = st
 }
+
+func (r *Resources) classes() []Class { return []Class{StaleWrite, LostUpdate, DuplicateTask} }
+
+func (r *Resources) found(sweep) []Violation { return append([]Violation(nil), r.violations...) }
 
 // late is the window of a write that went behind another at before:
 // had it come w.Need sooner, it would have come first (a lost update's
@@ -118,6 +130,13 @@ func late(before, at int64) *Window {
 // TokenOrder checks that successive holders of a key got strictly
 // increasing fencing tokens (in the order of their grants).
 func TokenOrder(m *Mutex) []Violation { return tokenOrder(m.sortedIntervals()) }
+
+// tokenOrders is TokenOrder as one of the checker's checks.
+type tokenOrders struct{}
+
+func (tokenOrders) classes() []Class { return []Class{TokenRegressed} }
+
+func (tokenOrders) found(s sweep) []Violation { return tokenOrder(s.tenures) }
 
 func tokenOrder(t tenures) []Violation {
 	var out []Violation

@@ -84,9 +84,12 @@ func bornExpired(v checker.Verdict, x checker.Violation, grantAt map[int64]histo
 // primaries are the sightings a finding is made of: every class but the
 // consequences of a double grant the case also showed.
 func primaries(ss []Sighting) (primary, also []Sighting) {
-	grant := slices.ContainsFunc(ss, func(s Sighting) bool { return s.Class.IsDoubleGrant() })
+	var classes []verdict.Outcome
 	for _, s := range ss {
-		if grant && s.Class.FollowsFromDoubleGrant() {
+		classes = append(classes, s.Class)
+	}
+	for _, s := range ss {
+		if s.Class.FollowsFrom(classes) {
 			also = append(also, s)
 			continue
 		}

@@ -8,22 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/history"
-	"github.com/locklab/locklab/verdict"
 )
-
-// words say what each class of violation is, for the found files.
-var words = map[verdict.Outcome]string{
-	verdict.DoubleGrantBothValid: "two clients held the lock at once while both their leases were valid: the lock service granted it twice",
-	verdict.DoubleGrantOutlived:  "two clients held the lock at once: one of them went on past its own lease",
-	verdict.Revoked:              "the lock was taken from a holder that was still working, and the holder was told",
-	verdict.PhantomRelease:       "a release succeeded for a client that did not hold the lock",
-	verdict.NeverGranted:         "a client held the lock in a way no order of the operations allows",
-	verdict.NonLinearizable:      "the history of the lock is not linearizable",
-	verdict.LostUpdate:           "an update of the protected counter was lost: a holder wrote back a value read before another holder's write",
-	verdict.StaleWrite:           "the store accepted a write from a holder whose lock had passed to another",
-	verdict.TaskTwice:            "a task was processed twice",
-	verdict.TokenRegressed:       "fencing tokens went backwards: a later grant carried a smaller token",
-}
 
 // foundName is the file name (without .yaml) of a finding: its approach
 // and its class, and "known" for a class a rule predicts.
@@ -42,9 +27,9 @@ func (f *Finding) scenario(r *Result) []byte {
 	s := f.Schedule()
 	var c []string
 	line := func(format string, args ...any) { c = append(c, fmt.Sprintf(format, args...)) }
-	what := words[f.Class]
-	if what == "" {
-		what = string(f.Class)
+	what := string(f.Class)
+	if r, ok := f.Class.Row(); ok && r.Found != "" {
+		what = r.Found
 	}
 	faults := "no fault"
 	if len(s.Faults) > 0 {

@@ -83,12 +83,12 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 		}
 		desc := fmt.Sprintf("%s, rule %s, expects %s", f.Name, r.Match, r.Expect)
 		switch {
-		case slices.ContainsFunc(r.Expect.Forbidden, func(o verdict.Outcome) bool { return matches(c, o) }):
+		case slices.ContainsFunc(r.Expect.Forbidden, c.Satisfies):
 			forbidden = append(forbidden, desc)
-		case slices.ContainsFunc(slices.Concat(r.Expect.Outcomes, r.Expect.May), func(o verdict.Outcome) bool { return matches(c, o) }):
+		case slices.ContainsFunc(slices.Concat(r.Expect.Outcomes, r.Expect.May), c.Satisfies):
 			predicted = append(predicted, desc)
 			because = append(because, columnKinds(f)...)
-		case c.FollowsFromDoubleGrant() && slices.ContainsFunc(slices.Concat(r.Expect.Outcomes, r.Expect.May), verdict.Outcome.IsDoubleGrant):
+		case c.FollowsFrom(slices.Concat(r.Expect.Outcomes, r.Expect.May)):
 			predicted = append(predicted, desc+" (a double grant, which this follows from)")
 			because = append(because, columnKinds(f)...)
 		default:
@@ -98,7 +98,7 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 	switch {
 	case len(predicted) > 0 && !(c.FollowsFromDoubleGrant() && len(forbidden) > 0):
 		return Judgement{Known: true, Why: "matrix: " + predicted[0], Because: because}
-	case len(forbidden) == 0 && leaseEnds(a) && (c == verdict.DoubleGrantOutlived || c.FollowsFromDoubleGrant() && !(fencedAway[c] && w.Fenced && a.Caps.Fencing)):
+	case len(forbidden) == 0 && leaseEnds(a) && (c == verdict.DoubleGrantOutlived || c.FollowsFromDoubleGrant() && !(c.FencedAway() && w.Fenced && a.Caps.Fencing)):
 		return Judgement{Known: true, Why: "a holder outlived its lease: the hazard of every lease (Kleppmann 2016; shared/FAULTS.md §0)"}
 	}
 	why := fmt.Sprintf("no rule of matrix/expectations.yaml predicts %s for %s under %s", c, a.Name, strings.Join(kinds, " + "))
@@ -158,15 +158,6 @@ func (e Expectations) runs(s *scenario.Scenario, a impls.Approach) bool {
 	return slices.ContainsFunc(s.Approaches, func(n string) bool { return e.Servers[n] == a.Server })
 }
 
-// fencedAway are the consequences a fenced store prevents.
-var fencedAway = map[verdict.Outcome]bool{verdict.LostUpdate: true, verdict.StaleWrite: true, verdict.TaskTwice: true}
-
-// matches reports whether an observed class satisfies an expected one
-// ("double-grant" matches either kind).
-func matches(observed, expected verdict.Outcome) bool {
-	return observed == expected || expected == verdict.DoubleGrant && observed.IsDoubleGrant()
-}
-
 // leaseEnds reports whether an approach's locks end without their holder:
 // a TTL, a session, or a signal that the lock is gone.
 func leaseEnds(a impls.Approach) bool {
@@ -194,10 +185,10 @@ func ShippedExpectations() (Expectations, error) {
 // contradicts unless x names it (verdict.Compare). A double grant x
 // expects brings its consequences with it, as one a rule predicts does.
 func (e Expectations) Predict(x verdict.Expectation, a impls.Approach, kinds []string, w workload.Spec) verdict.Expectation {
-	grant := slices.ContainsFunc(slices.Concat(x.Outcomes, x.May), verdict.Outcome.IsDoubleGrant)
+	expected := slices.Concat(x.Outcomes, x.May)
 	x.Unpredicted = map[verdict.Outcome]string{}
 	for _, c := range verdict.UnsafeOutcomes() {
-		if grant && c.FollowsFromDoubleGrant() {
+		if c.FollowsFrom(expected) {
 			continue
 		}
 		if j := e.Judge(a, kinds, w, c); !j.Known {

@@ -252,34 +252,11 @@ func (c MatrixCell) meetsCatchTarget() bool {
 	return len(c.TimesToViolation) == 0 || slices.Max(c.TimesToViolation) <= catchTimeTarget
 }
 
-// outcomeAbbrev is how an outcome reads in the compact table.
-var outcomeAbbrev = []struct{ outcome, abbrev, meaning string }{
-	{"safe", "safe", "no violation"},
-	{"double-grant:both-valid", "DGv", "double grant, both leases valid"},
-	{"double-grant:outlived", "DGo", "double grant, the holder outlived its lease"},
-	{"double-grant", "DG", "double grant"},
-	{"revoked", "rev", "revoked: the holder was told its lock was gone"},
-	{"phantom-release", "PR", "release of another holder's lock"},
-	{"never-granted", "NG", "a grant no order of events allows"},
-	{"non-linearizable", "NL", "not linearizable"},
-	{"lost-update", "LU", "lost update"},
-	{"stale-write-refused", "SWR", "stale write refused by the fenced store"},
-	{"stale-write", "SW", "stale write accepted"},
-	{"task-twice", "TT", "task processed twice"},
-	{"token-regressed", "TR", "fencing tokens out of order"},
-	{"renewed-after-release", "RAR", "a lease renewed after its release"},
-	{"blocked", "blk", "blocked until a human intervenes"},
-	{"unavailable", "unav", "unavailable"},
-}
-
 func abbrev(outcome string) string {
 	o, not := strings.CutPrefix(outcome, "not:")
 	o, may := strings.CutPrefix(o, "may:")
-	for _, a := range outcomeAbbrev {
-		if a.outcome == o {
-			o = a.abbrev
-			break
-		}
+	if r, ok := verdict.Outcome(o).Row(); ok {
+		o = r.Abbrev
 	}
 	switch {
 	case not:
@@ -345,9 +322,9 @@ func MatrixCompact(m *Matrix) []byte {
 			break
 		}
 	}
-	for _, a := range outcomeAbbrev {
-		if used[a.outcome] && a.abbrev != a.outcome {
-			legend = append(legend, fmt.Sprintf("%s = %s", a.abbrev, a.meaning))
+	for _, r := range verdict.Rows() {
+		if used[string(r.Outcome)] && r.Abbrev != string(r.Outcome) {
+			legend = append(legend, fmt.Sprintf("%s = %s", r.Abbrev, r.Legend))
 		}
 	}
 	if len(legend) > 0 {
@@ -417,12 +394,12 @@ func cellColor(c MatrixCell) color.Color {
 		return undecColor
 	}
 	for _, o := range c.Observed {
-		if o != "stale-write-refused" && o != "blocked" && o != "unavailable" {
+		if r, ok := verdict.Outcome(o).Row(); !ok || r.Unsafe {
 			return violColor
 		}
 	}
 	for _, o := range c.Observed {
-		if o == "blocked" || o == "unavailable" {
+		if verdict.Outcome(o).Liveness() {
 			return blockedColor
 		}
 	}

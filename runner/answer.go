@@ -52,7 +52,7 @@ func newAnswerRule(c Case, plan []chaos.Planned) (answerRule, bool) {
 		return answerRule{}, false
 	}
 	for _, o := range slices.Concat(e.Outcomes, e.Forbidden) {
-		if o == verdict.Blocked || o == verdict.Unavailable {
+		if o.Liveness() {
 			return answerRule{}, false
 		}
 	}

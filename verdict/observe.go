@@ -23,7 +23,7 @@ func Observe(v checker.Verdict, checked bool, l Liveness) Observed {
 		return o
 	}
 	for _, x := range v.Violations {
-		o.Counts[classify(x.Kind)]++
+		o.Counts[OutcomeOf(x.Kind)]++
 	}
 	if v.RefusedWrites > 0 {
 		o.Counts[StaleWriteRefused] += v.RefusedWrites
@@ -39,35 +39,3 @@ func Observe(v checker.Verdict, checked bool, l Liveness) Observed {
 	}
 	return o
 }
-
-// classes maps each class of violation the checker finds onto its
-// outcome. A class missing here (a checker newer than this table) counts as
-// non-linearizable: unsafe, with no finer name.
-var classes = map[checker.Class]Outcome{
-	checker.DoubleGrantOutlived:  DoubleGrantOutlived,
-	checker.DoubleGrantBothValid: DoubleGrantBothValid,
-	// No lease on either side: the service broke mutual exclusion all the
-	// same.
-	checker.DoubleGrantHeldAtOnce: DoubleGrantBothValid,
-	// The mutex model's: no lease to have outlived, nor one valid.
-	checker.DoubleGrantNeverReleased: DoubleGrant,
-	checker.Revoked:                  Revoked,
-	checker.PhantomRelease:           PhantomRelease,
-	checker.LostUpdate:               LostUpdate,
-	checker.StaleWrite:               StaleWrite,
-	checker.DuplicateTask:            TaskTwice,
-	checker.TokenRegressed:           TokenRegressed,
-	checker.RenewedAfterRelease:      RenewedAfterRelease,
-}
-
-// classify maps a checker's violation class onto an outcome.
-func classify(c checker.Class) Outcome {
-	if o, ok := classes[c]; ok {
-		return o
-	}
-	return NonLinearizable
-}
-
-// OutcomeOf is the outcome a class of violation the checker finds counts
-// as (non-linearizable for a class this table does not know yet).
-func OutcomeOf(c checker.Class) Outcome { return classify(c) }

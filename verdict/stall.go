@@ -111,7 +111,7 @@ func ViolationSpans(v checker.Verdict, at func(index int64) (t int64, proc int, 
 			p.Start, p.End = min(p.Start, w.From), max(p.End, w.To)
 			p.Need = w.Need
 		}
-		o := classify(x.Kind)
+		o := OutcomeOf(x.Kind)
 		out[o] = append(out[o], p)
 	}
 	return out
@@ -183,7 +183,7 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 			}
 			var showed []Outcome
 			for _, o := range r.Observed {
-				if o.matches(x) {
+				if o.Satisfies(x) {
 					showed = append(showed, o)
 				}
 			}

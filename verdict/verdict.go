@@ -11,87 +11,16 @@ import (
 	"strings"
 )
 
-// Outcome is one thing a case can show, in lock terms.
-type Outcome string
-
-// The outcomes. "double-grant" in an expectation matches either kind.
-const (
-	Safe                 Outcome = "safe"                    // no violation of any kind, verdict decided
-	DoubleGrant          Outcome = "double-grant"            // two holders at once, either kind
-	DoubleGrantBothValid Outcome = "double-grant:both-valid" // the service granted while the first lease was valid
-	DoubleGrantOutlived  Outcome = "double-grant:outlived"   // the first holder went on past its own lease
-	Revoked              Outcome = "revoked"                 // the lock was taken away; the holder found out
-	PhantomRelease       Outcome = "phantom-release"         // a release succeeded for a non-holder
-	NeverGranted         Outcome = "never-granted"           // a grant no order of events allows
-	NonLinearizable      Outcome = "non-linearizable"        // not linearizable, no finer class
-	LostUpdate           Outcome = "lost-update"             // a write built on a stale read was accepted
-	StaleWrite           Outcome = "stale-write"             // a stale holder's write was accepted
-	StaleWriteRefused    Outcome = "stale-write-refused"     // a fenced store refused a stale holder
-	TaskTwice            Outcome = "task-twice"              // a task processed twice
-	TokenRegressed       Outcome = "token-regressed"         // fencing tokens out of grant order
-	RenewedAfterRelease  Outcome = "renewed-after-release"   // a lease renewed after its holder released it
-	Blocked              Outcome = "blocked"                 // nobody was granted the lock again after the fault
-	Unavailable          Outcome = "unavailable"             // the lock service refused to answer
-)
-
-// unsafe are the outcomes that break mutual exclusion or the resource.
-var unsafe = map[Outcome]bool{
-	DoubleGrant: true, DoubleGrantBothValid: true, DoubleGrantOutlived: true, Revoked: true,
-	PhantomRelease: true, NeverGranted: true, NonLinearizable: true, LostUpdate: true,
-	StaleWrite: true, TaskTwice: true, TokenRegressed: true, RenewedAfterRelease: true,
-}
-
-// known lists every outcome an expectation may name.
-var known = []Outcome{Safe, DoubleGrant, DoubleGrantBothValid, DoubleGrantOutlived, Revoked, PhantomRelease,
-	NeverGranted, NonLinearizable, LostUpdate, StaleWrite, StaleWriteRefused, TaskTwice, TokenRegressed, RenewedAfterRelease, Blocked, Unavailable}
-
 // Parse reads an outcome name as scenario files write it.
 func Parse(s string) (Outcome, error) {
-	for _, o := range known {
-		if string(o) == s {
-			return o, nil
-		}
+	if r, ok := Outcome(s).Row(); ok {
+		return r.Outcome, nil
 	}
-	names := make([]string, len(known))
-	for i, o := range known {
-		names[i] = string(o)
+	names := make([]string, len(table))
+	for i, r := range table {
+		names[i] = string(r.Outcome)
 	}
 	return "", fmt.Errorf("unknown outcome %q (known: %s)", s, strings.Join(names, ", "))
-}
-
-// Unsafe reports whether o breaks mutual exclusion or the resource.
-func (o Outcome) Unsafe() bool { return unsafe[o] }
-
-// UnsafeOutcomes lists every unsafe outcome, in the order Parse knows them.
-func UnsafeOutcomes() []Outcome {
-	var out []Outcome
-	for _, o := range known {
-		if o.Unsafe() {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// IsDoubleGrant reports whether o is a double grant, of either kind.
-func (o Outcome) IsDoubleGrant() bool {
-	return o == DoubleGrant || o == DoubleGrantBothValid || o == DoubleGrantOutlived
-}
-
-// consequences are the outcomes that follow from a double grant (the
-// resource's anomalies, the holder told its lock was taken).
-var consequences = map[Outcome]bool{Revoked: true, LostUpdate: true, StaleWrite: true, TaskTwice: true, NonLinearizable: true}
-
-// FollowsFromDoubleGrant reports whether o is a consequence of a double
-// grant: a case that shows it beside one shows one thing, not several.
-func (o Outcome) FollowsFromDoubleGrant() bool { return consequences[o] }
-
-// matches reports whether an observed outcome satisfies an expected one.
-func (o Outcome) matches(expected Outcome) bool {
-	if o == expected {
-		return true
-	}
-	return expected == DoubleGrant && o.IsDoubleGrant()
 }
 
 // Observed is what a case showed.
@@ -122,7 +51,7 @@ func (o Observed) Has(expected Outcome) bool {
 		return o.Checked && len(o.Unsafe()) == 0
 	}
 	for k, n := range o.Counts {
-		if n > 0 && k.matches(expected) {
+		if n > 0 && k.Satisfies(expected) {
 			return true
 		}
 	}
@@ -240,7 +169,7 @@ func (e Expectation) unexpected(o Observed) []Outcome {
 		if _, ok := e.Unpredicted[x]; !ok {
 			continue
 		}
-		if !slices.ContainsFunc(e.Outcomes, x.matches) && !slices.ContainsFunc(e.May, x.matches) {
+		if !slices.ContainsFunc(e.Outcomes, x.Satisfies) && !slices.ContainsFunc(e.May, x.Satisfies) {
 			out = append(out, x)
 		}
 	}
@@ -356,7 +285,7 @@ func (r Result) Deciding() []Outcome {
 	}
 	var out []Outcome
 	for _, o := range r.Observed {
-		if slices.ContainsFunc(r.Forbidden, o.matches) || slices.Contains(r.Unexpected, o) {
+		if slices.ContainsFunc(r.Forbidden, o.Satisfies) || slices.Contains(r.Unexpected, o) {
 			out = append(out, o)
 		}
 	}
@@ -375,7 +304,7 @@ func (r Result) Deciding() []Outcome {
 func others(all []Outcome, deciding ...[]Outcome) []Outcome {
 	var out []Outcome
 	for _, o := range all {
-		if !slices.ContainsFunc(deciding, func(d []Outcome) bool { return slices.ContainsFunc(d, o.matches) }) {
+		if !slices.ContainsFunc(deciding, func(d []Outcome) bool { return slices.ContainsFunc(d, o.Satisfies) }) {
 			out = append(out, o)
 		}
 	}

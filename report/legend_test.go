@@ -9,8 +9,7 @@ import (
 	"github.com/locklab/locklab/verdict"
 )
 
-// The legends of the compact table that README.md and docs/matrix.md
-// quote say what the outcome table says: each "ABBR = words" of an
+// The legends of the compact table that docs/matrix.md quotes say what the outcome table says: each "ABBR = words" of an
 // abbreviation has its row's legend, and every other left side is a
 // phrase, not an abbreviation the table lacks.
 func TestQuotedLegendsAreTheOutcomeTable(t *testing.T) {
@@ -18,7 +17,7 @@ func TestQuotedLegendsAreTheOutcomeTable(t *testing.T) {
 	for _, r := range verdict.Rows() {
 		legend[r.Abbrev] = r.Legend
 	}
-	for _, page := range []string{"README.md", filepath.Join("docs", "matrix.md")} {
+	for _, page := range []string{filepath.Join("docs", "matrix.md")} {
 		b, err := os.ReadFile(filepath.Join("..", page))
 		if err != nil {
 			t.Fatal(err)

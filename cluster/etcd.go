@@ -43,7 +43,7 @@ func etcdKind() Kind {
 		speaks: func(ctx context.Context, a string) error {
 			return answers(ctx, a, []byte("GET /health HTTP/1.0\r\n\r\n"))
 		},
-		endpoint: func(e *impls.Endpoints, _ *Cluster, _ *Node, a string) { e.Etcd = append(e.Etcd, a) },
+		endpoint: addressOnly,
 		role:     etcdRole,
 		external: &externalForm{list: true, example: "[127.0.0.1:2379, ...] (members' client addresses)"},
 		compose: func(w *composeWriter) {

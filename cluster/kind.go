@@ -64,8 +64,9 @@ type Kind struct {
 	// speaks checks that a server of it answers at a, without credentials:
 	// the health check of a server the user runs.
 	speaks func(ctx context.Context, a string) error
-	// endpoint adds node n, reached at a, to what clients are given.
-	endpoint func(e *impls.Endpoints, c *Cluster, n *Node, a string)
+	// endpoint adds node n, reached at a, to what its clients are given
+	// (addressOnly, withDSN).
+	endpoint func(s *impls.Servers, c *Cluster, n *Node, a string)
 	// role says whether n leads; nil: every node is standalone.
 	role func(ctx context.Context, n *Node) (string, error)
 	// external is how the user's servers of it are listed in an external
@@ -73,6 +74,17 @@ type Kind struct {
 	external *externalForm
 	// compose writes its services into compose.yaml.
 	compose func(w *composeWriter)
+}
+
+// addressOnly: a client is given each node's address.
+func addressOnly(s *impls.Servers, _ *Cluster, _ *Node, a string) { s.Addrs = append(s.Addrs, a) }
+
+// withDSN: a client is given each node's address and the DSN that logs in
+// to it there, own(a) for a server locklab runs.
+func withDSN(own func(a string) string) func(s *impls.Servers, c *Cluster, n *Node, a string) {
+	return func(s *impls.Servers, c *Cluster, n *Node, a string) {
+		s.Addrs, s.DSNs = append(s.Addrs, a), append(s.DSNs, c.dsnOf(n.Server, a, own))
+	}
 }
 
 // Binary is a program a kind runs and the Debian package that has it.

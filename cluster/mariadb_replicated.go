@@ -73,15 +73,8 @@ func replicatedMariaDBKind(s impls.Server, about string, semiSync bool) Kind {
 		nodeName:    func(i int) string { return replicatedNodeName(s, i) },
 		startLocal:  start,
 		startDocker: start,
-		endpoint: func(e *impls.Endpoints, c *Cluster, n *Node, a string) {
-			dsn := c.dsnOf(n.Server, a, mysqlDSN)
-			if s == impls.MySQLSemiSync {
-				e.MySQLSemiSync = append(e.MySQLSemiSync, dsn)
-			} else {
-				e.MySQLReplicated = append(e.MySQLReplicated, dsn)
-			}
-		},
-		role: replicatedMariaDBRole,
+		endpoint:    withDSN(mysqlDSN),
+		role:        replicatedMariaDBRole,
 	}
 }
 

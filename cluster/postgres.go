@@ -42,9 +42,7 @@ func postgresKind() Kind {
 		speaks: func(ctx context.Context, a string) error {
 			return answers(ctx, a, []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f})
 		},
-		endpoint: func(e *impls.Endpoints, c *Cluster, n *Node, a string) {
-			e.Postgres = c.dsnOf(n.Server, a, postgresDSN)
-		},
+		endpoint: withDSN(postgresDSN),
 		external: &externalForm{example: "postgres://postgres:pw@127.0.0.1:5432/locklab?sslmode=disable (a URL)", parse: parsePostgresURL},
 		compose: func(w *composeWriter) {
 			w.service(composeService{name: "postgres-0", server: impls.Postgres, shell: postgresScript, hostPort: composePostgresPort, port: 5432})

@@ -50,7 +50,7 @@ func redisKind() Kind {
 			}
 			return err
 		},
-		endpoint: func(e *impls.Endpoints, _ *Cluster, _ *Node, a string) { e.Redis = append(e.Redis, a) },
+		endpoint: addressOnly,
 		external: &externalForm{list: true, example: "[127.0.0.1:6379, ...] (independent masters)"},
 		compose: func(w *composeWriter) {
 			persist, _ := redisPersistenceArgs(RedisPersistNone)

@@ -54,15 +54,14 @@ func sentinelKind() Kind {
 // sentinelEndpoint: clients ask the Sentinels for the primary; the
 // Sentinels name nodes at their direct addresses, which a client dials
 // through the route to its proxy.
-func sentinelEndpoint(e *impls.Endpoints, _ *Cluster, n *Node, a string) {
+func sentinelEndpoint(s *impls.Servers, _ *Cluster, n *Node, a string) {
+	if s.Sentinel == nil {
+		s.Sentinel = &impls.Sentinel{Master: SentinelMaster, Routes: map[string]string{}}
+	}
 	if n.Name != SentinelPrimary && n.Name != SentinelReplica {
-		e.RedisSentinels = append(e.RedisSentinels, a)
-		e.RedisSentinelMaster = SentinelMaster
+		s.Addrs = append(s.Addrs, a)
 	}
-	if e.RedisSentinelRoutes == nil {
-		e.RedisSentinelRoutes = map[string]string{}
-	}
-	e.RedisSentinelRoutes[n.direct] = a
+	s.Sentinel.Routes[n.direct] = a
 }
 
 // SentinelMaster is the name the Sentinels monitor the primary under.

@@ -47,7 +47,7 @@ func zooKeeperKind() Kind {
 			_, err := ZKFourLetter(ctx, a, "srvr") // any answer, even "not in the whitelist"
 			return err
 		},
-		endpoint: func(e *impls.Endpoints, _ *Cluster, _ *Node, a string) { e.ZooKeeper = append(e.ZooKeeper, a) },
+		endpoint: addressOnly,
 		role:     zooKeeperRole,
 		external: &externalForm{list: true, example: "[127.0.0.1:2181, ...] (ensemble members)"},
 		compose: func(w *composeWriter) {

@@ -101,7 +101,7 @@ func (e *caseEnv) healthy(ctx context.Context, b impls.Server) error {
 // narrow keeps the Redis addresses this environment's cases use.
 func (e *caseEnv) narrow(ep impls.Endpoints) impls.Endpoints {
 	if e.redis != nil {
-		ep.Redis = pick(ep.Redis, e.redis)
+		ep[impls.Redis] = ep[impls.Redis].Pick(e.redis)
 	}
 	return ep
 }

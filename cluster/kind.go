@@ -30,6 +30,11 @@ type Kind struct {
 	Nodes int
 	// OnRequest: `cluster up` starts it only when asked by name.
 	OnRequest bool
+	// Lanes: its nodes are servers of their own that start in a fraction
+	// of a second, so a parallel run starts more of them than Nodes for its
+	// cases to run side by side: a node of their own for its approaches
+	// that use one node, a second set of Nodes for the others.
+	Lanes bool
 	// Binaries are the programs the embedded mode runs, each with the
 	// Debian package that has it (scripts/deps.sh installs them).
 	Binaries []Binary

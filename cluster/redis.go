@@ -22,6 +22,7 @@ func redisKind() Kind {
 		Server:      impls.Redis,
 		About:       "independent redis-server masters",
 		Nodes:       5,
+		Lanes:       true,
 		Binaries:    []Binary{{"redis-server", "redis-server"}},
 		PublicImage: "redis:7.0",
 		LocalImage:  "locklab/redis:bookworm",

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/locklab/locklab/impls"
 )
@@ -22,6 +23,7 @@ func etcdKind() Kind {
 	return Kind{
 		Server:      impls.Etcd,
 		About:       "an etcd cluster",
+		StartCost:   3 * time.Second,
 		Nodes:       3,
 		Binaries:    []Binary{{"etcd", "etcd-server"}},
 		PublicImage: "gcr.io/etcd-development/etcd:v3.4.23",

@@ -35,6 +35,10 @@ type Kind struct {
 	// cases to run side by side: a node of their own for its approaches
 	// that use one node, a second set of Nodes for the others.
 	Lanes bool
+	// StartCost is about what starting and stopping a cluster of it
+	// costs on this machine, measured on a 2-core machine (a matrix's
+	// estimate adds it to each start of the servers).
+	StartCost time.Duration
 	// Binaries are the programs the embedded mode runs, each with the
 	// Debian package that has it (scripts/deps.sh installs them).
 	Binaries []Binary
@@ -90,6 +94,25 @@ func withDSN(own func(a string) string) func(s *impls.Servers, c *Cluster, n *No
 	return func(s *impls.Servers, c *Cluster, n *Node, a string) {
 		s.Addrs, s.DSNs = append(s.Addrs, a), append(s.DSNs, c.dsnOf(n.Server, a, own))
 	}
+}
+
+// containerStart is what a start of containers costs, whatever they run,
+// as measured on a 2-core machine.
+const containerStart = 3 * time.Second
+
+// StartCost is about what a start of servers of the kinds ss costs: the
+// slowest kind's (StartCost), any container's in Docker mode; a kind not
+// known costs a container's.
+func StartCost(docker bool, ss ...impls.Server) time.Duration {
+	var cost time.Duration
+	for _, s := range ss {
+		k, err := KindOf(s)
+		if docker || err != nil {
+			return containerStart
+		}
+		cost = max(cost, k.StartCost)
+	}
+	return cost
 }
 
 // Binary is a program a kind runs and the Debian package that has it.

@@ -23,6 +23,7 @@ func mariadbKind() Kind {
 	return Kind{
 		Server:      impls.MySQL,
 		About:       "one MariaDB server",
+		StartCost:   3 * time.Second,
 		Nodes:       1,
 		Binaries:    []Binary{{"mariadbd", "mariadb-server"}, {"mariadb-install-db", "mariadb-server"}},
 		PublicImage: "mariadb:10.11",

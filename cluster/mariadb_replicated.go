@@ -64,6 +64,7 @@ func replicatedMariaDBKind(s impls.Server, about string, semiSync bool) Kind {
 	return Kind{
 		Server:      s,
 		About:       about,
+		StartCost:   3 * time.Second,
 		Nodes:       1,
 		OnRequest:   true,
 		hostNetwork: true,

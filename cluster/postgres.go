@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/locklab/locklab/impls"
@@ -23,6 +24,7 @@ func postgresKind() Kind {
 	return Kind{
 		Server:      impls.Postgres,
 		About:       "one PostgreSQL server",
+		StartCost:   3 * time.Second,
 		Nodes:       1,
 		Binaries:    []Binary{{pgBin + "/postgres", "postgresql"}, {pgBin + "/initdb", "postgresql"}},
 		PublicImage: "postgres:15",

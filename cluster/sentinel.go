@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
@@ -33,6 +34,7 @@ func sentinelKind() Kind {
 	return Kind{
 		Server:      impls.RedisSentinel,
 		About:       "a Redis primary, its asynchronous replica and 3 Sentinels",
+		StartCost:   3 * time.Second,
 		Nodes:       1,
 		OnRequest:   true,
 		hostNetwork: true,

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/locklab/locklab/impls"
 )
@@ -19,6 +20,7 @@ func zooKeeperKind() Kind {
 	return Kind{
 		Server:      impls.ZooKeeper,
 		About:       "a ZooKeeper ensemble",
+		StartCost:   3 * time.Second,
 		Nodes:       3,
 		Binaries:    []Binary{{"java", "zookeeper"}, {zkJar, "zookeeper"}},
 		PublicImage: "zookeeper:3.8",

@@ -35,6 +35,8 @@ type Kind struct {
 	// cases to run side by side: a node of their own for its approaches
 	// that use one node, a second set of Nodes for the others.
 	Lanes bool
+	// Settings are what a scenario may set of how its servers run.
+	Settings []Setting
 	// StartCost is about what starting and stopping a cluster of it
 	// costs on this machine, measured on a 2-core machine (a matrix's
 	// estimate adds it to each start of the servers).
@@ -176,10 +178,9 @@ type LocalConfig struct {
 	// Nodes is how many nodes of each kind; a kind missing or at 0 is not
 	// started (ForServers gives each its default).
 	Nodes map[impls.Server]int
-	// RedisPersistence is how every Redis node persists: "" or "none"
-	// (nothing: a restart loses every key), "aof-everysec", "aof-always",
-	// "rdb".
-	RedisPersistence string
+	// Settings are how the servers run where not at their kinds' defaults
+	// (Kind.Settings: Redis's persistence).
+	Settings Settings
 	// FakeTime starts the servers that can take it under libfaketime, so a
 	// server-clock fault can move their wall clock during the run.
 	FakeTime     bool
@@ -200,12 +201,15 @@ func ForServers(ss ...impls.Server) LocalConfig {
 }
 
 // kinds are the kinds cfg starts, in start order, with their node counts;
-// an unknown kind is an error.
+// an unknown kind, or a setting no kind takes, is an error.
 func (cfg LocalConfig) kinds() ([]Kind, []int, error) {
 	for s := range cfg.Nodes {
 		if _, err := KindOf(s); err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := cfg.Settings.check(); err != nil {
+		return nil, nil, err
 	}
 	var ks []Kind
 	var ns []int

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/report"
@@ -34,7 +35,7 @@ func TestParallelLanesAcrossServerOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := Case{Name: approach + "-" + persistence, Approach: a, Workload: spec, Record: true,
-				Servers: ServerOptions{RedisPersistence: persistence}}
+				Servers: persisting(t, persistence)}
 			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -296,7 +297,7 @@ func earlyFailures(t *testing.T, dir string, timeout time.Duration) []earlyFailu
 func TestEstimate(t *testing.T) {
 	mk := func(b impls.Server, nodes int, persistence string, d time.Duration) Case {
 		return Case{Approach: impls.Approach{Name: fmt.Sprint(b, nodes), Server: b, Nodes: nodes},
-			Workload: workload.Spec{Duration: d}, Servers: ServerOptions{RedisPersistence: persistence}}
+			Workload: workload.Spec{Duration: d}, Servers: persisting(t, persistence)}
 	}
 	p := Plan{Cases: []Case{
 		mk(impls.Redis, 1, "none", 4*time.Second), mk(impls.Redis, 0, "none", 3*time.Second),
@@ -417,7 +418,7 @@ func TestServerClockCasesGetFakeTimeServersOfTheirOwn(t *testing.T) {
 		{Name: "plain", Approach: zk},
 		{Name: "clock", Approach: zk, Faults: []chaos.Step{pause, jump}},
 		{Name: "paused", Approach: zk, Faults: []chaos.Step{pause}},
-		{Name: "clock-aof", Approach: zk, Faults: []chaos.Step{jump}, Servers: ServerOptions{RedisPersistence: "aof-always"}},
+		{Name: "clock-aof", Approach: zk, Faults: []chaos.Step{jump}, Servers: persisting(t, "aof-always")},
 	}
 	var got []string
 	for _, g := range groupsByServers(cases) {
@@ -532,4 +533,14 @@ func TestSharedServersKeepCasesApart(t *testing.T) {
 				f.took, spec.AcquireTimeout, f.Error)
 		}
 	}
+}
+
+// persisting is the server options of Redis nodes persisting as mode says.
+func persisting(t testing.TB, mode string) ServerOptions {
+	t.Helper()
+	s, err := cluster.Settings("").With(impls.Redis, "persistence", mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ServerOptions{Settings: s}
 }

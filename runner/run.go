@@ -193,7 +193,7 @@ func tally(v *report.Verdict, co caseOutcome) {
 // running with opts.
 func localConfig(kinds []impls.Server, opts ServerOptions) cluster.LocalConfig {
 	cfg := cluster.ForServers(kinds...)
-	cfg.RedisPersistence = opts.RedisPersistence
+	cfg.Settings = opts.Settings
 	cfg.FakeTime = opts.FakeTime // such servers run under libfaketime from the start
 	return cfg
 }

@@ -32,7 +32,7 @@ type session struct {
 	out *Outcome
 	// The servers: only those the plan's approaches use, started when the
 	// first case needs them and again when a case asks for other server
-	// options (a Redis persistence mode).
+	// options (a persistence mode).
 	kinds      []impls.Server
 	servers    *cluster.Cluster
 	serversFor ServerOptions

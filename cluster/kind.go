@@ -20,7 +20,7 @@ import (
 // (redis.go, sentinel.go, mariadb.go, mariadb_replicated.go, zookeeper.go,
 // postgres.go, etcd.go)
 // and Kinds lists them: adding a kind is that file and one line there (and
-// its constant and Endpoints field in impls, which the approaches read).
+// its constant in impls, which the approaches name).
 type Kind struct {
 	Server impls.Server
 	// About is what a cluster of it is, for `cluster up` and `list`.

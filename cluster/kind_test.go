@@ -24,6 +24,11 @@ func TestEveryKindIsWhole(t *testing.T) {
 			if k.About == "" || k.Nodes < 1 || len(k.Binaries) == 0 {
 				t.Errorf("about %q, %d nodes, binaries %v: each must be set", k.About, k.Nodes, k.Binaries)
 			}
+			for _, st := range k.Settings {
+				if st.Name == "" || len(st.Values) == 0 {
+					t.Errorf("setting %+v: a name and its values, the first the default", st)
+				}
+			}
 			if k.StartCost <= 0 {
 				t.Error("StartCost must be set (a matrix's estimate)")
 			}

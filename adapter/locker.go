@@ -14,9 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/spawn"
@@ -95,10 +92,7 @@ var errClosed = errors.New("adapter closed")
 // Start starts spec's adapter for one client and returns once it said
 // ready. Its errors are *Error (the adapter's fault) or ctx's.
 func Start(ctx context.Context, spec *Spec, env impls.Env) (*Locker, error) {
-	hello, err := helloFor(spec, env)
-	if err != nil {
-		return nil, err
-	}
+	hello := helloFor(spec, env)
 	clk := env.Clock
 	if clk == nil {
 		clk = &clock.Skewable{}
@@ -111,6 +105,7 @@ func Start(ctx context.Context, spec *Spec, env impls.Env) (*Locker, error) {
 			return nil, fmt.Errorf("adapter logs: %w", err)
 		}
 		l.logPath = filepath.Join(dir, fmt.Sprintf("%s-%d.log", spec.Name, env.ClientID))
+		var err error
 		if l.log, err = os.OpenFile(l.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 			return nil, fmt.Errorf("adapter log: %w", err)
 		}
@@ -158,48 +153,22 @@ func (l *Locker) startProcess() error {
 }
 
 // helloFor is the handshake for one client: the servers of the kind the
-// approach names (the proxies, as clients reach them), logins for the
-// databases, and the file's options.
-func helloFor(spec *Spec, env impls.Env) (Hello, error) {
-	ep := env.Endpoints
+// approach names (the proxies, as clients reach them), as many as its file
+// asks for, with their logins and the Sentinels' routes, and the file's
+// options.
+func helloFor(spec *Spec, env impls.Env) Hello {
+	servers := env.Endpoints[spec.Server].First(spec.Nodes)
+	kind := string(spec.Server)
 	h := Hello{Type: "hello", Protocol: Version, Approach: spec.Name, Client: env.ClientID,
-		Servers: map[string][]string{}, DSN: map[string]string{}, Options: spec.Options}
+		Servers: map[string][]string{kind: append([]string{}, servers.Addrs...)}, DSN: map[string]string{},
+		Sentinel: servers.Sentinel, Options: spec.Options}
+	if len(servers.DSNs) > 0 {
+		h.DSN[kind], h.DSNs = servers.DSNs[0], map[string][]string{kind: servers.DSNs}
+	}
 	if h.Options == nil {
 		h.Options = map[string]any{}
 	}
-	var list []string
-	switch spec.Server {
-	case impls.Redis:
-		list = ep.Redis
-	case impls.ZooKeeper:
-		list = ep.ZooKeeper
-	case impls.Etcd:
-		list = ep.Etcd
-	case impls.RedisSentinel:
-		list = ep.RedisSentinels
-		h.Sentinel = &Sentinel{Master: ep.RedisSentinelMaster, Routes: ep.RedisSentinelRoutes}
-	case impls.MySQL:
-		if ep.MySQL != "" {
-			cfg, err := mysql.ParseDSN(ep.MySQL)
-			if err != nil {
-				return h, fmt.Errorf("mysql address: %w", err)
-			}
-			list, h.DSN["mysql"] = []string{cfg.Addr}, ep.MySQL
-		}
-	case impls.Postgres:
-		if ep.Postgres != "" {
-			cfg, err := pgconn.ParseConfig(ep.Postgres)
-			if err != nil {
-				return h, fmt.Errorf("postgres address: %w", err)
-			}
-			list, h.DSN["postgres"] = []string{fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)}, ep.Postgres
-		}
-	}
-	if spec.Nodes > 0 && len(list) > spec.Nodes {
-		list = list[:spec.Nodes]
-	}
-	h.Servers[string(spec.Server)] = append([]string{}, list...)
-	return h, nil
+	return h
 }
 
 // handshake sends hello and waits for ready, up to the start-timeout.

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/locklab/locklab/impls"
 )
 
 // Version is the protocol version this package speaks.
@@ -39,19 +41,13 @@ type Hello struct {
 	Approach string              `json:"approach"`
 	Client   int                 `json:"client"`
 	Servers  map[string][]string `json:"servers"`
-	DSN      map[string]string   `json:"dsn"`
+	// DSN logs in to the first of the servers, for the databases; DSNs
+	// to each of them, in their order.
+	DSN  map[string]string   `json:"dsn"`
+	DSNs map[string][]string `json:"dsns,omitempty"`
 	// Sentinel names the primary the Sentinels watch, for redis-sentinel.
-	Sentinel *Sentinel      `json:"sentinel,omitempty"`
-	Options  map[string]any `json:"options"`
-}
-
-// Sentinel is what an adapter of a redis-sentinel approach needs besides
-// the Sentinels' addresses.
-type Sentinel struct {
-	Master string `json:"master"`
-	// Routes maps an address the Sentinels hand out to the one to dial
-	// instead (its proxy); an address not in it is dialled as it is.
-	Routes map[string]string `json:"routes,omitempty"`
+	Sentinel *impls.Sentinel `json:"sentinel,omitempty"`
+	Options  map[string]any  `json:"options"`
 }
 
 // Request is one of locklab's requests to an adapter.

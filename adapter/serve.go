@@ -184,11 +184,13 @@ func failure(id int64, err error) reply {
 
 // endpointsOf is the hello's servers as a built-in approach reads them.
 func endpointsOf(h Hello) impls.Endpoints {
-	ep := impls.Endpoints{Redis: h.Servers[string(impls.Redis)], ZooKeeper: h.Servers[string(impls.ZooKeeper)],
-		Etcd: h.Servers[string(impls.Etcd)], MySQL: h.DSN[string(impls.MySQL)], Postgres: h.DSN[string(impls.Postgres)],
-		RedisSentinels: h.Servers[string(impls.RedisSentinel)]}
-	if h.Sentinel != nil {
-		ep.RedisSentinelMaster, ep.RedisSentinelRoutes = h.Sentinel.Master, h.Sentinel.Routes
+	ep := impls.Endpoints{}
+	for kind, addrs := range h.Servers {
+		dsns := h.DSNs[kind]
+		if dsns == nil && h.DSN[kind] != "" {
+			dsns = []string{h.DSN[kind]} // from a locklab before dsns
+		}
+		ep[impls.Server(kind)] = impls.Servers{Addrs: addrs, DSNs: dsns, Sentinel: h.Sentinel}
 	}
 	return ep
 }

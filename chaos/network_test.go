@@ -171,14 +171,14 @@ func TestClientPartitionLeavesOthersAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e1.Redis[0] == e2.Redis[0] || e1.Redis[0] == cut.Addr() {
-		t.Fatalf("clients share a proxy: client 1 %v, client 2 %v, node %s", e1.Redis, e2.Redis, cut.Addr())
+	if e1[impls.Redis].Addrs[0] == e2[impls.Redis].Addrs[0] || e1[impls.Redis].Addrs[0] == cut.Addr() {
+		t.Fatalf("clients share a proxy: client 1 %v, client 2 %v, node %s", e1[impls.Redis].Addrs, e2[impls.Redis].Addrs, cut.Addr())
 	}
-	if again, _ := c.ClientEndpoints(1); again.Redis[0] != e1.Redis[0] {
-		t.Fatalf("ClientEndpoints(1) made new proxies: %v then %v", e1.Redis, again.Redis)
+	if again, _ := c.ClientEndpoints(1); again[impls.Redis].Addrs[0] != e1[impls.Redis].Addrs[0] {
+		t.Fatalf("ClientEndpoints(1) made new proxies: %v then %v", e1[impls.Redis].Addrs, again[impls.Redis].Addrs)
 	}
-	c1cut, c1other := dialRedis(t, e1.Redis[0]), dialRedis(t, e1.Redis[1])
-	c2cut, shared := dialRedis(t, e2.Redis[0]), dialRedis(t, cut.Addr())
+	c1cut, c1other := dialRedis(t, e1[impls.Redis].Addrs[0]), dialRedis(t, e1[impls.Redis].Addrs[1])
+	c2cut, shared := dialRedis(t, e2[impls.Redis].Addrs[0]), dialRedis(t, cut.Addr())
 	// Each link's round trip before the cut: after it, an untouched link
 	// answers as it did then (a loaded machine slows both alike).
 	before := map[*redisConn]time.Duration{}

@@ -20,7 +20,7 @@ func TestPartitionAndSessionLocks(t *testing.T) {
 	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Postgres: 1}})
 	node := c.Nodes()[0]
 	ctx := context.Background()
-	observer, err := pgx.Connect(ctx, c.DirectEndpoints().Postgres)
+	observer, err := pgx.Connect(ctx, c.DirectEndpoints().DSN(impls.Postgres))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestPartitionAndSessionLocks(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			lock := int64(4200 + i)
-			holder, err := pgx.Connect(ctx, c.Endpoints().Postgres)
+			holder, err := pgx.Connect(ctx, c.Endpoints().DSN(impls.Postgres))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -277,9 +277,11 @@ func (c *Cluster) Endpoints() impls.Endpoints { return c.endpoints((*Node).Addr)
 func (c *Cluster) DirectEndpoints() impls.Endpoints { return c.endpoints((*Node).DirectAddr) }
 
 func (c *Cluster) endpoints(addr func(*Node) string) impls.Endpoints {
-	var e impls.Endpoints
+	e := impls.Endpoints{}
 	for _, n := range c.nodes {
-		kindOfNode(n).endpoint(&e, c, n, addr(n))
+		s := e[n.Server]
+		kindOfNode(n).endpoint(&s, c, n, addr(n))
+		e[n.Server] = s
 	}
 	return e
 }

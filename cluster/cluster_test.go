@@ -30,7 +30,7 @@ func TestLocalFullCluster(t *testing.T) {
 		t.Fatalf("nodes = %d, want 9", got)
 	}
 	e := c.Endpoints()
-	if len(e.Redis) != 5 || len(e.ZooKeeper) != 3 || e.MySQL == "" {
+	if len(e[impls.Redis].Addrs) != 5 || len(e[impls.ZooKeeper].Addrs) != 3 || e.DSN(impls.MySQL) == "" {
 		t.Fatalf("endpoints = %+v", e)
 	}
 	for _, n := range c.Nodes() {
@@ -39,13 +39,13 @@ func TestLocalFullCluster(t *testing.T) {
 		}
 	}
 	// Through the proxy, each backend answers.
-	if out, err := redisCommand(ctx, e.Redis[4], "PING"); err != nil || out != "PONG" {
+	if out, err := redisCommand(ctx, e[impls.Redis].Addrs[4], "PING"); err != nil || out != "PONG" {
 		t.Fatalf("redis via proxy: %q %v", out, err)
 	}
-	if out, err := ZKFourLetter(ctx, e.ZooKeeper[2], "ruok"); err != nil || out != "imok" {
+	if out, err := ZKFourLetter(ctx, e[impls.ZooKeeper].Addrs[2], "ruok"); err != nil || out != "imok" {
 		t.Fatalf("zk via proxy: %q %v", out, err)
 	}
-	db, err := sql.Open("mysql", e.MySQL)
+	db, err := sql.Open("mysql", e.DSN(impls.MySQL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,14 +177,14 @@ func TestConnectExternalMySQLDSNGoesThroughProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ext.Close()
-	m, err := mysql.ParseDSN(ext.Endpoints().MySQL)
+	m, err := mysql.ParseDSN(ext.Endpoints().DSN(impls.MySQL))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Addr != ext.NodesOf(impls.MySQL)[0].Addr() {
 		t.Fatalf("DSN addr %s, want the proxy %s", m.Addr, ext.NodesOf(impls.MySQL)[0].Addr())
 	}
-	db, _ := sql.Open("mysql", ext.Endpoints().MySQL)
+	db, _ := sql.Open("mysql", ext.Endpoints().DSN(impls.MySQL))
 	defer db.Close()
 	if err := db.PingContext(ctx); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestLocalPostgresAndEtcd(t *testing.T) {
 	}
 	// Through the proxies.
 	var health struct{ Health string }
-	if err := getJSON(ctx, "http://"+c.Endpoints().Etcd[0]+"/health", &health); err != nil || health.Health != "true" {
+	if err := getJSON(ctx, "http://"+c.Endpoints()[impls.Etcd].Addrs[0]+"/health", &health); err != nil || health.Health != "true" {
 		t.Fatalf("etcd via proxy: %v %q", err, health.Health)
 	}
 	n := c.NodesOf(impls.Postgres)[0]

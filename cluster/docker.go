@@ -159,9 +159,6 @@ func StartDocker(ctx context.Context, cfg DockerConfig) (_ *Cluster, err error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := redisPersistenceArgs(cfg.RedisPersistence); err != nil {
-		return nil, err
-	}
 	// Pulling an image is not starting a server: StartTimeout bounds what
 	// follows (ensureImage has its own bound).
 	for _, k := range ks {

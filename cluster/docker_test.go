@@ -135,7 +135,7 @@ func TestDockerRedisRestartLosesKeysUnlessPersisted(t *testing.T) {
 		kept bool
 	}{{RedisPersistNone, false}, {RedisPersistAOFAlways, true}} {
 		t.Run(tc.mode, func(t *testing.T) {
-			c := startDockerForTest(t, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, RedisPersistence: tc.mode})
+			c := startDockerForTest(t, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, Settings: persisting(t, tc.mode)})
 			ctx := context.Background()
 			n := c.NodesOf(impls.Redis)[0]
 			if out, err := redisCommand(ctx, n.DirectAddr(), "SET lock holder-1"); err != nil || out != "OK" {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/locklab/locklab/impls"
 )
@@ -22,6 +23,7 @@ func etcdKind() Kind {
 	return Kind{
 		Server:      impls.Etcd,
 		About:       "an etcd cluster",
+		StartCost:   3 * time.Second,
 		Nodes:       3,
 		Binaries:    []Binary{{"etcd", "etcd-server"}},
 		PublicImage: "gcr.io/etcd-development/etcd:v3.4.23",
@@ -43,7 +45,7 @@ func etcdKind() Kind {
 		speaks: func(ctx context.Context, a string) error {
 			return answers(ctx, a, []byte("GET /health HTTP/1.0\r\n\r\n"))
 		},
-		endpoint: func(e *impls.Endpoints, _ *Cluster, _ *Node, a string) { e.Etcd = append(e.Etcd, a) },
+		endpoint: addressOnly,
 		role:     etcdRole,
 		external: &externalForm{list: true, example: "[127.0.0.1:2379, ...] (members' client addresses)"},
 		compose: func(w *composeWriter) {

@@ -72,13 +72,13 @@ func TestConnectExternalPostgresAndEtcd(t *testing.T) {
 	}
 	defer ext.Close()
 	ep := ext.Endpoints()
-	if len(ep.Etcd) != 3 || ep.Etcd[0] == cfg.Servers[impls.Etcd][0] {
-		t.Fatalf("etcd endpoints %v must be the proxies in front of %v", ep.Etcd, cfg.Servers[impls.Etcd])
+	if len(ep[impls.Etcd].Addrs) != 3 || ep[impls.Etcd].Addrs[0] == cfg.Servers[impls.Etcd][0] {
+		t.Fatalf("etcd endpoints %v must be the proxies in front of %v", ep[impls.Etcd].Addrs, cfg.Servers[impls.Etcd])
 	}
-	if !strings.Contains(ep.Postgres, ext.NodesOf(impls.Postgres)[0].Addr()) {
-		t.Fatalf("postgres DSN %q does not go through the proxy %s", ep.Postgres, ext.NodesOf(impls.Postgres)[0].Addr())
+	if !strings.Contains(ep.DSN(impls.Postgres), ext.NodesOf(impls.Postgres)[0].Addr()) {
+		t.Fatalf("postgres DSN %q does not go through the proxy %s", ep.DSN(impls.Postgres), ext.NodesOf(impls.Postgres)[0].Addr())
 	}
-	conn, err := pgx.Connect(ctx, ep.Postgres)
+	conn, err := pgx.Connect(ctx, ep.DSN(impls.Postgres))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,7 @@ func TestRedisPersistenceModes(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			ctx := context.Background()
-			c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, RedisPersistence: tc.mode})
+			c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, Settings: persisting(t, tc.mode)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -61,7 +61,7 @@ func TestPostgresBackendsFollowTheServer(t *testing.T) {
 	}
 	defer c.Close()
 	n := c.NodesOf(impls.Postgres)[0]
-	dsn := c.DirectEndpoints().Postgres
+	dsn := c.DirectEndpoints().DSN(impls.Postgres)
 	holder, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

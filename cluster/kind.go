@@ -20,7 +20,7 @@ import (
 // (redis.go, sentinel.go, mariadb.go, mariadb_replicated.go, zookeeper.go,
 // postgres.go, etcd.go)
 // and Kinds lists them: adding a kind is that file and one line there (and
-// its constant and Endpoints field in impls, which the approaches read).
+// its constant in impls, which the approaches name).
 type Kind struct {
 	Server impls.Server
 	// About is what a cluster of it is, for `cluster up` and `list`.
@@ -30,6 +30,17 @@ type Kind struct {
 	Nodes int
 	// OnRequest: `cluster up` starts it only when asked by name.
 	OnRequest bool
+	// Lanes: its nodes are servers of their own that start in a fraction
+	// of a second, so a parallel run starts more of them than Nodes for its
+	// cases to run side by side: a node of their own for its approaches
+	// that use one node, a second set of Nodes for the others.
+	Lanes bool
+	// Settings are what a scenario may set of how its servers run.
+	Settings []Setting
+	// StartCost is about what starting and stopping a cluster of it
+	// costs on this machine, measured on a 2-core machine (a matrix's
+	// estimate adds it to each start of the servers).
+	StartCost time.Duration
 	// Binaries are the programs the embedded mode runs, each with the
 	// Debian package that has it (scripts/deps.sh installs them).
 	Binaries []Binary
@@ -64,8 +75,9 @@ type Kind struct {
 	// speaks checks that a server of it answers at a, without credentials:
 	// the health check of a server the user runs.
 	speaks func(ctx context.Context, a string) error
-	// endpoint adds node n, reached at a, to what clients are given.
-	endpoint func(e *impls.Endpoints, c *Cluster, n *Node, a string)
+	// endpoint adds node n, reached at a, to what its clients are given
+	// (addressOnly, withDSN).
+	endpoint func(s *impls.Servers, c *Cluster, n *Node, a string)
 	// role says whether n leads; nil: every node is standalone.
 	role func(ctx context.Context, n *Node) (string, error)
 	// external is how the user's servers of it are listed in an external
@@ -73,6 +85,36 @@ type Kind struct {
 	external *externalForm
 	// compose writes its services into compose.yaml.
 	compose func(w *composeWriter)
+}
+
+// addressOnly: a client is given each node's address.
+func addressOnly(s *impls.Servers, _ *Cluster, _ *Node, a string) { s.Addrs = append(s.Addrs, a) }
+
+// withDSN: a client is given each node's address and the DSN that logs in
+// to it there, own(a) for a server locklab runs.
+func withDSN(own func(a string) string) func(s *impls.Servers, c *Cluster, n *Node, a string) {
+	return func(s *impls.Servers, c *Cluster, n *Node, a string) {
+		s.Addrs, s.DSNs = append(s.Addrs, a), append(s.DSNs, c.dsnOf(n.Server, a, own))
+	}
+}
+
+// containerStart is what a start of containers costs, whatever they run,
+// as measured on a 2-core machine.
+const containerStart = 3 * time.Second
+
+// StartCost is about what a start of servers of the kinds ss costs: the
+// slowest kind's (StartCost), any container's in Docker mode; a kind not
+// known costs a container's.
+func StartCost(docker bool, ss ...impls.Server) time.Duration {
+	var cost time.Duration
+	for _, s := range ss {
+		k, err := KindOf(s)
+		if docker || err != nil {
+			return containerStart
+		}
+		cost = max(cost, k.StartCost)
+	}
+	return cost
 }
 
 // Binary is a program a kind runs and the Debian package that has it.
@@ -136,10 +178,9 @@ type LocalConfig struct {
 	// Nodes is how many nodes of each kind; a kind missing or at 0 is not
 	// started (ForServers gives each its default).
 	Nodes map[impls.Server]int
-	// RedisPersistence is how every Redis node persists: "" or "none"
-	// (nothing: a restart loses every key), "aof-everysec", "aof-always",
-	// "rdb".
-	RedisPersistence string
+	// Settings are how the servers run where not at their kinds' defaults
+	// (Kind.Settings: Redis's persistence).
+	Settings Settings
 	// FakeTime starts the servers that can take it under libfaketime, so a
 	// server-clock fault can move their wall clock during the run.
 	FakeTime     bool
@@ -160,12 +201,15 @@ func ForServers(ss ...impls.Server) LocalConfig {
 }
 
 // kinds are the kinds cfg starts, in start order, with their node counts;
-// an unknown kind is an error.
+// an unknown kind, or a setting no kind takes, is an error.
 func (cfg LocalConfig) kinds() ([]Kind, []int, error) {
 	for s := range cfg.Nodes {
 		if _, err := KindOf(s); err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := cfg.Settings.check(); err != nil {
+		return nil, nil, err
 	}
 	var ks []Kind
 	var ns []int

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/impls"
 )
@@ -22,6 +23,14 @@ func TestEveryKindIsWhole(t *testing.T) {
 			seen[k.Server] = true
 			if k.About == "" || k.Nodes < 1 || len(k.Binaries) == 0 {
 				t.Errorf("about %q, %d nodes, binaries %v: each must be set", k.About, k.Nodes, k.Binaries)
+			}
+			for _, st := range k.Settings {
+				if st.Name == "" || len(st.Values) == 0 {
+					t.Errorf("setting %+v: a name and its values, the first the default", st)
+				}
+			}
+			if k.StartCost <= 0 {
+				t.Error("StartCost must be set (a matrix's estimate)")
 			}
 			if k.nodeName == nil || k.startLocal == nil || k.endpoint == nil {
 				t.Error("nodeName, startLocal and endpoint must be set")
@@ -46,6 +55,26 @@ func TestEveryKindIsWhole(t *testing.T) {
 	}
 	if _, err := KindOf("nope"); err == nil || !strings.Contains(err.Error(), "known: redis") {
 		t.Errorf("KindOf(nope) = %v, want the known kinds named", err)
+	}
+}
+
+// A start costs its slowest kind's; containers, and a kind not known, a
+// container's.
+func TestStartCost(t *testing.T) {
+	redis, mysql := kindNamed(impls.Redis).StartCost, kindNamed(impls.MySQL).StartCost
+	for _, tc := range []struct {
+		docker bool
+		ss     []impls.Server
+		want   time.Duration
+	}{
+		{false, []impls.Server{impls.Redis, impls.Redis}, redis},
+		{false, []impls.Server{impls.Redis, impls.MySQL}, max(redis, mysql)},
+		{true, []impls.Server{impls.Redis}, containerStart},
+		{false, []impls.Server{impls.Redis, ""}, containerStart},
+	} {
+		if got := StartCost(tc.docker, tc.ss...); got != tc.want {
+			t.Errorf("StartCost(%v, %v) = %v, want %v", tc.docker, tc.ss, got, tc.want)
+		}
 	}
 }
 

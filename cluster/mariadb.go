@@ -23,6 +23,7 @@ func mariadbKind() Kind {
 	return Kind{
 		Server:      impls.MySQL,
 		About:       "one MariaDB server",
+		StartCost:   3 * time.Second,
 		Nodes:       1,
 		Binaries:    []Binary{{"mariadbd", "mariadb-server"}, {"mariadb-install-db", "mariadb-server"}},
 		PublicImage: "mariadb:10.11",
@@ -51,10 +52,8 @@ func mariadbKind() Kind {
 				return sql(ctx)
 			}
 		},
-		speaks: func(ctx context.Context, a string) error { return answers(ctx, a, nil) }, // MariaDB speaks first
-		endpoint: func(e *impls.Endpoints, c *Cluster, n *Node, a string) {
-			e.MySQL = c.dsnOf(n.Server, a, mysqlDSN)
-		},
+		speaks:   func(ctx context.Context, a string) error { return answers(ctx, a, nil) }, // MariaDB speaks first
+		endpoint: withDSN(mysqlDSN),
 		external: &externalForm{example: "root:pw@tcp(127.0.0.1:3306)/locklab (a go-sql-driver DSN)", parse: parseMySQLDSN},
 		compose: func(w *composeWriter) {
 			w.service(composeService{name: "mysql-0", server: impls.MySQL, shell: mariadbScript, hostPort: composeMariaDBPort, port: 3306})

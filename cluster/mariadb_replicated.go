@@ -64,6 +64,7 @@ func replicatedMariaDBKind(s impls.Server, about string, semiSync bool) Kind {
 	return Kind{
 		Server:      s,
 		About:       about,
+		StartCost:   3 * time.Second,
 		Nodes:       1,
 		OnRequest:   true,
 		hostNetwork: true,
@@ -73,15 +74,8 @@ func replicatedMariaDBKind(s impls.Server, about string, semiSync bool) Kind {
 		nodeName:    func(i int) string { return replicatedNodeName(s, i) },
 		startLocal:  start,
 		startDocker: start,
-		endpoint: func(e *impls.Endpoints, c *Cluster, n *Node, a string) {
-			dsn := c.dsnOf(n.Server, a, mysqlDSN)
-			if s == impls.MySQLSemiSync {
-				e.MySQLSemiSync = append(e.MySQLSemiSync, dsn)
-			} else {
-				e.MySQLReplicated = append(e.MySQLReplicated, dsn)
-			}
-		},
-		role: replicatedMariaDBRole,
+		endpoint:    withDSN(mysqlDSN),
+		role:        replicatedMariaDBRole,
 	}
 }
 

@@ -68,9 +68,9 @@ func failoverLosesUnreplicatedRow(t *testing.T, c *Cluster, s impls.Server) {
 		t.Fatalf("%d nodes, want 2", len(nodes))
 	}
 	ep := c.Endpoints()
-	dsns := ep.MySQLReplicated
+	dsns := ep[impls.MySQLReplicated].DSNs
 	if s == impls.MySQLSemiSync {
-		dsns = ep.MySQLSemiSync
+		dsns = ep[impls.MySQLSemiSync].DSNs
 	}
 	if len(dsns) != 2 {
 		t.Fatalf("endpoints %v, want one DSN per node", dsns)

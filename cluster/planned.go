@@ -111,3 +111,19 @@ func (PlannedNode) CutReplication(context.Context, bool) (ReplicationCut, error)
 	return nil, errPlanned
 }
 func (PlannedNode) WaitReplicaOf(context.Context, time.Duration) error { return errPlanned }
+
+// PlannedEndpoints are what clients are given for a cluster of kind s
+// whose nodes, in node order, are reached at addrs, before anything
+// starts: the kind's own rule, so what reads endpoints (an adapter's
+// hello) is checked against every kind without starting servers.
+func PlannedEndpoints(s impls.Server, addrs []string) (impls.Endpoints, error) {
+	k, err := KindOf(s)
+	if err != nil {
+		return impls.Endpoints{}, err
+	}
+	c := &Cluster{}
+	for i, a := range addrs {
+		c.nodes = append(c.nodes, &Node{Name: k.nodeName(i), Server: s, direct: a})
+	}
+	return c.DirectEndpoints(), nil
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/locklab/locklab/impls"
@@ -23,6 +24,7 @@ func postgresKind() Kind {
 	return Kind{
 		Server:      impls.Postgres,
 		About:       "one PostgreSQL server",
+		StartCost:   3 * time.Second,
 		Nodes:       1,
 		Binaries:    []Binary{{pgBin + "/postgres", "postgresql"}, {pgBin + "/initdb", "postgresql"}},
 		PublicImage: "postgres:15",
@@ -42,9 +44,7 @@ func postgresKind() Kind {
 		speaks: func(ctx context.Context, a string) error {
 			return answers(ctx, a, []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f})
 		},
-		endpoint: func(e *impls.Endpoints, c *Cluster, n *Node, a string) {
-			e.Postgres = c.dsnOf(n.Server, a, postgresDSN)
-		},
+		endpoint: withDSN(postgresDSN),
 		external: &externalForm{example: "postgres://postgres:pw@127.0.0.1:5432/locklab?sslmode=disable (a URL)", parse: parsePostgresURL},
 		compose: func(w *composeWriter) {
 			w.service(composeService{name: "postgres-0", server: impls.Postgres, shell: postgresScript, hostPort: composePostgresPort, port: 5432})

@@ -16,7 +16,7 @@ import (
 // keep it loading long enough for a health check to land in that window.
 func TestRedisRestartWaitsUntilItsDataIsLoaded(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, RedisPersistence: RedisPersistAOFEverysec})
+	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, Settings: persisting(t, RedisPersistAOFEverysec)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,11 @@ package cluster
 
 import "fmt"
 
-// Redis persistence modes (LocalConfig.RedisPersistence). What a lock key
+// redisPersistence is the Redis setting (LocalConfig.Settings) that says
+// how every node persists, one of the modes below.
+const redisPersistence = "persistence"
+
+// Redis persistence modes. What a lock key
 // survives depends on them: a node restarted without persistence comes back
 // empty, so every lock it held is free again while its holders still
 // believe in them (the single-node lock grants twice; Redlock does when the

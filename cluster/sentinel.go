@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
@@ -33,6 +34,7 @@ func sentinelKind() Kind {
 	return Kind{
 		Server:      impls.RedisSentinel,
 		About:       "a Redis primary, its asynchronous replica and 3 Sentinels",
+		StartCost:   3 * time.Second,
 		Nodes:       1,
 		OnRequest:   true,
 		hostNetwork: true,
@@ -54,15 +56,14 @@ func sentinelKind() Kind {
 // sentinelEndpoint: clients ask the Sentinels for the primary; the
 // Sentinels name nodes at their direct addresses, which a client dials
 // through the route to its proxy.
-func sentinelEndpoint(e *impls.Endpoints, _ *Cluster, n *Node, a string) {
+func sentinelEndpoint(s *impls.Servers, _ *Cluster, n *Node, a string) {
+	if s.Sentinel == nil {
+		s.Sentinel = &impls.Sentinel{Master: SentinelMaster, Routes: map[string]string{}}
+	}
 	if n.Name != SentinelPrimary && n.Name != SentinelReplica {
-		e.RedisSentinels = append(e.RedisSentinels, a)
-		e.RedisSentinelMaster = SentinelMaster
+		s.Addrs = append(s.Addrs, a)
 	}
-	if e.RedisSentinelRoutes == nil {
-		e.RedisSentinelRoutes = map[string]string{}
-	}
-	e.RedisSentinelRoutes[n.direct] = a
+	s.Sentinel.Routes[n.direct] = a
 }
 
 // SentinelMaster is the name the Sentinels monitor the primary under.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/locklab/locklab/impls"
 )
@@ -19,6 +20,7 @@ func zooKeeperKind() Kind {
 	return Kind{
 		Server:      impls.ZooKeeper,
 		About:       "a ZooKeeper ensemble",
+		StartCost:   3 * time.Second,
 		Nodes:       3,
 		Binaries:    []Binary{{"java", "zookeeper"}, {zkJar, "zookeeper"}},
 		PublicImage: "zookeeper:3.8",
@@ -47,7 +49,7 @@ func zooKeeperKind() Kind {
 			_, err := ZKFourLetter(ctx, a, "srvr") // any answer, even "not in the whitelist"
 			return err
 		},
-		endpoint: func(e *impls.Endpoints, _ *Cluster, _ *Node, a string) { e.ZooKeeper = append(e.ZooKeeper, a) },
+		endpoint: addressOnly,
 		role:     zooKeeperRole,
 		external: &externalForm{list: true, example: "[127.0.0.1:2181, ...] (ensemble members)"},
 		compose: func(w *composeWriter) {

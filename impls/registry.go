@@ -31,27 +31,72 @@ const (
 	MySQLSemiSync   Server = "mysql-semisync"
 )
 
-// Endpoints are the addresses of the servers, as clients should reach them
-// (through the fault-injecting proxies when the cluster provides them).
-type Endpoints struct {
-	Redis     []string // independent masters; single-node approaches use the first
-	MySQL     string   // go-sql-driver DSN
-	ZooKeeper []string // ensemble members
-	Postgres  string   // pgx connection string
-	Etcd      []string // cluster members' client addresses (host:port)
-	// RedisSentinels are the Sentinels' addresses; they name the current
-	// primary of RedisSentinelMaster.
-	RedisSentinels      []string
-	RedisSentinelMaster string
-	// RedisSentinelRoutes maps an address the Sentinels hand out (a
-	// node's own) to the one a client dials instead (its proxy); an
-	// address not in it is dialled as it is.
-	RedisSentinelRoutes map[string]string
-	// MySQLReplicated and MySQLSemiSync are go-sql-driver DSNs of the
-	// topology's nodes, in node order; a client writes to the one whose
-	// read_only is off (the primary), as ProxySQL routes writes.
-	MySQLReplicated []string
-	MySQLSemiSync   []string
+// Endpoints are the servers clients reach, by kind: the shape of the
+// adapter protocol's hello (docs/protocol.md). A kind's entry is what its
+// cluster file says its clients are given; a kind not started has none.
+type Endpoints map[Server]Servers
+
+// Servers are one kind's servers as clients should reach them (through
+// the fault-injecting proxies when the cluster provides them).
+type Servers struct {
+	// Addrs are host:port, in node order: independent Redis masters,
+	// ensemble or cluster members, a topology's nodes; approaches that use
+	// one node use the first.
+	Addrs []string `json:"addrs,omitempty"`
+	// DSNs, for the databases, log a client in to each of Addrs (the same
+	// order): go-sql-driver DSNs, pgx connection strings.
+	DSNs []string `json:"dsns,omitempty"`
+	// Sentinel, for a Sentinel topology, names the primary its Addrs
+	// watch and where to dial the nodes they hand out.
+	Sentinel *Sentinel `json:"sentinel,omitempty"`
+}
+
+// DSN is the first DSN of kind s's servers; "": none.
+func (e Endpoints) DSN(s Server) string {
+	if d := e[s].DSNs; len(d) > 0 {
+		return d[0]
+	}
+	return ""
+}
+
+// Sentinel is what a client of a Sentinel topology needs besides the
+// Sentinels' addresses.
+type Sentinel struct {
+	Master string `json:"master"`
+	// Routes maps an address the Sentinels hand out (a node's own) to the
+	// one a client dials instead (its proxy); an address not in it is
+	// dialled as it is.
+	Routes map[string]string `json:"routes,omitempty"`
+}
+
+// First is the first n of the servers (all of them when n is 0 or more
+// than there are).
+func (s Servers) First(n int) Servers {
+	if n > 0 && len(s.Addrs) > n {
+		s.Addrs = s.Addrs[:n:n]
+	}
+	if n > 0 && len(s.DSNs) > n {
+		s.DSNs = s.DSNs[:n:n]
+	}
+	return s
+}
+
+// Pick is the servers at the indices idx (those in range), in that order.
+func (s Servers) Pick(idx []int) Servers {
+	pick := func(all []string) []string {
+		if all == nil {
+			return nil
+		}
+		out := make([]string, 0, len(idx))
+		for _, i := range idx {
+			if i >= 0 && i < len(all) {
+				out = append(out, all[i])
+			}
+		}
+		return out
+	}
+	s.Addrs, s.DSNs = pick(s.Addrs), pick(s.DSNs)
+	return s
 }
 
 // Env is what a constructor gets for one client.

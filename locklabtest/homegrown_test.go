@@ -38,10 +38,10 @@ var compareAndDelete = goredis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[
 func homeApproach(name string, plainDel bool) impls.Approach {
 	return impls.Approach{Name: name, Server: impls.Redis, Nodes: 1, Safe: true, Caps: impls.Capabilities{TTL: true},
 		New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-			if len(env.Endpoints.Redis) == 0 {
+			if len(env.Endpoints[impls.Redis].Addrs) == 0 {
 				return nil, fmt.Errorf("%s: no Redis endpoint", name)
 			}
-			c := goredis.NewClient(&goredis.Options{Addr: env.Endpoints.Redis[0], PoolSize: 1, MaxRetries: -1, ContextTimeoutEnabled: true})
+			c := goredis.NewClient(&goredis.Options{Addr: env.Endpoints[impls.Redis].Addrs[0], PoolSize: 1, MaxRetries: -1, ContextTimeoutEnabled: true})
 			return &homeLock{client: c, clock: env.Clock, plainDel: plainDel}, nil
 		}}
 }

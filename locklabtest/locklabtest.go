@@ -18,7 +18,7 @@
 //		Safe:   true, // keeps mutual exclusion when nothing goes wrong
 //		Caps:   impls.Capabilities{TTL: true, Renewal: true},
 //		New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-//			return mylock.Dial(ctx, env.Endpoints.Redis[0], env.Clock)
+//			return mylock.Dial(ctx, env.Endpoints[impls.Redis].Addrs[0], env.Clock)
 //		},
 //	}
 //

@@ -49,10 +49,9 @@ type caseEnv struct {
 	servers *cluster.Cluster
 	// healthTimeout bounds each health check (Runner.HealthTimeout).
 	healthTimeout time.Duration
-	// redis are the Redis nodes (indices among the cluster's) this
-	// environment's cases use, when lanes side by side share them out;
-	// nil: all of them.
-	redis []int
+	// lane are the nodes of a kind this environment's cases use, when
+	// lanes side by side share them out; zero: all of every kind.
+	lane laneNodes
 	// lean: plot only the timelines of cases that showed a violation
 	// (Plan.Lean).
 	lean bool
@@ -70,10 +69,10 @@ type caseEnv struct {
 // nodesOf is the nodes of kind b that this environment's cases use.
 func (e *caseEnv) nodesOf(b impls.Server) []*cluster.Node {
 	ns := e.servers.NodesOf(b)
-	if b != impls.Redis || e.redis == nil {
+	if b != e.lane.kind || e.lane.idx == nil {
 		return ns
 	}
-	return pick(ns, e.redis)
+	return pick(ns, e.lane.idx)
 }
 
 // pick is the elements of all at the indices idx (those in range).
@@ -88,8 +87,7 @@ func pick[T any](all []T, idx []int) []T {
 }
 
 // healthy checks the servers of kind b before and after a case: those
-// of its own lane only. Another kind's servers, or another lane's Redis
-// nodes, are not this case's business: a fault there (a failover lane's
+// of its own lane only. Another kind's servers, or another lane's nodes, are not this case's business: a fault there (a failover lane's
 // primary down for half a minute) would only hold it up, or fail it.
 func (e *caseEnv) healthy(ctx context.Context, b impls.Server) error {
 	if e.servers == nil {
@@ -98,10 +96,10 @@ func (e *caseEnv) healthy(ctx context.Context, b impls.Server) error {
 	return cluster.NodesHealthy(ctx, e.healthTimeout, e.nodesOf(b))
 }
 
-// narrow keeps the Redis addresses this environment's cases use.
+// narrow keeps the servers of its lane's kind this environment's cases use.
 func (e *caseEnv) narrow(ep impls.Endpoints) impls.Endpoints {
-	if e.redis != nil {
-		ep.Redis = pick(ep.Redis, e.redis)
+	if e.lane.idx != nil {
+		ep[e.lane.kind] = ep[e.lane.kind].Pick(e.lane.idx)
 	}
 	return ep
 }

@@ -28,9 +28,9 @@ func ownServers(t *testing.T, backends ...impls.Server) (*cluster.Cluster, *clus
 	}
 	t.Cleanup(func() { servers.Close() })
 	ep := servers.DirectEndpoints()
-	cfg := fmt.Sprintf("redis: [%s]\n", strings.Join(ep.Redis, ", "))
-	if len(ep.ZooKeeper) > 0 {
-		cfg += fmt.Sprintf("zookeeper: [%s]\n", strings.Join(ep.ZooKeeper, ", "))
+	cfg := fmt.Sprintf("redis: [%s]\n", strings.Join(ep[impls.Redis].Addrs, ", "))
+	if len(ep[impls.ZooKeeper].Addrs) > 0 {
+		cfg += fmt.Sprintf("zookeeper: [%s]\n", strings.Join(ep[impls.ZooKeeper].Addrs, ", "))
 	}
 	path := filepath.Join(t.TempDir(), "servers.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {

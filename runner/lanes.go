@@ -14,8 +14,9 @@ import (
 
 // Lanes: how a parallel run shares its cases out. Cases that ask for the
 // same server options share one cluster; within it, lanes of servers run
-// cases side by side: a server kind's nodes, and for the Redis approaches
-// that use one node, spare Redis nodes each a lane of its own. A case
+// cases side by side: a server kind's nodes, and for a kind whose nodes
+// make lanes (cluster.Kind.Lanes), spare nodes, each a lane of its own for
+// the approaches that use one node, and a second lane for the others. A case
 // whose faults reach a server has its lane to itself (a fault there meets
 // no other case); cases whose faults reach only their own clients and
 // links share a lane when the plan lets them (Plan.ShareServers). At most
@@ -58,81 +59,94 @@ func indicesByServers(cases []Case) [][]int {
 	return out
 }
 
-// spareRedisLanes is how many more lanes, at most, share out the cases of
-// the Redis approaches that use one node (Approach.Nodes 1), each lane a
-// Redis node of its own: a case that restarts, pauses or moves the clock
-// of its server needs one to itself, and Redis nodes cost little. Half the
-// cases that may run at once get one, so the other half can share one.
-func spareRedisLanes(maxCases int) int { return max(2, maxCases/2) }
+// spareNodeLanes is how many more lanes, at most, share out the cases of
+// a kind's approaches that use one node (Approach.Nodes 1), each lane a
+// node of its own: a case that restarts, pauses or moves the clock of its
+// server needs one to itself, and such nodes cost little
+// (cluster.Kind.Lanes). Half the cases that may run at once get one, so
+// the other half can share one.
+func spareNodeLanes(maxCases int) int { return max(2, maxCases/2) }
 
-// lane is servers some cases share: a server kind's nodes, or some of the
-// Redis nodes. A case whose faults reach a server has its lane to itself;
-// in a plan that lets them (Plan.ShareServers), cases whose faults reach
-// only their own clients and links share it (each on keys of its own).
+// lane is servers some cases share: a server kind's nodes, or some of
+// them. A case whose faults reach a server has its lane to itself; in a
+// plan that lets them (Plan.ShareServers), cases whose faults reach only
+// their own clients and links share it (each on keys of its own).
 type lane struct {
 	name string
-	// redis are the indices, among the cluster's Redis nodes, of those the
-	// lane's cases use; nil: all of them.
-	redis []int
+	// nodes are the nodes of its kind the lane's cases use.
+	nodes laneNodes
 	// The scheduler's, under its lock.
 	sharing int  // cases running on it, sharing it
 	whole   bool // a case has it to itself
 	wanted  bool // a case waits to have it to itself: nobody starts sharing it
 }
 
-// redisLayout is how a parallel run shares out its Redis nodes: the lane
-// of the approaches that use several nodes is nodes 0..shared-1; spare
-// lanes, one node each, follow for the approaches that use one; with
-// second, a second lane of shared nodes follows those, for the approaches
-// that use several (a case that restarts, pauses or moves the clock of a
-// node has its lane to itself: with one such lane, a matrix's Redlock
-// cases under server faults ran one after the other, 1 min 43 s of the
-// AOF group's, while the one-node cases beside them were done).
-type redisLayout struct{ shared, spare, second int }
+// laneNodes are the nodes of kind a lane's cases use: indices among the
+// cluster's nodes of it; nil idx: all of them.
+type laneNodes struct {
+	kind impls.Server
+	idx  []int
+}
 
-// extra is how many Redis nodes the layout needs beyond the shared lane's.
-func (l redisLayout) extra() int { return l.spare + l.second*l.shared }
+// nodeLayout is how a parallel run shares out the nodes of a kind whose
+// nodes make lanes (cluster.Kind.Lanes): the lane of the approaches that
+// use several nodes is nodes 0..shared-1; spare lanes, one node each,
+// follow for the approaches that use one; with second, a second lane of
+// shared nodes follows those, for the approaches that use several (a case
+// that restarts, pauses or moves the clock of a node has its lane to
+// itself: with one such lane, a matrix's Redlock cases under server faults
+// ran one after the other, 1 min 43 s of the AOF group's, while the
+// one-node cases beside them were done).
+type nodeLayout struct{ shared, spare, second int }
+
+// extra is how many nodes the layout needs beyond the shared lane's.
+func (l nodeLayout) extra() int { return l.spare + l.second*l.shared }
+
+// layouts are the node layouts of the kinds whose nodes make lanes.
+type layouts map[impls.Server]nodeLayout
 
 // planLanes makes the lanes of a group of cases and, per case, the lanes
-// it may run on: its server kind's, except that with spare lanes a case
-// of a Redis approach that uses one node (onSpareLane) may run on any of
-// them, lane i on Redis node shared+i, and with a second lane the other
-// Redis approaches' cases may run on it as on the lane of nodes
-// 0..shared-1 (not one whose fault names a node: its name is a node of
-// the first lane).
-func planLanes(cases []Case, l redisLayout) ([]*lane, [][]int) {
+// it may run on: its server kind's, except that with spare lanes of its
+// kind a case of an approach that uses one node (onSpareLane) may run on
+// any of them, lane i on node shared+i, and with a second lane the other
+// cases of the kind may run on it as on the lane of nodes 0..shared-1
+// (not one whose fault names a node: its name is a node of the first
+// lane).
+func planLanes(cases []Case, ls layouts) ([]*lane, [][]int) {
 	var lanes []*lane
 	at := map[string]int{} // lane name -> index in lanes
-	laneOf := func(name string, redis []int) int {
+	laneOf := func(name string, kind impls.Server, idx []int) int {
 		i, ok := at[name]
 		if !ok {
 			i = len(lanes)
 			at[name] = i
-			lanes = append(lanes, &lane{name: name, redis: redis})
+			lanes = append(lanes, &lane{name: name, nodes: laneNodes{kind: kind, idx: idx}})
 		}
 		return i
 	}
-	nodes := func(from int) []int {
-		redis := make([]int, l.shared)
-		for j := range redis {
-			redis[j] = from + j
-		}
-		return redis
-	}
 	cands := make([][]int, len(cases))
 	for i, c := range cases {
+		s := c.Approach.Server
+		l := ls[s]
+		nodes := func(from int) []int {
+			idx := make([]int, l.shared)
+			for j := range idx {
+				idx[j] = from + j
+			}
+			return idx
+		}
 		switch {
 		case l.spare > 0 && onSpareLane(c):
 			for j := range l.spare {
-				cands[i] = append(cands[i], laneOf(fmt.Sprintf("redis node %d", l.shared+j), []int{l.shared + j}))
+				cands[i] = append(cands[i], laneOf(fmt.Sprintf("%s node %d", s, l.shared+j), s, []int{l.shared + j}))
 			}
-		case (l.spare > 0 || l.second > 0) && c.Approach.Server == impls.Redis:
-			cands[i] = []int{laneOf(string(c.Approach.Server), nodes(0))}
+		case l.spare > 0 || l.second > 0:
+			cands[i] = []int{laneOf(string(s), s, nodes(0))}
 			if l.second > 0 && !namesNode(c) {
-				cands[i] = append(cands[i], laneOf("redis, second lane", nodes(l.shared+l.spare)))
+				cands[i] = append(cands[i], laneOf(string(s)+", second lane", s, nodes(l.shared+l.spare)))
 			}
 		default:
-			cands[i] = []int{laneOf(string(c.Approach.Server), nil)}
+			cands[i] = []int{laneOf(string(s), s, nil)}
 		}
 	}
 	return lanes, cands
@@ -248,52 +262,61 @@ func caseOrder(cases []Case, cost func(Case) time.Duration) []int {
 	return order
 }
 
-// redisLayout is how many Redis nodes the lane of the approaches that use
-// them all gets (shared), how many spare lanes, each on a node of its own,
-// the one-node approaches get, and whether the others get a second lane:
-// only in parallel, and not on a user's cluster, whose servers are what
-// they are.
-func (p Plan) redisLayout(parallel bool, maxCases int) redisLayout {
-	l := redisLayout{shared: cluster.ForServers(impls.Redis).Nodes[impls.Redis]}
-	if parallel && p.External == nil {
-		l.spare = spareLanes(p.Cases, maxCases)
-		if secondLaneCases(p.Cases) > 1 {
-			l.second = 1
+// layouts is, for each kind whose nodes make lanes, how many nodes the
+// lane of its approaches that use them all gets (shared: the kind's
+// nodes), how many spare lanes, each on a node of its own, the one-node
+// approaches get, and whether the others get a second lane: only in
+// parallel, and not on a user's cluster, whose servers are what they are.
+func (p Plan) layouts(parallel bool, maxCases int) layouts {
+	out := layouts{}
+	for _, k := range cluster.Kinds() {
+		if !k.Lanes {
+			continue
 		}
+		l := nodeLayout{shared: k.Nodes}
+		if parallel && p.External == nil {
+			l.spare = spareLanes(p.Cases, k.Server, maxCases)
+			if secondLaneCases(p.Cases, k.Server) > 1 {
+				l.second = 1
+			}
+		}
+		out[k.Server] = l
 	}
-	return l
+	return out
 }
 
-// secondLaneCases is how many of cases may run on a second lane of the
-// Redis approaches that use several nodes.
-func secondLaneCases(cases []Case) int {
+// secondLaneCases is how many of cases may run on a second lane of kind
+// s's approaches that use several nodes.
+func secondLaneCases(cases []Case, s impls.Server) int {
 	n := 0
 	for _, c := range cases {
-		if c.Approach.Server == impls.Redis && !onSpareLane(c) && !namesNode(c) {
+		if c.Approach.Server == s && !onSpareLane(c) && !namesNode(c) {
 			n++
 		}
 	}
 	return n
 }
 
-// spareLanes is how many spare Redis lanes a parallel run of cases, at
-// most maxCases at once, gets: one per case that may run on one
-// (onSpareLane), at most spareRedisLanes.
-func spareLanes(cases []Case, maxCases int) int {
+// spareLanes is how many spare lanes of kind s a parallel run of cases, at
+// most maxCases at once, gets: one per case of it that may run on one
+// (onSpareLane), at most spareNodeLanes.
+func spareLanes(cases []Case, s impls.Server, maxCases int) int {
 	n := 0
 	for _, c := range cases {
-		if onSpareLane(c) {
+		if c.Approach.Server == s && onSpareLane(c) {
 			n++
 		}
 	}
-	return min(n, spareRedisLanes(maxCases))
+	return min(n, spareNodeLanes(maxCases))
 }
 
-// onSpareLane reports whether c may run on a spare Redis lane: its approach
-// uses one Redis node and no fault of it names a node (redis-0 is a node of
-// the shared lane; a spare lane's node has another name).
+// onSpareLane reports whether c may run on a spare lane: its approach uses
+// one node of a kind whose nodes make lanes and no fault of it names a
+// node (a name of the shared lane's nodes; a spare lane's node has
+// another).
 func onSpareLane(c Case) bool {
-	return c.Approach.Server == impls.Redis && c.Approach.Nodes == 1 && !namesNode(c)
+	k, err := cluster.KindOf(c.Approach.Server)
+	return err == nil && k.Lanes && c.Approach.Nodes == 1 && !namesNode(c)
 }
 
 // namesNode reports whether a fault of c names a node (or nodes) rather
@@ -339,17 +362,17 @@ func Estimate(p Plan, parallel bool, maxCases int, perCase time.Duration, perClu
 	if maxCases <= 0 {
 		maxCases = DefaultMaxCases()
 	}
-	redis := p.redisLayout(parallel, maxCases)
+	ls := p.layouts(parallel, maxCases)
 	for _, group := range groups {
-		total += simulate(group, p.ShareServers, redis, maxCases, cost)
+		total += simulate(group, p.ShareServers, ls, maxCases, cost)
 	}
 	return total
 }
 
 // simulate plays a group of cases through the scheduler, each taking
 // cost, and returns when the last would end.
-func simulate(cases []Case, share bool, redis redisLayout, maxCases int, cost func(Case) time.Duration) time.Duration {
-	s := newScheduler(cases, share, redis)
+func simulate(cases []Case, share bool, ls layouts, maxCases int, cost func(Case) time.Duration) time.Duration {
+	s := newScheduler(cases, share, ls)
 	type running struct {
 		i, lane int
 		end     time.Duration
@@ -379,8 +402,8 @@ func simulate(cases []Case, share bool, redis redisLayout, maxCases int, cost fu
 
 // newScheduler is the scheduler of a group of cases; share: cases whose
 // faults reach no server share their lane (Plan.ShareServers).
-func newScheduler(cases []Case, share bool, redis redisLayout) *scheduler {
-	lanes, cands := planLanes(cases, redis)
+func newScheduler(cases []Case, share bool, ls layouts) *scheduler {
+	lanes, cands := planLanes(cases, ls)
 	s := &scheduler{lanes: lanes, cands: cands, share: make([]bool, len(cases))}
 	for i, c := range cases {
 		s.share[i] = share && sharesServers(c)

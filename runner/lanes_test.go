@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/report"
@@ -34,7 +35,7 @@ func TestParallelLanesAcrossServerOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := Case{Name: approach + "-" + persistence, Approach: a, Workload: spec, Record: true,
-				Servers: ServerOptions{RedisPersistence: persistence}}
+				Servers: persisting(t, persistence)}
 			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -109,12 +110,12 @@ func TestPlanLanes(t *testing.T) {
 		{"no spare lanes", 0, 0, []string{"s1: redis @[]", "redlock: redis @[]", "zk: zookeeper @[]", "s2: redis @[]", "named: redis @[]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lanes, cands := planLanes(cases, redisLayout{shared: 5, spare: tc.spare, second: tc.second})
+			lanes, cands := planLanes(cases, layouts{impls.Redis: {shared: 5, spare: tc.spare, second: tc.second}})
 			var got []string
 			for i, c := range cases {
 				var ls []string
 				for _, li := range cands[i] {
-					ls = append(ls, fmt.Sprintf("%s @%v", lanes[li].name, lanes[li].redis))
+					ls = append(ls, fmt.Sprintf("%s @%v", lanes[li].name, lanes[li].nodes.idx))
 				}
 				got = append(got, c.Name+": "+strings.Join(ls, ", "))
 			}
@@ -123,13 +124,13 @@ func TestPlanLanes(t *testing.T) {
 			}
 		})
 	}
-	if n := spareLanes(cases, 8); n != 2 {
+	if n := spareLanes(cases, impls.Redis, 8); n != 2 {
 		t.Fatalf("spareLanes = %d, want 2 (two cases of one-node approaches)", n)
 	}
-	if n := spareLanes([]Case{single1, single1, single2, single2, single1}, 4); n != 2 {
+	if n := spareLanes([]Case{single1, single1, single2, single2, single1}, impls.Redis, 4); n != 2 {
 		t.Fatalf("spareLanes = %d, want 2 (five cases of one-node approaches, four at once: half)", n)
 	}
-	if n := spareLanes([]Case{multi, named}, 8); n != 0 {
+	if n := spareLanes([]Case{multi, named}, impls.Redis, 8); n != 0 {
 		t.Fatalf("spareLanes = %d, want 0 (the one-node approach's fault names redis-0)", n)
 	}
 }
@@ -150,7 +151,7 @@ func TestSchedulerPlacesCases(t *testing.T) {
 	// In order, all at once: server1 takes a lane whole, client1 the
 	// other to share; server2 finds none and wants client1's (the least
 	// shared), so client2 may not join it; server3 wants nothing left.
-	s := newScheduler(cases, true, redisLayout{shared: 5, spare: 2})
+	s := newScheduler(cases, true, layouts{impls.Redis: {shared: 5, spare: 2}})
 	var started []string
 	start := func(i, li int) { started = append(started, fmt.Sprintf("%s@%s", cases[i].Name, s.lanes[li].name)) }
 	waiting := s.pass([]int{0, 1, 2, 3, 4}, 10, start)
@@ -178,7 +179,7 @@ func TestSchedulerPlacesCases(t *testing.T) {
 		t.Fatalf("fourth pass started %v, left %v", started, waiting)
 	}
 	// A sharer never joins a lane a waiting whole case wants.
-	s = newScheduler([]Case{server1, client1}, true, redisLayout{shared: 5, spare: 1})
+	s = newScheduler([]Case{server1, client1}, true, layouts{impls.Redis: {shared: 5, spare: 1}})
 	s.lanes[0].sharing = 1 // a sharer runs there
 	started = nil
 	waiting = s.pass([]int{0, 1}, 10, func(i, li int) { started = append(started, cases[i].Name) })
@@ -186,14 +187,14 @@ func TestSchedulerPlacesCases(t *testing.T) {
 		t.Fatalf("with a whole case waiting, started %v, left %v", started, waiting)
 	}
 	// Without sharing, client cases take lanes whole too.
-	s = newScheduler([]Case{client1, client2}, false, redisLayout{shared: 5, spare: 1})
+	s = newScheduler([]Case{client1, client2}, false, layouts{impls.Redis: {shared: 5, spare: 1}})
 	started = nil
 	waiting = s.pass([]int{0, 1}, 10, func(i, li int) { started = append(started, cases[i].Name) })
 	if len(started) != 1 || len(waiting) != 1 {
 		t.Fatalf("without sharing, started %v, left %v: want one, the lane whole", started, waiting)
 	}
 	// free bounds what starts.
-	s = newScheduler([]Case{client1, client2}, true, redisLayout{shared: 5, spare: 1})
+	s = newScheduler([]Case{client1, client2}, true, layouts{impls.Redis: {shared: 5, spare: 1}})
 	if waiting = s.pass([]int{0, 1}, 1, func(int, int) {}); len(waiting) != 1 {
 		t.Fatalf("one free slot left %v waiting, want one", waiting)
 	}
@@ -296,7 +297,7 @@ func earlyFailures(t *testing.T, dir string, timeout time.Duration) []earlyFailu
 func TestEstimate(t *testing.T) {
 	mk := func(b impls.Server, nodes int, persistence string, d time.Duration) Case {
 		return Case{Approach: impls.Approach{Name: fmt.Sprint(b, nodes), Server: b, Nodes: nodes},
-			Workload: workload.Spec{Duration: d}, Servers: ServerOptions{RedisPersistence: persistence}}
+			Workload: workload.Spec{Duration: d}, Servers: persisting(t, persistence)}
 	}
 	p := Plan{Cases: []Case{
 		mk(impls.Redis, 1, "none", 4*time.Second), mk(impls.Redis, 0, "none", 3*time.Second),
@@ -417,7 +418,7 @@ func TestServerClockCasesGetFakeTimeServersOfTheirOwn(t *testing.T) {
 		{Name: "plain", Approach: zk},
 		{Name: "clock", Approach: zk, Faults: []chaos.Step{pause, jump}},
 		{Name: "paused", Approach: zk, Faults: []chaos.Step{pause}},
-		{Name: "clock-aof", Approach: zk, Faults: []chaos.Step{jump}, Servers: ServerOptions{RedisPersistence: "aof-always"}},
+		{Name: "clock-aof", Approach: zk, Faults: []chaos.Step{jump}, Servers: persisting(t, "aof-always")},
 	}
 	var got []string
 	for _, g := range groupsByServers(cases) {
@@ -532,4 +533,14 @@ func TestSharedServersKeepCasesApart(t *testing.T) {
 				f.took, spec.AcquireTimeout, f.Error)
 		}
 	}
+}
+
+// persisting is the server options of Redis nodes persisting as mode says.
+func persisting(t testing.TB, mode string) ServerOptions {
+	t.Helper()
+	s, err := cluster.Settings("").With(impls.Redis, "persistence", mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ServerOptions{Settings: s}
 }

@@ -87,7 +87,7 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 			for run := 1; run <= opt.Runs; run++ {
 				w := s.Workload
 				c := Case{Name: CellCaseName(fname, a.Name, run), Approach: a, Record: true,
-					Processes: s.Processes, Servers: ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
+					Processes: s.Processes, Servers: ServerOptions{Settings: s.Servers.Settings},
 					Workload: workloadSpec(w, s.Duration, opt.Seed+uint64(run)),
 					Expect:   cell.Expect, Round: run}
 				for _, ft := range s.Faults {

@@ -40,13 +40,16 @@ func (r *Runner) Open(ctx context.Context, p Plan) (*Session, error) {
 	}
 	if r.Parallel && p.External == nil {
 		// The cases to come are not known yet: as many as may run at
-		// once may want a spare Redis lane, and the approaches that use
+		// once may want a spare lane, and the approaches that use
 		// several nodes a second lane.
-		if spareLanes(p.Cases, 1) > 0 {
-			s.redis.spare = spareRedisLanes(cap(s.slots))
-		}
-		if secondLaneCases(p.Cases) > 0 {
-			s.redis.second = 1
+		for kind, l := range s.layouts {
+			if spareLanes(p.Cases, kind, 1) > 0 {
+				l.spare = spareNodeLanes(cap(s.slots))
+			}
+			if secondLaneCases(p.Cases, kind) > 0 {
+				l.second = 1
+			}
+			s.layouts[kind] = l
 		}
 	}
 	s.p.ShareServers = s.p.ShareServers || r.Parallel

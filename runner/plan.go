@@ -90,8 +90,9 @@ func externalPath(ext *cluster.ExternalConfig) string {
 
 // ServerOptions say how the servers of a plan are run (locally).
 type ServerOptions struct {
-	// RedisPersistence: "" or "none", "aof-everysec", "aof-always", "rdb".
-	RedisPersistence string
+	// Settings are how each kind's servers run where not at its
+	// defaults (cluster.Kind.Settings: a persistence mode).
+	Settings cluster.Settings
 	// FakeTime runs the servers that can take it under libfaketime, so a
 	// case can jump their clocks. Case.servers sets it for the cases with
 	// a server-clock fault, and only for them: a JVM under libfaketime
@@ -349,7 +350,7 @@ func workloadSpec(w workload.Spec, duration time.Duration, seed uint64) workload
 func scenarioCase(s *scenario.Scenario, a impls.Approach, seed uint64, duration time.Duration, where placement) (Case, error) {
 	w := s.Workload
 	c := Case{Name: a.Name, Approach: a, Record: true, Processes: s.Processes,
-		Servers:  ServerOptions{RedisPersistence: s.Servers.RedisPersistence},
+		Servers:  ServerOptions{Settings: s.Servers.Settings},
 		Workload: workloadSpec(w, duration, seed)}
 	for _, f := range s.Faults {
 		c.Faults = append(c.Faults, f.Step)

@@ -41,12 +41,13 @@ type Runner struct {
 	// system); default: this binary with the argument "probe".
 	ProbeArgv []string
 	// Parallel runs cases side by side (lanes.go): on one cluster per set
-	// of server options (a Redis persistence mode), each case on a lane of
-	// servers: its kind's, or for the Redis approaches that use one node,
-	// a spare Redis node. A case whose faults reach a server has its lane
-	// to itself, so such a fault only ever meets that case; with
-	// Plan.ShareServers, cases whose faults reach only their own clients
-	// share theirs.
+	// of server options (a persistence mode), each case on a lane of
+	// servers: its kind's, or where the kind's nodes make lanes
+	// (cluster.Kind.Lanes), a spare node for the approaches that use one,
+	// a second lane for the others. A case whose faults reach a server
+	// has its lane to itself, so such a fault only ever meets that case;
+	// with Plan.ShareServers, cases whose faults reach only their own
+	// clients share theirs.
 	Parallel bool
 	// MaxCases bounds how many cases run at once in a parallel run;
 	// 0: DefaultMaxCases. (Before cases shared servers, eight lanes at once
@@ -192,7 +193,7 @@ func tally(v *report.Verdict, co caseOutcome) {
 // running with opts.
 func localConfig(kinds []impls.Server, opts ServerOptions) cluster.LocalConfig {
 	cfg := cluster.ForServers(kinds...)
-	cfg.RedisPersistence = opts.RedisPersistence
+	cfg.Settings = opts.Settings
 	cfg.FakeTime = opts.FakeTime // such servers run under libfaketime from the start
 	return cfg
 }

@@ -20,7 +20,7 @@ import (
 func serverCase(t *testing.T, approach, persistence string, spec workload.Spec, expect verdict.Expectation, faults ...chaos.Step) Case {
 	t.Helper()
 	c := faultCase(t, approach, spec, faults...)
-	c.Servers.RedisPersistence = persistence
+	c.Servers = persisting(t, persistence)
 	c.Expect = expect
 	return c
 }

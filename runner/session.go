@@ -32,14 +32,14 @@ type session struct {
 	out *Outcome
 	// The servers: only those the plan's approaches use, started when the
 	// first case needs them and again when a case asks for other server
-	// options (a Redis persistence mode).
+	// options (a persistence mode).
 	kinds      []impls.Server
 	servers    *cluster.Cluster
 	serversFor ServerOptions
-	// In parallel, Redis approaches that use one node get nodes of their
-	// own, started beside the shared ones, and those that use several a
-	// second lane of as many (redisLayout).
-	redis    redisLayout
+	// In parallel, the approaches of a kind whose nodes make lanes get
+	// nodes of their own, started beside the shared ones: one each for
+	// those that use one node, a second lane of as many for the others.
+	layouts  layouts
 	hfile    *history.Writer // nil: no case records its history
 	faultLog *lazyFile       // fault-commands.log; nil: the servers take no fault commands
 	base     caseEnv         // what every case's environment starts from
@@ -77,7 +77,7 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 	if maxCases <= 0 {
 		maxCases = DefaultMaxCases()
 	}
-	s.redis = p.redisLayout(r.Parallel, maxCases)
+	s.layouts = p.layouts(r.Parallel, maxCases)
 	s.slots = make(chan struct{}, maxCases)
 	s.base = caseEnv{history: history.Discard{}, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
 		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout,
@@ -116,8 +116,10 @@ func (s *session) ensureServers(ctx context.Context, c Case) error {
 	s.closeServers()
 	started := time.Now()
 	cfg := localConfig(s.kinds, c.ServerOptions())
-	if cfg.Nodes[impls.Redis] > 0 {
-		cfg.Nodes[impls.Redis] += s.redis.extra()
+	for kind, l := range s.layouts {
+		if cfg.Nodes[kind] > 0 {
+			cfg.Nodes[kind] += l.extra()
+		}
 	}
 	cl, err := startCluster(ctx, s.ext, s.p.Docker, cfg)
 	if err != nil {
@@ -306,7 +308,7 @@ const caseLinks = 10_000
 func (s *session) runGroup(ctx context.Context, group []Case, done func(i int, co caseOutcome) error) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	sched := newScheduler(group, s.p.ShareServers, s.redis)
+	sched := newScheduler(group, s.p.ShareServers, s.layouts)
 	waiting := caseOrder(group, func(c Case) time.Duration { return expectedLength(c, s.p.EndWhenAnswered) })
 	type ended struct {
 		i, lane, slot int
@@ -326,7 +328,7 @@ func (s *session) runGroup(ctx context.Context, group []Case, done func(i int, c
 				running++
 				env := s.base
 				env.useServers(s.servers)
-				env.redis = sched.lanes[li].redis
+				env.lane = sched.lanes[li].nodes
 				env.linkBase = (slot + 1) * caseLinks
 				s.mu.Lock()
 				s.step++

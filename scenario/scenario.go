@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/locklab/locklab/yamlline"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
@@ -50,9 +52,9 @@ type Scenario struct {
 
 // Servers say how locklab runs the servers of the scenario.
 type Servers struct {
-	// RedisPersistence: none (the default: a restart loses every key),
-	// aof-everysec, aof-always or rdb.
-	RedisPersistence string
+	// Settings are how each kind's servers run, where the file says
+	// (`servers: {redis: {persistence: aof-always}}`: cluster.Kind.Settings).
+	Settings cluster.Settings
 	// In is where the servers must run: "" (anywhere) or "docker" (in
 	// containers: a fault such as server-isolate needs them there).
 	In string
@@ -85,10 +87,9 @@ type file struct {
 }
 
 type serversFile struct {
-	In    string `yaml:"in"`
-	Redis struct {
-		Persistence string `yaml:"persistence"`
-	} `yaml:"redis"`
+	In string `yaml:"in"`
+	// Kinds are the settings of each kind the file names.
+	Kinds map[string]map[string]string `yaml:",inline"`
 }
 
 type clientsFile struct {
@@ -215,14 +216,8 @@ func Parse(b []byte, reg *impls.Registry) (*Scenario, error) {
 	default:
 		return nil, fmt.Errorf("line %d: clients.as %q: want goroutines or processes", yamlline.KeyLine(root, "clients"), raw.Clients.As)
 	}
-	switch p := raw.Servers.Redis.Persistence; p {
-	case "", "none", "aof-everysec", "aof-always", "rdb":
-		if p == "" {
-			p = "none" // as stated, so cases that say it and cases that do not share servers
-		}
-		s.Servers.RedisPersistence = p
-	default:
-		return nil, fmt.Errorf("line %d: servers.redis.persistence %q: want none, aof-everysec, aof-always or rdb", yamlline.KeyLine(root, "servers"), p)
+	if s.Servers.Settings, err = serverSettings(raw.Servers.Kinds); err != nil {
+		return nil, fmt.Errorf("line %d: %w", yamlline.KeyLine(root, "servers"), err)
 	}
 	switch raw.Servers.In {
 	case "", "docker":
@@ -415,4 +410,19 @@ func serversOf(reg *impls.Registry) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// serverSettings are the settings a file's servers: section gives its
+// kinds, in the order of their names.
+func serverSettings(kinds map[string]map[string]string) (cluster.Settings, error) {
+	var out cluster.Settings
+	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
+		for _, name := range slices.Sorted(maps.Keys(kinds[kind])) {
+			var err error
+			if out, err = out.With(impls.Server(kind), name, kinds[kind][name]); err != nil {
+				return "", fmt.Errorf("servers.%s: %w", kind, err)
+			}
+		}
+	}
+	return out, nil
 }

@@ -75,7 +75,7 @@ func TestParseGood(t *testing.T) {
 	if s.Name != "demo" || len(s.Approaches) != 2 || !s.Processes || s.Duration != 10*time.Second || s.Seed != 9 {
 		t.Fatalf("scenario = %+v", s)
 	}
-	if s.Servers.RedisPersistence != "aof-always" {
+	if s.Servers.Settings.Get(impls.Redis, "persistence") != "aof-always" {
 		t.Errorf("servers = %+v", s.Servers)
 	}
 	if s.Description != "What it shows, and why.\nSecond line." {
@@ -162,7 +162,7 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"expect a mapping not at-least", base + "expect: {memory: {atleast: [lost-update]}}\n", "or {at-least: [outcomes]}"},
 		{"expect at-least and more", base + "expect: {memory: {at-least: [lost-update], not: [revoked]}}\n", "or {at-least: [outcomes]}"},
 		{"expect at-least empty", base + "expect: {memory: {at-least: []}}\n", "empty list"},
-		{"redis persistence", base + "servers: {redis: {persistence: sometimes}}\n", `line 4: servers.redis.persistence "sometimes"`},
+		{"redis persistence", base + "servers: {redis: {persistence: sometimes}}\n", `line 4: servers.redis: persistence "sometimes": want none, aof-everysec`},
 		{"unknown server option", base + "servers: {redis: {persist: always}}\n", `unknown key "persist"`},
 		{"negative stall threshold", base + "stall_threshold: -1s\n", "line 4: stall_threshold -1s"},
 		{"bare stall threshold", base + "stall_threshold: 100\n", "line 4"},

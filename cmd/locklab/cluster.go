@@ -93,11 +93,11 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", n.Name, n.Server, n.Addr, n.Direct, n.Pid)
 		}
 		tw.Flush()
-		if dsn := c.Endpoints().MySQL; dsn != "" {
-			fmt.Fprintf(stdout, "mysql DSN: %s\n", dsn)
-		}
-		if dsn := c.Endpoints().Postgres; dsn != "" {
-			fmt.Fprintf(stdout, "postgres: %s\n", dsn)
+		ep := c.Endpoints()
+		for _, k := range cluster.KindNames() {
+			if dsn := ep.DSN(impls.Server(k)); dsn != "" {
+				fmt.Fprintf(stdout, "%s DSN: %s\n", k, dsn)
+			}
 		}
 		fmt.Fprintln(stdout, "Ctrl-C stops them.")
 	}

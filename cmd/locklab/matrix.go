@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
@@ -162,21 +163,14 @@ func countApplies(cells []matrix.Cell) int {
 const caseOverhead = 1500 * time.Millisecond
 
 // clusterStart is what a start of the servers a group of cases asks for
-// costs, as measured on a 2-core machine: embedded Redis nodes are up in
-// about 0.1 s and stopped as fast (a row of redis-setnx-px-lua starts them
-// three times: 3 s a start made its estimate 45 s against 35-36 s), while
-// MariaDB, ZooKeeper, etcd, PostgreSQL and any container take seconds.
+// costs: its slowest kind's (cluster.StartCost).
 func clusterStart(docker bool) func([]runner.Case) time.Duration {
 	return func(group []runner.Case) time.Duration {
-		if docker {
-			return 3 * time.Second
+		ss := make([]impls.Server, len(group))
+		for i, c := range group {
+			ss[i] = c.Approach.Server
 		}
-		for _, c := range group {
-			if c.Approach.Server != impls.Redis {
-				return 3 * time.Second
-			}
-		}
-		return 500 * time.Millisecond
+		return cluster.StartCost(docker, ss...)
 	}
 }
 

@@ -86,13 +86,13 @@ func approach(name, mistake string, plant func(*locker)) impls.Approach {
 		Summary: "SET NX PX, Lua compare-and-delete release; planted mistake: " + mistake,
 		Fails:   mistake + " (planted for locklab explore's tests)",
 		New: func(_ context.Context, env impls.Env) (impls.Locker, error) {
-			if len(env.Endpoints.Redis) == 0 {
+			if len(env.Endpoints[impls.Redis].Addrs) == 0 {
 				return nil, fmt.Errorf("%s: no redis endpoint", name)
 			}
 			// It connects at its first command: a client started while
 			// the server is down (a replacement during a server-kill) is
 			// told so by its commands, and an adapter of it still starts.
-			c := goredis.NewClient(&goredis.Options{Addr: env.Endpoints.Redis[0], Protocol: 2, DisableIdentity: true,
+			c := goredis.NewClient(&goredis.Options{Addr: env.Endpoints[impls.Redis].Addrs[0], Protocol: 2, DisableIdentity: true,
 				MaxRetries: -1, PoolSize: 1, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second,
 				WriteTimeout: 3 * time.Second, ContextTimeoutEnabled: true})
 			l := &locker{c: c, clk: env.Clock, id: fmt.Sprintf("client-%d-%s", env.ClientID, impls.NewToken())}

@@ -43,11 +43,11 @@ var LeaseApproach = impls.Approach{
 	Summary:         "concurrency.Mutex: key with a kept-alive lease under the lock prefix; lowest create revision holds",
 	Fails:           "a holder paused past its lease TTL keeps working after its key expired; only the revision (fencing token) can stop its writes",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		if len(env.Endpoints.Etcd) == 0 {
+		if len(env.Endpoints[impls.Etcd].Addrs) == 0 {
 			return nil, fmt.Errorf("etcd-lease: no etcd endpoint")
 		}
 		c, err := clientv3.New(clientv3.Config{
-			Endpoints:   env.Endpoints.Etcd,
+			Endpoints:   env.Endpoints[impls.Etcd].Addrs,
 			DialTimeout: 2 * time.Second,
 			Logger:      zap.NewNop(),
 		})

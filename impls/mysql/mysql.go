@@ -49,7 +49,7 @@ func checkKey(key string) error {
 // (conns connections at most) and creates the approach's tables if they
 // are missing.
 func openWithSchema(ctx context.Context, name string, s impls.Server, env impls.Env, conns int, schema ...string) (*sql.DB, error) {
-	dsns := dsnsOf(env.Endpoints, s)
+	dsns := env.Endpoints[s].DSNs
 	if len(dsns) == 0 {
 		return nil, fmt.Errorf("%s: no %s endpoint", name, s)
 	}
@@ -97,21 +97,6 @@ func execRetry(ctx context.Context, db execer, query string, args ...any) (sql.R
 
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-// dsnsOf are the DSNs a client of server kind s is given: one server's, or
-// every node of a replicated topology.
-func dsnsOf(ep impls.Endpoints, s impls.Server) []string {
-	switch s {
-	case impls.MySQLReplicated:
-		return ep.MySQLReplicated
-	case impls.MySQLSemiSync:
-		return ep.MySQLSemiSync
-	}
-	if ep.MySQL == "" {
-		return nil
-	}
-	return []string{ep.MySQL}
 }
 
 // replicated says whether s is a replicated topology, whose clients

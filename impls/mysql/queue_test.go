@@ -46,7 +46,7 @@ func TestQueueFairDeadWaiterAtTheHead(t *testing.T) {
 
 func deadWaiterAtTheHead(t *testing.T, key string, hold time.Duration) {
 	ctx := context.Background()
-	direct, err := open(ctx, impls.MySQL, []string{testCluster.DirectEndpoints().MySQL}, 1)
+	direct, err := open(ctx, impls.MySQL, []string{testCluster.DirectEndpoints().DSN(impls.MySQL)}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,10 +37,10 @@ var AdvisoryApproach = impls.Approach{
 	Summary:  "SELECT pg_advisory_lock(hashtextextended(key, 0)) on a dedicated session",
 	Fails:    "a dropped connection frees every lock of the session at once, and the holder learns it only at its next statement",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		if env.Endpoints.Postgres == "" {
+		if env.Endpoints.DSN(impls.Postgres) == "" {
 			return nil, fmt.Errorf("pg-advisory: no postgres endpoint")
 		}
-		l := &Advisory{dsn: env.Endpoints.Postgres, chunk: waitChunk}
+		l := &Advisory{dsn: env.Endpoints.DSN(impls.Postgres), chunk: waitChunk}
 		if err := l.connect(ctx); err != nil {
 			return nil, err
 		}

@@ -18,7 +18,7 @@ import (
 // every other waiter starves. With 1 ms chunks the race is hit in most
 // runs; the lock must be free at the end and every contender done.
 func TestLockTimeoutRaceLeavesNoHiddenGrant(t *testing.T) {
-	dsn := testCluster.DirectEndpoints().Postgres
+	dsn := testCluster.DirectEndpoints().DSN(impls.Postgres)
 	const contenders, cycles = 8, 150
 	key := "timeout-race-" + impls.NewToken()
 	ctx := context.Background()

@@ -29,7 +29,7 @@ import (
 func BenchmarkCycle(b *testing.B) {
 	ctx := context.Background()
 	b.Run("bare-go-redis", func(b *testing.B) {
-		c := newClientNoPing(testCluster.DirectEndpoints().Redis[0])
+		c := newClientNoPing(testCluster.DirectEndpoints()[impls.Redis].Addrs[0])
 		defer c.Close()
 		for i := 0; b.Loop(); i++ {
 			key, token := fmt.Sprintf("bare-%d", i%64), fmt.Sprintf("t%d", i)
@@ -56,7 +56,7 @@ func BenchmarkCycle(b *testing.B) {
 	}{{"bare-fanout-all", 5, 5}, {"bare-fanout-majority", 5, 3}, {"bare-fanout-quorum-only", 3, 3}} {
 		b.Run(wait.name, func(b *testing.B) {
 			var nodes []*goredis.Client
-			for _, a := range testCluster.DirectEndpoints().Redis[:wait.nodes] {
+			for _, a := range testCluster.DirectEndpoints()[impls.Redis].Addrs[:wait.nodes] {
 				c := newClientNoPing(a)
 				defer c.Close()
 				nodes = append(nodes, c)
@@ -96,7 +96,7 @@ func BenchmarkCycle(b *testing.B) {
 				lease, err := l.Acquire(ctx, fmt.Sprintf("cycle-%d", i%64), impls.AcquireOptions{TTL: 10 * time.Second, Try: true})
 				if err != nil {
 					var held []string
-					for _, a := range testCluster.DirectEndpoints().Redis {
+					for _, a := range testCluster.DirectEndpoints()[impls.Redis].Addrs {
 						c := newClientNoPing(a)
 						v, _ := c.Get(ctx, fmt.Sprintf("cycle-%d", i%64)).Result()
 						ttl, _ := c.PTTL(ctx, fmt.Sprintf("cycle-%d", i%64)).Result()

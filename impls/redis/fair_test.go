@@ -36,7 +36,7 @@ func TestFairDeadWaiterAtTheHead(t *testing.T) {
 		wait = 2 * time.Second // the dead waiter's deadline
 	)
 	key := "fair-dead-waiter"
-	direct := newClientNoPing(testCluster.DirectEndpoints().Redis[0])
+	direct := newClientNoPing(testCluster.DirectEndpoints()[impls.Redis].Addrs[0])
 	defer direct.Close()
 	queue, _ := queueKeys(key)
 	queued := func(n int64) {

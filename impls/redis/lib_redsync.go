@@ -29,12 +29,12 @@ var RedsyncApproach = impls.Approach{
 	Summary:  "go-redsync/redsync v4 (Redlock) over the 5 independent masters",
 	Fails:    "as redis-redlock; its errors do not say whether a timed-out acquire landed (the adapter reports it indeterminate), and Extend only resets the original expiry",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		if len(env.Endpoints.Redis) < 3 {
-			return nil, fmt.Errorf("lib-redsync: need at least 3 independent redis nodes, have %d", len(env.Endpoints.Redis))
+		if len(env.Endpoints[impls.Redis].Addrs) < 3 {
+			return nil, fmt.Errorf("lib-redsync: need at least 3 independent redis nodes, have %d", len(env.Endpoints[impls.Redis].Addrs))
 		}
 		// The library needs a quorum at work, like redis-redlock.
 		probe := &Redlock{clock: env.Clock, workers: newWorkers()}
-		for _, a := range env.Endpoints.Redis {
+		for _, a := range env.Endpoints[impls.Redis].Addrs {
 			probe.nodes = append(probe.nodes, newClientNoPing(a))
 		}
 		if down := probe.down(ctx); len(probe.nodes)-down < probe.quorum() {

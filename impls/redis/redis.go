@@ -205,8 +205,8 @@ func newSingle(name string, mk func(c *goredis.Client, clk clock.Clock) *single)
 // firstNode connects approach name's client to the first Redis node, the
 // one every single-node approach uses.
 func firstNode(ctx context.Context, name string, env impls.Env) (*goredis.Client, error) {
-	if len(env.Endpoints.Redis) == 0 {
+	if len(env.Endpoints[impls.Redis].Addrs) == 0 {
 		return nil, fmt.Errorf("%s: no redis endpoint", name)
 	}
-	return newClient(ctx, env.Endpoints.Redis[0])
+	return newClient(ctx, env.Endpoints[impls.Redis].Addrs[0])
 }

@@ -59,13 +59,13 @@ var RedlockQuorumApproach = impls.Approach{
 // asks a bare majority first.
 func newRedlock(name string, quorumFirst bool) func(context.Context, impls.Env) (impls.Locker, error) {
 	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		if len(env.Endpoints.Redis) < 3 {
-			return nil, fmt.Errorf("%s: need at least 3 independent redis nodes, have %d", name, len(env.Endpoints.Redis))
+		if len(env.Endpoints[impls.Redis].Addrs) < 3 {
+			return nil, fmt.Errorf("%s: need at least 3 independent redis nodes, have %d", name, len(env.Endpoints[impls.Redis].Addrs))
 		}
 		// A fault-tolerant client starts with a minority of nodes down:
 		// it needs a quorum to answer, and reconnects to the rest later.
 		r := &Redlock{clock: env.Clock, quorumFirst: quorumFirst, workers: newWorkers()}
-		for _, a := range env.Endpoints.Redis {
+		for _, a := range env.Endpoints[impls.Redis].Addrs {
 			r.nodes = append(r.nodes, newClientNoPing(a))
 		}
 		res := r.onAll(ctx, r.all(), 2*time.Second, func(ctx context.Context, _ int, c *goredis.Client) (bool, error) {

@@ -17,7 +17,7 @@ import (
 func tokensOn(ctx context.Context, t *testing.T, key string) []string {
 	t.Helper()
 	var vals []string
-	for _, a := range testCluster.DirectEndpoints().Redis {
+	for _, a := range testCluster.DirectEndpoints()[impls.Redis].Addrs {
 		c := newClientNoPing(a)
 		v, _ := c.Get(ctx, key).Result()
 		c.Close()
@@ -58,7 +58,7 @@ var setCallsRE = regexp.MustCompile(`cmdstat_set:calls=(\d+)`)
 // setCalls counts the SET commands node i has run.
 func setCalls(ctx context.Context, t *testing.T, i int) int {
 	t.Helper()
-	c := newClientNoPing(testCluster.DirectEndpoints().Redis[i])
+	c := newClientNoPing(testCluster.DirectEndpoints()[impls.Redis].Addrs[i])
 	defer c.Close()
 	return infoCount(ctx, t, c, "commandstats", setCallsRE)
 }
@@ -66,7 +66,7 @@ func setCalls(ctx context.Context, t *testing.T, i int) int {
 // setOn writes a foreign value on node i, as another client's lock would be.
 func setOn(ctx context.Context, t *testing.T, i int, key, val string) {
 	t.Helper()
-	c := newClientNoPing(testCluster.DirectEndpoints().Redis[i])
+	c := newClientNoPing(testCluster.DirectEndpoints()[impls.Redis].Addrs[i])
 	defer c.Close()
 	if err := c.Set(ctx, key, val, 10*time.Second).Err(); err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestRedlockQuorumHedgesAStoppedNode(t *testing.T) {
 	defer cancel()
 	l := newLocker(t, RedlockQuorumApproach, 1)
 	key := "redlock-quorum-hedge"
-	admin := newClientNoPing(testCluster.DirectEndpoints().Redis[0])
+	admin := newClientNoPing(testCluster.DirectEndpoints()[impls.Redis].Addrs[0])
 	defer admin.Close()
 	const pause = 2 * time.Second
 	if err := admin.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "WRITE").Err(); err != nil {

@@ -30,7 +30,7 @@ func TestRedlockReleaseNeedsAMajority(t *testing.T) {
 	}
 	// The leftover: A's token back on the last node, as if its delete had
 	// not reached it.
-	nodes := testCluster.DirectEndpoints().Redis
+	nodes := testCluster.DirectEndpoints()[impls.Redis].Addrs
 	last := newClientNoPing(nodes[len(nodes)-1])
 	defer last.Close()
 	if err := last.Set(ctx, key, stale.(*lease).token, 10*time.Second).Err(); err != nil {

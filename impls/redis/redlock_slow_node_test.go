@@ -36,7 +36,7 @@ func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
 				}
 			}
 			cycle() // every connection made
-			admin := newClientNoPing(testCluster.DirectEndpoints().Redis[0])
+			admin := newClientNoPing(testCluster.DirectEndpoints()[impls.Redis].Addrs[0])
 			defer admin.Close()
 			before := infoCount(ctx, t, admin, "stats", connsRE)
 			const pause = 300 * time.Millisecond

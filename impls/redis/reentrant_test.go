@@ -188,7 +188,7 @@ func retriedInnerRelease(t *testing.T, a impls.Approach, key string) (doubleGran
 	}
 	// What the server counts for the holder now: 1 if only one release
 	// took effect (the latch answered the retry), nothing if both did.
-	direct := newClientNoPing(testCluster.DirectEndpoints().Redis[0])
+	direct := newClientNoPing(testCluster.DirectEndpoints()[impls.Redis].Addrs[0])
 	defer direct.Close()
 	count, err := direct.HGet(context.Background(), key, holder.(*hashLock).owner).Int()
 	if err != nil && !errors.Is(err, goredis.Nil) {

@@ -18,8 +18,8 @@ import (
 // failover. As newClient: one connection, no retries (a retried SET NX
 // whose first attempt succeeded would report "not set"), deadlines on the
 // socket.
-func newSentinelClient(ctx context.Context, ep impls.Endpoints) (*goredis.Client, error) {
-	if len(ep.RedisSentinels) == 0 || ep.RedisSentinelMaster == "" {
+func newSentinelClient(ctx context.Context, ep impls.Servers) (*goredis.Client, error) {
+	if len(ep.Addrs) == 0 || ep.Sentinel == nil || ep.Sentinel.Master == "" {
 		return nil, fmt.Errorf("no redis-sentinel endpoints")
 	}
 	// The Sentinels name the primary (and each other) at addresses of
@@ -27,14 +27,14 @@ func newSentinelClient(ctx context.Context, ep impls.Endpoints) (*goredis.Client
 	const dialTimeout = 2 * time.Second
 	dialer := goredis.NewDialer(&goredis.Options{DialTimeout: dialTimeout}) // go-redis's own
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if via, ok := ep.RedisSentinelRoutes[addr]; ok {
+		if via, ok := ep.Sentinel.Routes[addr]; ok {
 			addr = via
 		}
 		return dialer(ctx, network, addr)
 	}
 	c := goredis.NewFailoverClient(&goredis.FailoverOptions{
-		MasterName:            ep.RedisSentinelMaster,
-		SentinelAddrs:         ep.RedisSentinels,
+		MasterName:            ep.Sentinel.Master,
+		SentinelAddrs:         ep.Addrs,
 		Dialer:                dial,
 		Protocol:              2,
 		DisableIdentity:       true,
@@ -47,7 +47,7 @@ func newSentinelClient(ctx context.Context, ep impls.Endpoints) (*goredis.Client
 	})
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("redis sentinel %s: %w: %w", ep.RedisSentinelMaster, impls.ErrUnavailable, err)
+		return nil, fmt.Errorf("redis sentinel %s: %w: %w", ep.Sentinel.Master, impls.ErrUnavailable, err)
 	}
 	return c, nil
 }
@@ -56,7 +56,7 @@ func newSentinelClient(ctx context.Context, ep impls.Endpoints) (*goredis.Client
 // Sentinel topology: the single-node shape, with the failover client.
 func newSentinelSingle(mk func(c *goredis.Client, clk clock.Clock) *single) func(context.Context, impls.Env) (impls.Locker, error) {
 	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		c, err := newSentinelClient(ctx, env.Endpoints)
+		c, err := newSentinelClient(ctx, env.Endpoints[impls.RedisSentinel])
 		if err != nil {
 			return nil, err
 		}

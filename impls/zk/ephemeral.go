@@ -24,7 +24,7 @@ var EphemeralApproach = impls.Approach{
 	Summary:         "create one ephemeral node; waiters watch it and race again when it is deleted",
 	Fails:           "a holder paused past its session timeout keeps working after its node is gone (it learns only from the loss signal); every release wakes all waiters",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		s, err := connectUnder(ctx, env.Clock, env.Endpoints.ZooKeeper, root+"/ephemeral")
+		s, err := connectUnder(ctx, env.Clock, env.Endpoints[impls.ZooKeeper].Addrs, root+"/ephemeral")
 		if err != nil {
 			return nil, err
 		}

@@ -43,7 +43,7 @@ func watchedPaths(t *testing.T, servers []string, dir string) []string {
 func TestSequentialWaitersWatchTheirPredecessors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	servers := testCluster.DirectEndpoints().ZooKeeper
+	servers := testCluster.DirectEndpoints()[impls.ZooKeeper].Addrs
 	env := impls.Env{Endpoints: testCluster.DirectEndpoints(), Clock: &clock.Skewable{}}
 	newLocker := func() impls.Locker {
 		l, err := SequentialApproach.New(ctx, env)

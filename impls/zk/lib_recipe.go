@@ -29,7 +29,7 @@ var RecipeApproach = impls.Approach{
 	Summary:         "go-zookeeper zk.NewLock(...).Lock(): sequential nodes, watch the predecessor",
 	Fails:           "no context, no try, no loss signal: a caller cannot stop waiting, and after a session expiry the holder is not told",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		s, err := connect(ctx, env.Clock, env.Endpoints.ZooKeeper)
+		s, err := connect(ctx, env.Clock, env.Endpoints[impls.ZooKeeper].Addrs)
 		if err != nil {
 			return nil, err
 		}

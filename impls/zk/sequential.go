@@ -30,7 +30,7 @@ var SequentialApproach = impls.Approach{
 	Summary:         "ephemeral sequential node under the key; lowest holds; each waiter watches its predecessor",
 	Fails:           "a holder paused past its session timeout keeps working after its node is gone; only the fencing token (sequence) can stop its writes",
 	New: func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-		s, err := connectUnder(ctx, env.Clock, env.Endpoints.ZooKeeper, root+"/sequential")
+		s, err := connectUnder(ctx, env.Clock, env.Endpoints[impls.ZooKeeper].Addrs, root+"/sequential")
 		if err != nil {
 			return nil, err
 		}

@@ -46,7 +46,10 @@ func TestMatrixSmallEndToEnd(t *testing.T) {
 		t.Fatalf("%d cells, want 9", len(m.Cells))
 	}
 	c, _ := m.Cell("redis-setnx-px-lua", "client-pause")
-	if c.Ran != 2 || c.Caught != 2 || !c.ExpectsViolation {
+	// Caught in at least one run: a run on a starved machine may miss the
+	// lost update (the second holder's write came after the first's);
+	// how often each cell catches is the catch-rate pass's to measure.
+	if c.Ran != 2 || c.Caught < 1 || c.Contradicted != 0 || !c.ExpectsViolation {
 		t.Errorf("the GC pause cell: %+v", c)
 	}
 	c, _ = m.Cell("redis-get-set", "none")

@@ -538,6 +538,9 @@ func TestSharedServersKeepCasesApart(t *testing.T) {
 // persisting is the server options of Redis nodes persisting as mode says.
 func persisting(t testing.TB, mode string) ServerOptions {
 	t.Helper()
+	if mode == "" { // the servers' default
+		return ServerOptions{}
+	}
 	s, err := cluster.Settings("").With(impls.Redis, "persistence", mode)
 	if err != nil {
 		t.Fatal(err)

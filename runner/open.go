@@ -9,15 +9,16 @@ import (
 	"github.com/locklab/locklab/verdict"
 )
 
-// Session is a plan held open for a caller that picks each case from what
-// the last one showed (locklab explore): the servers start when the first
-// case needs them (and again when a case asks for other server options),
-// every case goes through runCase's numbered steps into one history and
-// one results folder, and Close writes the plan's artifacts as Run does.
-// RunCases runs a batch of cases side by side when the runner is Parallel
-// (as a parallel run does: each case on a lane its faults allow, those
-// whose faults reach no server sharing theirs, at most MaxCases at once),
-// one after the other when it is not.
+// Session is a plan held open: Run is Open, RunCases of the plan's cases
+// and Close; a caller that picks each batch of cases from what the last
+// one showed (locklab explore) makes those calls itself. The servers start
+// when the first case needs them (and again when a case asks for other
+// server options), every case goes through runCase's numbered steps into
+// one history and one results folder, and Close writes the plan's
+// artifacts. RunCases runs a batch side by side when the runner is
+// Parallel (each case on a lane its faults allow, those whose faults reach
+// no server sharing theirs, at most MaxCases at once), one after the other
+// when it is not.
 type Session struct {
 	s         *session
 	stopWatch func() // the stall probe of locklab itself

@@ -340,66 +340,6 @@ func namedNode(node string) bool {
 	return true
 }
 
-// Estimate is about how long p takes to run, allowing perCase on top of
-// each case's expected length (expectedLength) and perCluster(group) for
-// each start of the servers a group of cases asks for: one case after the
-// other, their sum; in parallel, each group of cases asking for the same
-// server options played through the scheduler the run uses (at most
-// maxCases at once), groups one after the other.
-func Estimate(p Plan, parallel bool, maxCases int, perCase time.Duration, perCluster func(group []Case) time.Duration) time.Duration {
-	cost := func(c Case) time.Duration { return expectedLength(c, p.EndWhenAnswered) + perCase }
-	groups := groupsByServers(p.Cases)
-	var total time.Duration
-	for _, g := range groups {
-		total += perCluster(g)
-	}
-	if !parallel {
-		for _, c := range p.Cases {
-			total += cost(c)
-		}
-		return total
-	}
-	if maxCases <= 0 {
-		maxCases = DefaultMaxCases()
-	}
-	ls := p.layouts(parallel, maxCases)
-	for _, group := range groups {
-		total += simulate(group, p.ShareServers, ls, maxCases, cost)
-	}
-	return total
-}
-
-// simulate plays a group of cases through the scheduler, each taking
-// cost, and returns when the last would end.
-func simulate(cases []Case, share bool, ls layouts, maxCases int, cost func(Case) time.Duration) time.Duration {
-	s := newScheduler(cases, share, ls)
-	type running struct {
-		i, lane int
-		end     time.Duration
-	}
-	var now time.Duration
-	var busy []running
-	waiting := caseOrder(cases, cost)
-	for len(waiting) > 0 || len(busy) > 0 {
-		waiting = s.pass(waiting, maxCases-len(busy), func(i, li int) {
-			busy = append(busy, running{i: i, lane: li, end: now + cost(cases[i])})
-		})
-		if len(busy) == 0 {
-			break // nothing can start: cannot happen, every case has a lane
-		}
-		k := 0
-		for j := range busy {
-			if busy[j].end < busy[k].end {
-				k = j
-			}
-		}
-		now = busy[k].end
-		s.leave(busy[k].i, busy[k].lane)
-		busy = slices.Delete(busy, k, k+1)
-	}
-	return now
-}
-
 // newScheduler is the scheduler of a group of cases; share: cases whose
 // faults reach no server share their lane (Plan.ShareServers).
 func newScheduler(cases []Case, share bool, ls layouts) *scheduler {
@@ -409,39 +349,4 @@ func newScheduler(cases []Case, share bool, ls layouts) *scheduler {
 		s.share[i] = share && sharesServers(c)
 	}
 	return s
-}
-
-// expectedLength is about how long c runs: its duration, or, when it ends
-// once answered (answer.go), until its faults' first round has run its
-// course, plus what the rule watches after it and the tail.
-func expectedLength(c Case, early bool) time.Duration {
-	d := c.Workload.Duration
-	if !early && !c.EndWhenAnswered {
-		return d
-	}
-	plan, err := compileFaults(c)
-	if err != nil {
-		return d
-	}
-	rule, ok := newAnswerRule(c, plan)
-	if !ok || len(plan) == 0 {
-		return d
-	}
-	var round time.Duration
-	first := plan[0].At
-	seen := map[int]bool{}
-	for _, p := range plan {
-		first = min(first, p.At)
-		if !seen[p.Step] {
-			seen[p.Step] = true
-			round = max(round, p.At+p.For)
-		}
-	}
-	end := round + answerTail
-	if !rule.unsafe {
-		// A lease from the first fault, and grants after the round: the
-		// holds of the clients but one (the last was going on).
-		end = max(end, first+rule.lease+answerTail) + time.Duration(rule.clients-1)*max(c.Workload.Hold.A, c.Workload.Hold.B)
-	}
-	return min(d, end)
 }

@@ -83,43 +83,41 @@ type Cluster interface {
 	Close() error
 }
 
-// Run executes the plan's cases in order. On ctx cancellation (Ctrl-C) it
-// stops, writes what ran so far marked incomplete, and returns ctx's error.
-// results.json is rewritten (atomically) after every case.
+// Run executes the plan's cases: Open, RunCases, Close. On ctx
+// cancellation (Ctrl-C) it stops, writes what ran so far marked
+// incomplete, and returns ctx's error. results.json is rewritten
+// (atomically) after every case.
 func (r *Runner) Run(ctx context.Context, p Plan) (*Outcome, error) {
-	s, err := r.begin(ctx, p)
+	x, out, err := r.open(ctx, p)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	defer s.closeFaultLog() // after the servers: their last heals write to it
-	defer s.closeServers()
-	if err := s.save(); err != nil {
-		return s.out, infraErr(err)
-	}
-	if err := s.openHistory(); err != nil {
-		return s.finish(ctx, err)
-	}
-	stopWatch := s.watchStalls(ctx)
-	var runErr error
-	if r.Parallel {
-		runErr = s.runInLanes(ctx)
-	} else {
-		runErr = s.runInOrder(ctx)
-	}
-	stopWatch()
-	return s.end(ctx, runErr)
+	return x.Close(ctx, x.s.runCases(ctx, p.Cases, nil))
 }
 
-// begin makes the session of plan p. Usage errors come first: nothing is
-// created for a plan that cannot start.
-func (r *Runner) begin(ctx context.Context, p Plan) (*session, error) {
+// open starts the session of plan p: its results folder, results.json,
+// history and stall monitor. Usage errors come first: nothing is created
+// for a plan that cannot start. On an error after the folder was made, the
+// outcome is what was written.
+func (r *Runner) open(ctx context.Context, p Plan) (*Session, *Outcome, error) {
 	if len(p.Cases) == 0 {
-		return nil, usageErr(fmt.Errorf("nothing to run"))
+		return nil, nil, usageErr(fmt.Errorf("nothing to run"))
 	}
 	if err := checkExternalKinds(p.External, p.servers()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return newSession(r, p, p.External)
+	s, err := newSession(r, p, p.External)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.save(); err != nil {
+		return nil, s.out, infraErr(err)
+	}
+	if err := s.openHistory(); err != nil {
+		out, err := s.finish(ctx, err)
+		return nil, out, err
+	}
+	return &Session{s: s, stopWatch: s.watchStalls(ctx)}, nil, nil
 }
 
 // LoadExternal reads the user's cluster config at path (--cluster

@@ -43,10 +43,11 @@ type session struct {
 	hfile    *history.Writer // nil: no case records its history
 	faultLog *lazyFile       // fault-commands.log; nil: the servers take no fault commands
 	base     caseEnv         // what every case's environment starts from
-	slots    chan struct{}   // a parallel run's cases at once
+	atOnce   int             // how many cases run at once: MaxCases in parallel, else 1
 	mu       sync.Mutex      // guards res, out, hists, cited and step between lanes
 	hists    map[string][3]*hdrhistogram.Histogram
 	step     int // cases begun so far (their servers were up)
+	nextProc int // the first process id of the next case run one after the other
 	// cited are the history lines each case's violations name (by case).
 	cited map[string][]int64
 }
@@ -78,7 +79,10 @@ func newSession(r *Runner, p Plan, ext *cluster.ExternalConfig) (*session, error
 		maxCases = DefaultMaxCases()
 	}
 	s.layouts = p.layouts(r.Parallel, maxCases)
-	s.slots = make(chan struct{}, maxCases)
+	s.atOnce = 1
+	if r.Parallel {
+		s.atOnce = maxCases
+	}
 	s.base = caseEnv{history: history.Discard{}, mono: clock.NewMonotonic(), dir: dir, nonce: randHex(2),
 		steps: len(p.Cases), progress: r.Progress, logf: r.logf, workerArgv: r.WorkerArgv, healthTimeout: r.HealthTimeout,
 		lean: p.Lean, endWhenAnswered: p.EndWhenAnswered, stall: p.stallProbe()}
@@ -223,99 +227,54 @@ func (s *session) record(c Case, co caseOutcome) error {
 	return nil
 }
 
-// errOtherLane ends a lane's context when another lane failed.
+// errOtherLane ends the context of the cases running when one failed.
 var errOtherLane = errors.New("another lane failed")
-
-// runLane runs cases one after the other in one environment, each once a
-// slot is free.
-func (s *session) runLane(ctx context.Context, env *caseEnv, cases []Case) error {
-	for _, c := range cases {
-		select {
-		case s.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil
-		}
-		s.mu.Lock()
-		s.step++
-		env.step = s.step
-		s.mu.Unlock()
-		co, err := runCase(ctx, env, c)
-		<-s.slots
-		if err != nil {
-			return err
-		}
-		if errors.Is(context.Cause(ctx), errOtherLane) {
-			// Cut short because another lane failed: what it saw is not
-			// an observation of the case (a violation it was due to show
-			// would read as missed). The run reports the other lane's
-			// error.
-			return nil
-		}
-		if err := s.record(c, co); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// runInOrder runs the plan's cases one after the other.
-func (s *session) runInOrder(ctx context.Context) error {
-	env := s.base
-	for _, c := range s.p.Cases {
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := s.ensureServers(ctx, c); err != nil {
-			return err
-		}
-		env.useServers(s.servers)
-		if err := s.runLane(ctx, &env, []Case{c}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// runInLanes runs cases side by side: cases that ask for the same server
-// options share one cluster, started when the group before ended; within
-// it the scheduler (lanes.go) starts each case on a lane when one is free
-// for it and fewer than MaxCases run. Each case numbers its processes in a
-// range of its own (they all write one history) and reaches its servers
-// through client proxies of its own slot's.
-func (s *session) runInLanes(ctx context.Context) error {
-	for _, group := range groupsByServers(s.p.Cases) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := s.ensureServers(ctx, group[0]); err != nil {
-			return err
-		}
-		err := s.runGroup(ctx, group, func(i int, co caseOutcome) error { return s.record(group[i], co) })
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // caseLinks is how many client ids (cluster.ClientEndpoints) each of the
 // cases at once reserves for its own proxies.
 const caseLinks = 10_000
 
-// runGroup runs a group's cases on the servers running now, telling done
-// of each as it ends (from the case's goroutine); the first case to fail
-// stops the others.
-func (s *session) runGroup(ctx context.Context, group []Case, done func(i int, co caseOutcome) error) error {
+// runCases runs cases and keeps each in the results, telling keep (nil:
+// nobody) of each by its index in cases, from the case's goroutine. Cases
+// that ask for the same server options run together, on servers started
+// for them, groups in order of first appearance (runGroup). The first case
+// to fail stops the others and is the error; once ctx ends, no case starts.
+func (s *session) runCases(ctx context.Context, cases []Case, keep func(i int, co caseOutcome)) error {
+	for _, idx := range indicesByServers(cases) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := s.ensureServers(ctx, cases[idx[0]]); err != nil {
+			return err
+		}
+		err := s.runGroup(ctx, pick(cases, idx), func(i int, co caseOutcome) {
+			if keep != nil {
+				keep(idx[i], co)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runGroup runs a group's cases on the servers running now: the scheduler
+// (lanes.go) starts each case on a lane when one is free for it and fewer
+// than atOnce run; one at a time, in the order given, when the runner is
+// not Parallel. The first case to fail cuts the others short.
+func (s *session) runGroup(ctx context.Context, group []Case, keep func(i int, co caseOutcome)) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sched := newScheduler(group, s.p.ShareServers, s.layouts)
-	waiting := caseOrder(group, func(c Case) time.Duration { return expectedLength(c, s.p.EndWhenAnswered) })
+	waiting := s.startOrder(group)
 	type ended struct {
 		i, lane, slot int
+		env           *caseEnv
 		err           error
 	}
 	ends := make(chan ended)
-	free := make([]int, cap(s.slots)) // the slots of cases at once not in use
+	free := make([]int, s.atOnce) // the slots of cases at once not in use
 	for i := range free {
 		free[i] = len(free) - 1 - i
 	}
@@ -326,18 +285,10 @@ func (s *session) runGroup(ctx context.Context, group []Case, done func(i int, c
 				slot := free[len(free)-1]
 				free = free[:len(free)-1]
 				running++
-				env := s.base
-				env.useServers(s.servers)
-				env.lane = sched.lanes[li].nodes
-				env.linkBase = (slot + 1) * caseLinks
-				s.mu.Lock()
-				s.step++
-				env.step = s.step
-				env.procBase = s.step * laneProcs
-				s.mu.Unlock()
+				env := s.envOf(slot, sched.lanes[li].nodes)
 				go func() {
-					err := runOne(lctx, &env, group[i], func(co caseOutcome) error { return done(i, co) })
-					ends <- ended{i: i, lane: li, slot: slot, err: err}
+					err := s.runOne(lctx, env, group[i], func(co caseOutcome) { keep(i, co) })
+					ends <- ended{i: i, lane: li, slot: slot, env: env, err: err}
 				}()
 			})
 		}
@@ -347,6 +298,7 @@ func (s *session) runGroup(ctx context.Context, group []Case, done func(i int, c
 		e := <-ends
 		sched.leave(e.i, e.lane)
 		free = append(free, e.slot)
+		s.nextProc = e.env.procBase // one after the other, a case numbers its processes on from the last's
 		if e.err != nil && firstErr == nil && !errors.Is(e.err, context.Canceled) {
 			firstErr = e.err
 			cancel(errOtherLane)
@@ -355,19 +307,60 @@ func (s *session) runGroup(ctx context.Context, group []Case, done func(i int, c
 	return firstErr
 }
 
-// runOne runs one case of a parallel run and hands its outcome to done.
-func runOne(ctx context.Context, env *caseEnv, c Case, done func(caseOutcome) error) error {
+// startOrder is the order in which a group's cases wait to start: side by
+// side, caseOrder's; one after the other, the order given.
+func (s *session) startOrder(group []Case) []int {
+	if s.r.Parallel {
+		return caseOrder(group, func(c Case) time.Duration { return expectedLength(c, s.p.EndWhenAnswered) })
+	}
+	order := make([]int, len(group))
+	for i := range order {
+		order[i] = i
+	}
+	return order
+}
+
+// envOf is the environment of the next case to start, on slot of those at
+// once and on lane. Cases side by side each number their processes in a
+// range of their own (they all write one history) and reach their servers
+// through client proxies of their slot's; one after the other, a case
+// numbers them on from the last and uses the first proxies.
+func (s *session) envOf(slot int, lane laneNodes) *caseEnv {
+	env := s.base
+	env.useServers(s.servers)
+	env.lane = lane
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.step++
+	env.step = s.step
+	if env.steps == 0 { // a session's cases to come are not known
+		env.steps = s.step
+	}
+	if s.r.Parallel {
+		env.linkBase, env.procBase = (slot+1)*caseLinks, s.step*laneProcs
+	} else {
+		env.procBase = s.nextProc
+	}
+	return &env
+}
+
+// runOne runs case c and keeps it in the results, unless another case
+// failed: cut short, what it saw is not an observation of the case (a
+// violation it was due to show would read as missed), and the run reports
+// the other case's error.
+func (s *session) runOne(ctx context.Context, env *caseEnv, c Case, keep func(caseOutcome)) error {
 	co, err := runCase(ctx, env, c)
 	if err != nil {
 		return err
 	}
 	if errors.Is(context.Cause(ctx), errOtherLane) {
-		// Cut short because another case failed: what it saw is not an
-		// observation of the case (a violation it was due to show would
-		// read as missed). The run reports the other case's error.
 		return nil
 	}
-	return done(co)
+	if err := s.record(c, co); err != nil {
+		return err
+	}
+	keep(co)
+	return nil
 }
 
 // end closes the history, writes the plan's artifacts and finishes. A run

@@ -59,78 +59,93 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if code >= 0 {
 		return code
 	}
-	var src iofs.FS = matrix.Shipped
-	if *dir != "" {
-		src = os.DirFS(*dir)
-	}
-	m, err := matrix.Load(src, reg)
+	m, err := loadMatrix(*dir, reg)
 	if err != nil {
 		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
 		return exitUsage
 	}
 	opt := runner.MatrixOptions{Approaches: approaches, Faults: faults, Runs: *runs, Cells: *which, MinCatchRate: *minCatch,
 		Seed: *seed, ResultsDir: *results, Docker: docker}
-	plan, cells, err := runner.MatrixPlan(reg, m, opt)
-	if err != nil {
-		return exitCode(stderr, err)
-	}
-	if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
-		return code
-	}
 	estimate := func(p runner.Plan) time.Duration {
 		return runner.Estimate(p, !*sequential, *parallel, caseOverhead, clusterStart(docker != nil))
 	}
-	est := estimate(plan)
-	if *budget > 0 && est > *budget && opt.Runs > 1 {
-		// Plan the runs to fit: fewer per cell, each cell's first runs
-		// first (a budget that still runs out leaves every cell its
-		// first runs).
-		asked, askedEst := opt.Runs, est
-		for opt.Runs > 1 && est > *budget {
-			opt.Runs--
-			if plan, cells, err = runner.MatrixPlan(reg, m, opt); err != nil {
-				return exitCode(stderr, err)
-			}
-			if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
-				return code
-			}
-			est = estimate(plan)
-		}
+	fit, err := runner.FitMatrix(reg, m, opt, *budget, estimate)
+	if err != nil {
+		return exitCode(stderr, err)
+	}
+	plan, cells, est := fit.Plan, fit.Cells, fit.Estimate
+	if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
+		return code
+	}
+	if fit.Runs < opt.Runs {
 		fmt.Fprintf(stderr, "locklab matrix: --runs %d would take about %v, past the --budget of %v: %d run(s) per cell\n",
-			asked, roughly(askedEst), *budget, opt.Runs)
+			opt.Runs, roughly(fit.AskedEstimate), *budget, fit.Runs)
+		opt.Runs = fit.Runs
 	}
 	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), roughly(est))
+	began := time.Now()
+	out, interrupted, err := runMatrix(ctx, plan, *budget, !*sequential, *parallel, stderr)
+	if out == nil {
+		return exitCode(stderr, err)
+	}
+	fmt.Fprintf(stderr, "locklab matrix: %d runs in %v (estimated %v)\n", len(out.Results.Runs), time.Since(began).Round(time.Second), roughly(est))
+	mat, werr := writeMatrix(out, cells, opt, args, *junit, stdout, stderr)
+	if werr != nil {
+		fmt.Fprintf(stderr, "locklab matrix: %v\n", werr)
+		return exitInfra
+	}
+	if err != nil && !interrupted {
+		return exitCode(stderr, err)
+	}
+	return matrixExit(mat, interrupted, stderr)
+}
+
+// writeMatrix folds the runs of out into the cells, writes the matrix's
+// files beside the results and prints its table.
+func writeMatrix(out *runner.Outcome, cells []matrix.Cell, opt runner.MatrixOptions, args []string, junit string, stdout, stderr io.Writer) (*report.Matrix, error) {
+	mat := runner.MatrixResults(cells, out.Results.Runs, opt)
+	mat.Generated = time.Now().UTC()
+	mat.Command = "locklab matrix " + strings.Join(args, " ")
+	warn := func(err error) { fmt.Fprintf(stderr, "locklab matrix: warning: %v\n", err) }
+	if err := report.WriteMatrix(out.Dir, mat, junit, warn); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "%s\nmatrix: %s\n", report.MatrixMarkdown(mat), filepath.Join(out.Dir, "matrix.html"))
+	return mat, nil
+}
+
+// loadMatrix is the built-in matrix, or the one in dir.
+func loadMatrix(dir string, reg *impls.Registry) (*matrix.Matrix, error) {
+	var src iofs.FS = matrix.Shipped
+	if dir != "" {
+		src = os.DirFS(dir)
+	}
+	return matrix.Load(src, reg)
+}
+
+// runMatrix runs plan within budget (0: no limit), saying on stderr what
+// it starts; interrupted: the budget ran out (what ran is in the outcome).
+func runMatrix(ctx context.Context, plan runner.Plan, budget time.Duration, parallel bool, maxCases int, stderr io.Writer) (out *runner.Outcome, interrupted bool, err error) {
 	runCtx := ctx
-	if *budget > 0 {
+	if budget > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeoutCause(ctx, *budget, fmt.Errorf("the --budget of %v ran out", *budget))
+		runCtx, cancel = context.WithTimeoutCause(ctx, budget, fmt.Errorf("the --budget of %v ran out", budget))
 		defer cancel()
 	}
-	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: !*sequential, MaxCases: *parallel}
+	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: parallel, MaxCases: maxCases}
 	r.Progress = func(s runner.Status) {
 		if s.Elapsed < 200*time.Millisecond {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", s.Step, s.Steps, s.Case)
 		}
 	}
-	began := time.Now()
-	out, err := r.Run(runCtx, plan)
-	if out == nil {
-		return exitCode(stderr, err)
-	}
-	fmt.Fprintf(stderr, "locklab matrix: %d runs in %v (estimated %v)\n", len(out.Results.Runs), time.Since(began).Round(time.Second), roughly(est))
-	mat := runner.MatrixResults(cells, out.Results.Runs, opt)
-	mat.Generated = time.Now().UTC()
-	mat.Command = "locklab matrix " + strings.Join(args, " ")
-	warn := func(err error) { fmt.Fprintf(stderr, "locklab matrix: warning: %v\n", err) }
-	if err := report.WriteMatrix(out.Dir, mat, *junit, warn); err != nil {
-		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
-		return exitInfra
-	}
-	fmt.Fprintf(stdout, "%s\nmatrix: %s\n", report.MatrixMarkdown(mat), filepath.Join(out.Dir, "matrix.html"))
-	interrupted := err != nil && ctx.Err() == nil && runCtx.Err() != nil // the budget ran out
-	if err != nil && !interrupted {
-		return exitCode(stderr, err)
-	}
+	out, err = r.Run(runCtx, plan)
+	return out, err != nil && ctx.Err() == nil && runCtx.Err() != nil, err
+}
+
+// matrixExit is the exit code of a matrix whose results are mat: a cell
+// that contradicts its expectation, then an undecided one; interrupted,
+// the budget ran out.
+func matrixExit(mat *report.Matrix, interrupted bool, stderr io.Writer) int {
 	bad, undecided := runner.MatrixExit(mat)
 	switch {
 	case len(bad) > 0:

@@ -102,7 +102,7 @@ func (cs cases) profile(a impls.Approach, only []string) (Profile, error) {
 	for _, kind := range kinds {
 		for _, sel := range shapes(a, nodes) {
 			f := Fault{Kind: kind, Target: sel, At: time.Second}
-			fillFault(&f, time.Second, rand.New(rand.NewPCG(1, 1)))
+			vary(&f, time.Second, rand.New(rand.NewPCG(1, 1)))
 			s := Schedule{Approach: a.Name, Workload: w, Duration: 4 * time.Second, Seed: 1, Faults: []Fault{f}}
 			if _, err := cs.caseOf(s, "probe"); err != nil {
 				refused[kind] = err.Error()

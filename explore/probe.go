@@ -53,13 +53,11 @@ func shapes(a impls.Approach, serverNodes int) []chaos.Selector {
 		{Client: chaos.ClientHolder, Key: "0", Node: chaos.NodeAll},
 		{Client: chaos.ClientRandom, Node: chaos.NodeAll},
 	}
-	leads := false
-	if k, err := cluster.KindOf(a.Server); err == nil {
-		leads = k.Leads()
-	}
-	if a.Server == impls.RedisSentinel {
-		// One topology: its primary is the node that matters.
-		return append(out, chaos.Selector{Node: chaos.NodeLeader, Server: string(impls.RedisSentinel)})
+	k, err := cluster.KindOf(a.Server)
+	leads := err == nil && k.Leads()
+	if err == nil && k.Topology {
+		// Nodes with jobs of their own: the leader is the one that matters.
+		return append(out, chaos.Selector{Node: chaos.NodeLeader, Server: string(a.Server)})
 	}
 	out = append(out, chaos.Selector{Node: chaos.NodeFirst})
 	if a.Nodes == 1 || serverNodes <= 1 {

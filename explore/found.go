@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/scenario"
 )
 
 // foundName is the file name (without .yaml) of a finding: its approach
@@ -92,7 +93,9 @@ func (f *Finding) scenario(r *Result) []byte {
 	if stated == "" {
 		stated = f.Class
 	}
-	return s.Scenario(ScenarioFile{Name: foundName(f), Comment: c, Expect: []string{string(stated)}})
+	d := s.Draft(foundName(f))
+	d.Comment, d.Expect = c, []string{string(stated)}
+	return scenario.Format(d)
 }
 
 func mkdirFor(path string) error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/scenario"
 )
 
 var updatePinned = flag.Bool("update-pinned", false, "rewrite testdata/pinned-schedules.txt")
@@ -90,5 +91,7 @@ func TestPinnedSchedules(t *testing.T) {
 
 // pinnedFile is s's scenario file with a comment and an expectation.
 func pinnedFile(s Schedule) string {
-	return string(s.Scenario(ScenarioFile{Name: "pinned", Comment: []string{"a comment", "", "its second part"}, Expect: []string{"safe"}}))
+	d := s.Draft("pinned")
+	d.Comment, d.Expect = []string{"a comment", "", "its second part"}, []string{"safe"}
+	return string(scenario.Format(d))
 }

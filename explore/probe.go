@@ -28,7 +28,7 @@ type cases struct {
 
 // caseOf is schedule s as a case named name.
 func (cs cases) caseOf(s Schedule, name string) (runner.Case, error) {
-	b := s.Scenario(ScenarioFile{Name: name})
+	b := s.Scenario(name)
 	sc, err := scenario.Parse(b, cs.reg)
 	if err != nil {
 		return runner.Case{}, fmt.Errorf("schedule %s: %w", name, err)

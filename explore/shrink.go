@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
@@ -333,7 +334,7 @@ func (sh *Shrinker) trials(ctx context.Context, ss []Schedule, runs *int) ([]Tri
 }
 
 // key is what tells schedules apart: the scenario file each is.
-func key(s Schedule) string { return string(s.Scenario(ScenarioFile{})) }
+func key(s Schedule) string { return string(s.Scenario("")) }
 
 // nth is run k of s: its seed plus k.
 func nth(s Schedule, k int) Schedule {
@@ -500,7 +501,7 @@ func (sh *Shrinker) candidates(s Schedule) []candidate {
 		for _, p := range f.Params {
 			if v, ok := halve(p.Value); ok {
 				c := s.Clone()
-				c.Faults[i].setParam(p.Name, v)
+				c.Faults[i].SetParam(p.Name, v)
 				cut(fmt.Sprintf("%s %s %s instead of %s", f.Kind, p.Name, v, p.Value), c)
 			}
 		}
@@ -515,7 +516,7 @@ func halve(v string) (string, bool) {
 	if err != nil || d.Abs() <= minCut {
 		return "", false
 	}
-	return dur(round(d / 2)), true
+	return scenario.FormatDuration(round(d / 2)), true
 }
 
 // firstAt is when the schedule's first fault starts (0 without faults).

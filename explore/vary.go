@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/scenario"
 )
 
 // vary draws f's options and length from the ranges its fault gives
@@ -20,7 +21,7 @@ func vary(f *Fault, T time.Duration, rng *rand.Rand) {
 	f.Params = nil
 	for _, c := range r.Options {
 		if w := pickWay(c, rng); w.Option != "" {
-			f.setParam(w.Option, drawValue(w, scaled, rng))
+			f.SetParam(w.Option, drawValue(w, scaled, rng))
 		}
 	}
 	f.For = 0
@@ -66,5 +67,5 @@ func drawValue(w chaos.Way, scaled func(chaos.Span) time.Duration, rng *rand.Ran
 			d = -scaled(b.Span)
 		}
 	}
-	return dur(d)
+	return scenario.FormatDuration(d)
 }

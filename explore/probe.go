@@ -9,38 +9,8 @@ import (
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
-	"github.com/locklab/locklab/runner"
-	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/workload"
 )
-
-// cases turns schedules into the runner's cases through their scenario
-// files: scenario.Parse, then runner.ScenarioPlan, exactly as `locklab
-// run` reads a file. What explore runs is therefore what a found file
-// reproduces, and a fault the runner cannot take (a goroutine client
-// cannot be paused, an etcd node's clock cannot be moved) is refused the
-// same way.
-type cases struct {
-	reg      *impls.Registry
-	external *cluster.ExternalConfig
-	docker   *runner.Docker
-}
-
-// caseOf is schedule s as a case named name.
-func (cs cases) caseOf(s Schedule, name string) (runner.Case, error) {
-	b := s.Scenario(name)
-	sc, err := scenario.Parse(b, cs.reg)
-	if err != nil {
-		return runner.Case{}, fmt.Errorf("schedule %s: %w", name, err)
-	}
-	p, err := runner.ScenarioPlan(cs.reg, sc, runner.ScenarioOptions{External: cs.external, Docker: cs.docker})
-	if err != nil {
-		return runner.Case{}, err
-	}
-	c := p.Cases[0]
-	c.Name = name
-	return c, nil
-}
 
 // shapes are the targets tried for every fault kind; the runner's check
 // keeps those a kind can act on (a client fault on a client, a network

@@ -32,6 +32,16 @@ const driftTick = 10 * time.Millisecond
 func (ClientClock) Kind() string   { return "client-clock" }
 func (ClientClock) Threat() string { return ThreatClockJump }
 
+// Ranges: a drift now and then (one in five), else a jump of half a
+// lease to three, back more often than ahead (a clock behind is what makes
+// a holder believe in an expired lease).
+func (ClientClock) Ranges() Ranges {
+	return Ranges{Options: []Choice{{Ways: []Way{
+		{Weight: 1, Option: "rate", Values: []string{"-0.5", "0.5", "-0.8"}},
+		{Weight: 4, Option: "offset", Span: Span{0.5, 3}, Back: &Back{In: 3, Of: 5}},
+	}}}, For: Span{0.5, 3}}
+}
+
 func (f ClientClock) Validate() error {
 	if (f.Offset == 0) == (f.Rate == 0) {
 		return fmt.Errorf("client-clock: give exactly one of offset (a jump) and rate (a drift)")

@@ -21,9 +21,13 @@ import (
 // locker without releasing).
 type ClientCrash struct{}
 
-func (ClientCrash) Needs() Needs    { return Needs{ClientProcess: true} }
-func (ClientCrash) Kind() string    { return "client-crash" }
-func (ClientCrash) Threat() string  { return ThreatHolderCrash }
+func (ClientCrash) Needs() Needs   { return Needs{ClientProcess: true} }
+func (ClientCrash) Kind() string   { return "client-crash" }
+func (ClientCrash) Threat() string { return ThreatHolderCrash }
+
+// Ranges: a crash is over when injected.
+func (ClientCrash) Ranges() Ranges { return Ranges{} }
+
 func (ClientCrash) Validate() error { return nil }
 
 func (f ClientCrash) Available(t Target) error { return needClientProcess(f, t) }

@@ -28,9 +28,12 @@ type Hanger interface {
 	Unhang() error
 }
 
-func (ClientHang) Needs() Needs    { return Needs{ClientProcess: true} }
-func (ClientHang) Kind() string    { return "client-hang" }
-func (ClientHang) Threat() string  { return ThreatHolderHang }
+func (ClientHang) Needs() Needs   { return Needs{ClientProcess: true} }
+func (ClientHang) Kind() string   { return "client-hang" }
+func (ClientHang) Threat() string { return ThreatHolderHang }
+
+func (ClientHang) Ranges() Ranges { return DefaultRanges() }
+
 func (ClientHang) Validate() error { return nil }
 
 func (f ClientHang) Available(t Target) error {

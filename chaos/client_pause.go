@@ -16,9 +16,13 @@ import (
 // goroutine would leave its library's heartbeats running.
 type ClientPause struct{}
 
-func (ClientPause) Needs() Needs    { return Needs{ClientProcess: true} }
-func (ClientPause) Kind() string    { return "client-pause" }
-func (ClientPause) Threat() string  { return ThreatHolderPause }
+func (ClientPause) Needs() Needs   { return Needs{ClientProcess: true} }
+func (ClientPause) Kind() string   { return "client-pause" }
+func (ClientPause) Threat() string { return ThreatHolderPause }
+
+// Ranges: a pause from a third of a lease to past two, around its end.
+func (ClientPause) Ranges() Ranges { return Ranges{For: Span{0.3, 2.5}} }
+
 func (ClientPause) Validate() error { return nil }
 
 func (f ClientPause) Available(t Target) error { return needClientProcess(f, t) }

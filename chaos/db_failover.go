@@ -52,6 +52,8 @@ type DBReplicationCut = failoverSteps
 func (DBFailover) Kind() string   { return "db-failover" }
 func (DBFailover) Threat() string { return ThreatFailover }
 
+func (DBFailover) Ranges() Ranges { return DefaultRanges() }
+
 func (f DBFailover) Validate() error { return Failover(f).validate(f.Kind()) }
 
 func (f DBFailover) Available(t Target) error {

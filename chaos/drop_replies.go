@@ -19,9 +19,12 @@ import "context"
 // would end in. The conformance suite relies on exactly this behaviour.
 type DropReplies struct{}
 
-func (DropReplies) Needs() Needs    { return Needs{Links: true} }
-func (DropReplies) Kind() string    { return "drop-replies" }
-func (DropReplies) Threat() string  { return ThreatLostReply }
+func (DropReplies) Needs() Needs   { return Needs{Links: true} }
+func (DropReplies) Kind() string   { return "drop-replies" }
+func (DropReplies) Threat() string { return ThreatLostReply }
+
+func (DropReplies) Ranges() Ranges { return Ranges{For: Span{0.2, 1.5}} }
+
 func (DropReplies) Validate() error { return nil }
 
 func (f DropReplies) Available(t Target) error { return needLinks(f, t) }

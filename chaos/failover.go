@@ -93,6 +93,9 @@ func (s sentinelSteps) Reopen(ctx context.Context) error { return s.cut.Reopen(c
 func (Failover) Kind() string   { return "failover" }
 func (Failover) Threat() string { return ThreatFailover }
 
+// Ranges: a failover takes its time: one lease to three.
+func (Failover) Ranges() Ranges { return Ranges{For: Span{1, 3}} }
+
 func (f Failover) Validate() error { return f.validate(f.Kind()) }
 
 func (f Failover) validate(kind string) error {

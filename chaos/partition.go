@@ -43,6 +43,12 @@ func (Partition) Needs() Needs   { return Needs{Links: true} }
 func (Partition) Kind() string   { return "partition" }
 func (Partition) Threat() string { return ThreatHolderCutOff }
 
+// Ranges: one in five resets connections rather than dropping packets.
+func (Partition) Ranges() Ranges {
+	return Ranges{Options: []Choice{{Ways: []Way{{Weight: 1, Option: "mode", Values: []string{"reset"}}, {Weight: 4}}}},
+		For: Span{0.3, 2.5}}
+}
+
 func (f Partition) Validate() error {
 	switch f.Mode {
 	case "", "hold", "reset":

@@ -41,6 +41,13 @@ func (ServerClock) Needs() Needs   { return Needs{ServerClock: true} }
 func (ServerClock) Kind() string   { return "server-clock" }
 func (ServerClock) Threat() string { return ThreatServerClockJump }
 
+// Ranges: a jump ahead of one to five leases (a key expires early), or in
+// three of ten one back of one to three.
+func (ServerClock) Ranges() Ranges {
+	return Ranges{Options: []Choice{{Ways: []Way{{Weight: 1, Option: "offset", Span: Span{1, 5}, Back: &Back{In: 3, Of: 10, Span: Span{1, 3}}}}}},
+		For: Span{0.5, 3}}
+}
+
 func (f ServerClock) Validate() error {
 	if f.Offset == 0 {
 		return fmt.Errorf("server-clock: give offset, the jump (\"40s\" forward, \"-40s\" back)")

@@ -31,8 +31,11 @@ type Isolator interface {
 	Rejoin(ctx context.Context) error
 }
 
-func (ServerIsolate) Kind() string    { return "server-isolate" }
-func (ServerIsolate) Threat() string  { return ThreatServerCutOff }
+func (ServerIsolate) Kind() string   { return "server-isolate" }
+func (ServerIsolate) Threat() string { return ThreatServerCutOff }
+
+func (ServerIsolate) Ranges() Ranges { return DefaultRanges() }
+
 func (ServerIsolate) Validate() error { return nil }
 
 func (f ServerIsolate) Available(t Target) error {

@@ -16,8 +16,11 @@ import (
 // locklab runs, or one of the user's with kill and start fault commands.
 type ServerKill struct{}
 
-func (ServerKill) Kind() string    { return "server-kill" }
-func (ServerKill) Threat() string  { return ThreatServerCrash }
+func (ServerKill) Kind() string   { return "server-kill" }
+func (ServerKill) Threat() string { return ThreatServerCrash }
+
+func (ServerKill) Ranges() Ranges { return DefaultRanges() }
+
 func (ServerKill) Validate() error { return nil }
 
 func (f ServerKill) Available(t Target) error { return needNodeRestart(f, t) }

@@ -13,8 +13,11 @@ import "context"
 // runs, or one of the user's with pause and resume fault commands.
 type ServerPause struct{}
 
-func (ServerPause) Kind() string    { return "server-pause" }
-func (ServerPause) Threat() string  { return ThreatServerPause }
+func (ServerPause) Kind() string   { return "server-pause" }
+func (ServerPause) Threat() string { return ThreatServerPause }
+
+func (ServerPause) Ranges() Ranges { return DefaultRanges() }
+
 func (ServerPause) Validate() error { return nil }
 
 func (f ServerPause) Available(t Target) error { return needNodePause(f, t) }

@@ -29,6 +29,12 @@ type ServerRestart struct {
 func (ServerRestart) Kind() string   { return "server-restart" }
 func (ServerRestart) Threat() string { return ThreatServerRestart }
 
+// Ranges: a restart is over when injected; two in three wait up to two
+// leases before the server starts again.
+func (ServerRestart) Ranges() Ranges {
+	return Ranges{Options: []Choice{{Ways: []Way{{Weight: 1}, {Weight: 2, Option: "delay", Span: Span{0, 2}}}}}}
+}
+
 func (f ServerRestart) Validate() error {
 	if f.Delay < 0 {
 		return fmt.Errorf("server-restart: delay %v: want 0 or more", f.Delay)

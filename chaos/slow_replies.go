@@ -25,6 +25,13 @@ func (SlowReplies) Needs() Needs   { return Needs{Links: true} }
 func (SlowReplies) Kind() string   { return "slow-replies" }
 func (SlowReplies) Threat() string { return ThreatSlowReply }
 
+// Ranges: a latency of a twentieth of a lease to half of one (20 ms at
+// least), for half a lease to two.
+func (SlowReplies) Ranges() Ranges {
+	return Ranges{Options: []Choice{{Ways: []Way{{Weight: 1, Option: "latency", Span: Span{0.05, 0.5}, Min: 20 * time.Millisecond}}}},
+		For: Span{0.5, 2}}
+}
+
 func (f SlowReplies) Validate() error {
 	if f.Latency.D() < time.Millisecond {
 		return fmt.Errorf("slow-replies: latency %v: want at least 1ms", f.Latency)

@@ -30,6 +30,10 @@ type Kind struct {
 	Nodes int
 	// OnRequest: `cluster up` starts it only when asked by name.
 	OnRequest bool
+	// Topology: its nodes do different jobs (the Sentinels: a primary, a
+	// replica, three Sentinels), so a fault aims at a role (node: leader,
+	// the primary), not at a count of alike nodes.
+	Topology bool
 	// Lanes: its nodes are servers of their own that start in a fraction
 	// of a second, so a parallel run starts more of them than Nodes for its
 	// cases to run side by side: a node of their own for its approaches

@@ -37,6 +37,7 @@ func sentinelKind() Kind {
 		StartCost:   3 * time.Second,
 		Nodes:       1,
 		OnRequest:   true,
+		Topology:    true,
 		hostNetwork: true,
 		Binaries:    []Binary{{"redis-server", "redis-server"}},
 		ImageFrom:   impls.Redis,

@@ -4,20 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
-	"slices"
-	"strings"
-	"sync"
-	"time"
-
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/matrix"
-	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
-	"github.com/locklab/locklab/verdict"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
 )
 
 // Config is one exploration.
@@ -54,96 +48,6 @@ type Progress struct {
 	Left             time.Duration
 	Doing            string // the case running now and what it is
 	Case             runner.Status
-}
-
-// Finding is one class of violation of one approach.
-type Finding struct {
-	Approach string
-	Class    verdict.Outcome
-	Known    bool
-	Why      string // the rule that predicts it, or why none does
-	// Run is the number of the exploring run that first showed it, After
-	// how long into the exploration that run ended; Case is its case.
-	Run   int
-	After time.Duration
-	Case  string
-	Seen  int // exploring runs that showed it
-	Proof string
-	// Stated is the outcome its scenario file expects (Sighting.Stated).
-	Stated verdict.Outcome
-	// Also are the consequences the run showed beside it.
-	Also     []verdict.Outcome
-	Original Schedule
-	Shrunk   *Shrunk
-	File     string // its scenario file, relative to the results folder
-	// Unmasked: found by running a known finding's schedule without the
-	// faults whose rules predicted it (see unmask).
-	Unmasked bool
-	// hits and tries are the runs of Original that showed it and that it
-	// had before its shrink (the run that found it: 1 of 1).
-	hits, tries int
-	// Retries counts the schedules taken up again after one was refuted;
-	// reshrink marks the finding as waiting for a shrink of its new one.
-	Retries  int
-	reshrink bool
-	// spares are schedules of later exploring runs that showed it before
-	// its own was decided (a batch's other runs, those while it shrank):
-	// one is taken up at once if its own is refuted.
-	spares []Schedule
-}
-
-// maxRetries bounds how many times a refuted finding takes up another
-// schedule that showed it.
-const maxRetries = 2
-
-// seenAgain notes another exploring run, of schedule s, that showed f. A
-// finding whose schedule was refuted (shown again in
-// too few of its re-runs: a timing that one run hit and most do not) takes
-// this one up instead, to be confirmed and shrunk in its turn: a class that
-// several runs show is not left unshrunk because the first of them was the
-// luckiest. It reports whether it did.
-func (f *Finding) seenAgain(s Schedule) bool {
-	f.Seen++
-	if f.Shrunk == nil {
-		// Not decided yet: kept in case its own schedule is refuted.
-		if len(f.spares) < maxRetries {
-			f.spares = append(f.spares, s)
-		}
-		return false
-	}
-	if !f.Shrunk.Refuted || f.Retries >= maxRetries {
-		return false
-	}
-	f.takeUp(s)
-	return true
-}
-
-// takeUp makes s the finding's schedule, to be confirmed and shrunk.
-// Run, Case and Proof stay the first sighting's; the shrink's last run
-// that shows it gives the file its proof.
-func (f *Finding) takeUp(s Schedule) {
-	f.Retries++
-	f.Original, f.Shrunk, f.hits, f.tries, f.reshrink = s, nil, 1, 1, true
-}
-
-// refuted takes up a spare schedule when the finding's own was refuted;
-// it reports whether it did.
-func (f *Finding) refuted() bool {
-	if f.Shrunk == nil || !f.Shrunk.Refuted || f.Retries >= maxRetries || len(f.spares) == 0 {
-		return false
-	}
-	s := f.spares[0]
-	f.spares = f.spares[1:]
-	f.takeUp(s)
-	return true
-}
-
-// Schedule is the finding's smallest schedule so far.
-func (f *Finding) Schedule() Schedule {
-	if f.Shrunk != nil && f.Shrunk.Confirmed {
-		return f.Shrunk.Schedule
-	}
-	return f.Original
 }
 
 // Result is what an exploration found.
@@ -238,36 +142,9 @@ type explorer struct {
 // finding so far is kept, shrunk or not. The error is the context's when
 // it ended, or what stopped the runs (servers that would not start).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.Budget <= 0 {
-		return nil, usage(fmt.Errorf("--budget %v: must be positive", cfg.Budget))
-	}
-	if len(cfg.Approaches) == 0 {
-		return nil, usage(fmt.Errorf("no approach (known: %v)", cfg.Registry.Names()))
-	}
-	e := &explorer{cfg: cfg, cs: cases{reg: cfg.Registry, external: cfg.External, docker: cfg.Docker},
-		start: time.Now(), res: &Result{Seed: cfg.Seed, Budget: cfg.Budget}, tried: map[string]int{}}
-	e.deadline = e.start.Add(cfg.Budget - closing)
-	var templates []runner.Case
-	for i, name := range cfg.Approaches {
-		a, err := cfg.Registry.Get(name)
-		if err != nil {
-			return nil, usage(err)
-		}
-		p, err := e.cs.profile(a, cfg.Faults)
-		if err != nil {
-			return nil, usage(fmt.Errorf("%s: %w", name, err))
-		}
-		cov := NewCoverage()
-		e.res.Approaches = append(e.res.Approaches, &Search{Approach: name, Profile: p, Coverage: cov, overhead: firstOverhead,
-			approach: a, searcher: NewSearcher(p, cfg.Seed+uint64(i), cfg.Steer, cov)})
-		c, err := e.cs.caseOf(Generate(p, cfg.Seed, 0), name)
-		if err != nil {
-			return nil, usage(err)
-		}
-		templates = append(templates, c)
-	}
-	if e.cfg.Parallel <= 0 {
-		e.cfg.Parallel = DefaultParallel()
+	e, templates, err := newExplorer(cfg)
+	if err != nil {
+		return nil, err
 	}
 	r := cfg.Runner
 	if r == nil {
@@ -275,7 +152,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r.Progress = e.caseProgress
 	r.Parallel, r.MaxCases = e.cfg.Parallel > 1, e.cfg.Parallel
-	e.res.Parallel = e.cfg.Parallel
 	sess, err := r.Open(ctx, runner.Plan{Kind: "explore", Cases: templates, ResultsDir: cfg.ResultsDir, External: cfg.External,
 		Docker: cfg.Docker, Lean: true, Config: e.config()})
 	if err != nil {
@@ -286,6 +162,51 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	runErr := e.loop(ctx)
 	e.res.Elapsed = time.Since(e.start)
 	e.res.Interrupted = ctx.Err() != nil
+	return e.res, e.close(ctx, runErr)
+}
+
+// newExplorer checks cfg and profiles its approaches: each approach's
+// search, and a case of each for the session's plan.
+func newExplorer(cfg Config) (*explorer, []runner.Case, error) {
+	if cfg.Budget <= 0 {
+		return nil, nil, usage(fmt.Errorf("--budget %v: must be positive", cfg.Budget))
+	}
+	if len(cfg.Approaches) == 0 {
+		return nil, nil, usage(fmt.Errorf("no approach (known: %v)", cfg.Registry.Names()))
+	}
+	e := &explorer{cfg: cfg, cs: cases{reg: cfg.Registry, external: cfg.External, docker: cfg.Docker},
+		start: time.Now(), res: &Result{Seed: cfg.Seed, Budget: cfg.Budget}, tried: map[string]int{}}
+	e.deadline = e.start.Add(cfg.Budget - closing)
+	var templates []runner.Case
+	for i, name := range cfg.Approaches {
+		a, err := cfg.Registry.Get(name)
+		if err != nil {
+			return nil, nil, usage(err)
+		}
+		p, err := e.cs.profile(a, cfg.Faults)
+		if err != nil {
+			return nil, nil, usage(fmt.Errorf("%s: %w", name, err))
+		}
+		cov := NewCoverage()
+		e.res.Approaches = append(e.res.Approaches, &Search{Approach: name, Profile: p, Coverage: cov, overhead: firstOverhead,
+			approach: a, searcher: NewSearcher(p, cfg.Seed+uint64(i), cfg.Steer, cov)})
+		c, err := e.cs.caseOf(Generate(p, cfg.Seed, 0), name)
+		if err != nil {
+			return nil, nil, usage(err)
+		}
+		templates = append(templates, c)
+	}
+	if e.cfg.Parallel <= 0 {
+		e.cfg.Parallel = DefaultParallel()
+	}
+	e.res.Parallel = e.cfg.Parallel
+	return e, templates, nil
+}
+
+// close writes every finding's file (new ones first), closes the session
+// and writes the results; the error is the first of the loop's (runErr)
+// and these.
+func (e *explorer) close(ctx context.Context, runErr error) error {
 	slices.SortStableFunc(e.res.Findings, func(a, b *Finding) int {
 		switch {
 		case a.Known == b.Known:
@@ -300,20 +221,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			runErr = err
 		}
 	}
-	out, err := sess.Close(ctx, runErr)
+	out, err := e.sess.Close(ctx, runErr)
 	e.res.Outcome = out
 	if out == nil {
 		// Nothing ran (the servers never came up): no folder is left.
 		e.res.Dir = ""
-	} else {
-		if werr := writeResults(e.res, cfg); werr != nil && err == nil {
-			err = werr
-		}
+	} else if werr := writeResults(e.res, e.cfg); werr != nil && err == nil {
+		err = werr
 	}
 	if err == nil && runErr != nil {
 		err = runErr
 	}
-	return e.res, err
+	return err
 }
 
 // loop runs cases until the budget is spent: a new finding is shrunk as
@@ -363,345 +282,12 @@ func (e *explorer) loop(ctx context.Context) error {
 	return nil
 }
 
-// nextBatch draws the next batch of exploring runs, approaches taking
-// turns (one whose case no longer fits the budget gives its turn away).
-// A batch runs on one set of servers: a schedule that asks for servers run
-// otherwise than those running now (under libfaketime, for a server clock
-// jump) waits with others like it until they fill a batch of their own, so
-// the servers are started anew once for a batch, not for every such case
-// (a ZooKeeper ensemble's restart cost a search of zk-ephemeral a third of
-// its budget).
-func (e *explorer) nextBatch(next *int) ([]exploring, error) {
-	cur, running := e.running()
-	if len(e.deferred) >= e.cfg.Parallel || (!running && len(e.deferred) > 0) {
-		return e.takeDeferred(), nil
-	}
-	var batch []exploring
-	for len(batch) < e.cfg.Parallel && len(e.deferred) < e.cfg.Parallel {
-		placed := false
-		for range e.res.Approaches {
-			srch := e.res.Approaches[*next%len(e.res.Approaches)]
-			*next++
-			s, origin := srch.searcher.Next()
-			if !e.afford(srch, s) {
-				continue
-			}
-			c, err := e.cs.caseOf(s, "next")
-			if err != nil {
-				return nil, err
-			}
-			x := exploring{srch: srch, s: s, origin: origin}
-			if o := c.ServerOptions(); running && o != cur {
-				e.deferred = append(e.deferred, x)
-			} else {
-				batch = append(batch, x)
-				cur, running = o, true
-			}
-			placed = true
-			break
-		}
-		if !placed {
-			break
-		}
-	}
-	if len(batch) == 0 {
-		// Every run drawn waits for other servers, or none fits any more.
-		return e.takeDeferred(), nil
-	}
-	return batch, nil
-}
-
-// takeDeferred is a batch of the deferred runs that still fit the budget.
-func (e *explorer) takeDeferred() []exploring {
-	n := min(len(e.deferred), e.cfg.Parallel)
-	batch := slices.DeleteFunc(slices.Clone(e.deferred[:n]), func(x exploring) bool { return !e.afford(x.srch, x.s) })
-	e.deferred = slices.Delete(e.deferred, 0, n)
-	return batch
-}
-
-// exploring is one exploring run of a batch.
-type exploring struct {
-	srch   *Search
-	s      Schedule
-	origin Origin
-	n      int    // its number among the exploring runs
-	name   string // its case's
-}
-
 // ended is what a loop's error means: the budget's end is no error.
 func (e *explorer) ended(ctx context.Context, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(e.deadline) {
 		return nil
 	}
 	return err
-}
-
-// afford reports whether one more run of s fits in the budget.
-func (e *explorer) afford(srch *Search, s Schedule) bool {
-	return time.Now().Add(cost(s) + srch.overhead).Before(e.deadline)
-}
-
-// cost is what a run of s takes at least: its duration, and the last hold,
-// which a holder finishes after the run's end.
-func cost(s Schedule) time.Duration { return s.Duration + max(s.Workload.Hold.A, s.Workload.Hold.B) }
-
-// runs runs schedules ss of srch's approach side by side as cases
-// named names (each first passed to adjust, when set), and measures what a
-// batch costs beyond its longest schedule.
-func (e *explorer) runs(ctx context.Context, srch *Search, ss []Schedule, names []string, adjust func(c *runner.Case)) ([]runner.CaseResult, error) {
-	cases := make([]runner.Case, len(ss))
-	for i, s := range ss {
-		c, err := e.cs.caseOf(s, names[i])
-		if err != nil {
-			return nil, err
-		}
-		if adjust != nil {
-			adjust(&c)
-		}
-		cases[i] = c
-	}
-	t0 := time.Now()
-	res, err := e.sess.RunCases(ctx, cases)
-	if err == nil && ctx.Err() == nil {
-		took := time.Since(t0) - cost(longest(ss))
-		srch.overhead = (srch.overhead + max(took, 0)) / 2
-	}
-	return res, err
-}
-
-// explore runs a batch of exploring cases side by side and looks at
-// what each showed, in order.
-func (e *explorer) explore(ctx context.Context, batch []exploring) error {
-	var whats []string
-	for i := range batch {
-		x := &batch[i]
-		e.res.Runs++
-		x.srch.Runs++
-		x.n = e.res.Runs
-		x.name = fmt.Sprintf("e%04d", x.n)
-		how := fmt.Sprintf("fresh #%d", x.origin.Fresh)
-		if x.origin.Fresh < 0 {
-			how = fmt.Sprintf("mutant #%d", x.origin.Mutant)
-		}
-		whats = append(whats, fmt.Sprintf("%s %s (%s): %s", x.name, x.srch.Approach, how, x.s.Summary()))
-	}
-	doing := whats[0]
-	if len(whats) > 1 {
-		doing = fmt.Sprintf("%s..%s side by side; %s", batch[0].name, batch[len(batch)-1].name, strings.Join(whats, "; "))
-	}
-	e.begin(doing)
-	cases := make([]runner.Case, len(batch))
-	longestRun := batch[0].s
-	for i, x := range batch {
-		c, err := e.cs.caseOf(x.s, x.name)
-		if err != nil {
-			return err
-		}
-		cases[i] = c
-		if cost(x.s) > cost(longestRun) {
-			longestRun = x.s
-		}
-	}
-	t0 := time.Now()
-	res, err := e.sess.RunCases(ctx, cases)
-	if err != nil {
-		return err
-	}
-	if ctx.Err() == nil {
-		// The batch's time beyond its longest schedule is what each of
-		// its approaches' cases costs beyond its own.
-		took := max(time.Since(t0)-cost(longestRun), 0)
-		for _, x := range batch {
-			x.srch.overhead = (x.srch.overhead + took) / 2
-		}
-	}
-	for i, x := range batch {
-		if res[i].Run.Case == "" {
-			// Never started: the budget or a Ctrl-C ended the batch.
-			e.res.Runs--
-			x.srch.Runs--
-			continue
-		}
-		if err := e.examine(x.srch, x.s, x.n, x.name, res[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// examine looks at what exploring run n (case name, of schedule s)
-// showed: the steering's feedback, and its findings.
-func (e *explorer) examine(srch *Search, s Schedule, n int, name string, res runner.CaseResult) error {
-	srch.searcher.Feedback(n, s, transitions(res.Events))
-	if res.Verdict.LabStalled {
-		e.res.Stalled++
-		return nil
-	}
-	ss := sightings(res.Check, res.Events)
-	primary, also := primaries(ss)
-	kinds := faultKinds(res.Events)
-	if len(kinds) == 0 {
-		kinds = s.Kinds()
-	}
-	allKnown := true
-	for _, p := range primary {
-		// One finding per class and approach, and per judgement: a class
-		// known under some faults and new under others is two findings.
-		j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, p.Class)
-		allKnown = allKnown && j.Known
-		if j.Known {
-			e.queueUnmask(srch, p.Class, s, j.Because, n)
-		}
-		if f := e.finding(srch.Approach, p.Class, j.Known); f != nil {
-			if f.seenAgain(s) {
-				if err := e.writeFound(f); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		f := &Finding{Approach: srch.Approach, Class: p.Class, Known: j.Known, Why: j.Why, Run: n, After: time.Since(e.start),
-			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Original: s, hits: 1, tries: 1}
-		for _, a := range also {
-			f.Also = append(f.Also, a.Class)
-		}
-		e.res.Findings = append(e.res.Findings, f)
-		if err := e.writeFound(f); err != nil {
-			return err
-		}
-	}
-	// A consequence no rule predicts, beside a double grant a rule does
-	// predict, is a finding of its own (a fenced store that lost an
-	// update); beside a new one, it is part of that one.
-	for _, a := range also {
-		if !allKnown {
-			break
-		}
-		if f := e.finding(srch.Approach, a.Class, false); f != nil {
-			f.Seen++
-			continue
-		}
-		if j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, a.Class); !j.Known {
-			f := &Finding{Approach: srch.Approach, Class: a.Class, Why: j.Why, Run: n, After: time.Since(e.start),
-				Case: name, Seen: 1, Proof: a.Proof, Stated: a.Stated, Original: s, hits: 1, tries: 1}
-			e.res.Findings = append(e.res.Findings, f)
-			if err := e.writeFound(f); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (e *explorer) finding(approach string, c verdict.Outcome, known bool) *Finding {
-	for _, f := range e.res.Findings {
-		if f.Approach == approach && f.Class == c && f.Known == known {
-			return f
-		}
-	}
-	return nil
-}
-
-func (e *explorer) search(approach string) *Search {
-	for _, s := range e.res.Approaches {
-		if s.Approach == approach {
-			return s
-		}
-	}
-	return nil
-}
-
-// shrink shrinks finding f, each candidate run on the session.
-func (e *explorer) shrink(ctx context.Context, f *Finding) error {
-	srch := e.search(f.Approach)
-	idx := slices.Index(e.res.Findings, f) + 1
-	prefix := fmt.Sprintf("f%d-s", idx)
-	if f.Retries > 0 {
-		// A schedule taken up again: its runs are named apart from the
-		// refuted one's (f1r1-s001...).
-		prefix = fmt.Sprintf("f%dr%d-s", idx, f.Retries)
-	}
-	sh := e.shrinker(srch, f.Class, f.Stated, prefix, "shrinking")
-	out, err := sh.Shrink(ctx, f.Original, f.hits, f.tries)
-	if err == nil {
-		// How often the final schedule shows it: more runs of it, while
-		// the shrink's share of the budget lasts.
-		err = sh.More(ctx, &out, reproRuns)
-	}
-	f.Shrunk = &out
-	if out.Confirmed && (len(out.Steps) > 0 || f.Retries > 0) {
-		// Judged again on what is left (a known class may turn out new
-		// once the faults that a rule spoke for are gone), or on the
-		// schedule taken up after the first was refuted.
-		j := e.cfg.Expect.Judge(srch.approach, out.Schedule.Kinds(), out.Schedule.Workload, f.Class)
-		f.Known, f.Why = j.Known, j.Why
-	}
-	// Refuted: a later run that showed it (in the same batch, or while
-	// this shrink ran) gives it another schedule, shrunk in its turn.
-	f.refuted()
-	if werr := e.writeFound(f); werr != nil && err == nil {
-		err = werr
-	}
-	return err
-}
-
-// shrinker runs schedules of srch's approach for class c (stated so in a
-// scenario file; "": not known yet), its cases named prefix and a number,
-// side by side as the exploration runs cases, for at most shrinkShare of
-// the budget from now. Each run ends once it showed the class (it is run
-// to learn that, and nothing after it).
-func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, prefix, doing string) *Shrinker {
-	limit := time.Now().Add(time.Duration(shrinkShare * float64(e.cfg.Budget)))
-	k := 0
-	return &Shrinker{Runs: e.cfg.Runs, Scale: srch.Profile.Scale, Parallel: e.cfg.Parallel,
-		Afford: func(s Schedule) bool {
-			return e.afford(srch, s) && time.Now().Add(cost(s)+srch.overhead).Before(limit)
-		},
-		Batch: func(ctx context.Context, ss []Schedule) ([]Trial, error) {
-			names := make([]string, len(ss))
-			for i := range ss {
-				k++
-				names[i] = fmt.Sprintf("%s%03d", prefix, k)
-			}
-			what := names[0]
-			if len(names) > 1 {
-				what += ".." + names[len(names)-1]
-			}
-			e.begin(fmt.Sprintf("%s: %s %s of %s (%d faults, %v)", what, doing, c, srch.Approach, len(ss[0].Faults), ss[0].Duration))
-			res, err := e.runs(ctx, srch, ss, names, func(rc *runner.Case) {
-				if stated != "" {
-					rc.Expect = verdict.Expectation{Outcomes: []verdict.Outcome{stated}}
-					rc.EndWhenAnswered = true
-				}
-			})
-			if err != nil {
-				return nil, err
-			}
-			var ts []Trial
-			for i, r := range res {
-				if r.Run.Case == "" {
-					break // never started: the budget or a Ctrl-C ended the batch
-				}
-				ts = append(ts, trial(r, names[i], c))
-			}
-			e.res.ShrinkRuns += len(ts)
-			return ts, nil
-		}}
-}
-
-// trial is what case name's result says of class c.
-func trial(res runner.CaseResult, name string, c verdict.Outcome) Trial {
-	if res.Verdict.LabStalled {
-		// The lab stood still during what decides it: not a
-		// reproduction (nor anything else).
-		return Trial{Case: name}
-	}
-	for _, x := range sightings(res.Check, res.Events) {
-		if x.Class == c {
-			return Trial{Shown: true, Case: name, Proof: x.Proof, Stated: x.Stated}
-		}
-	}
-	return Trial{Case: name}
 }
 
 // begin notes the case about to run and tells the caller.
@@ -732,32 +318,11 @@ func (e *explorer) config() map[string]any {
 		"steer": c.Steer, "runs_per_candidate": (&Shrinker{Runs: c.Runs}).runs(), "parallel": e.cfg.Parallel, "command": c.Command}
 }
 
-// writeFound writes finding f's scenario file, atomically.
-func (e *explorer) writeFound(f *Finding) error {
-	name := filepath.Join("found", foundName(f)+".yaml")
-	if f.File != "" && f.File != name {
-		// Judged again after its shrink: the file is renamed.
-		if err := os.Remove(filepath.Join(e.res.Dir, f.File)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("results: %w", err)
-		}
-	}
-	f.File = name
-	return writeFileAtomic(filepath.Join(e.res.Dir, f.File), f.scenario(e.res))
-}
-
 // usageError is bad usage (runner.ErrUsage), its message unchanged.
 type usageError struct{ err error }
 
-func (u usageError) Error() string   { return u.err.Error() }
+func (u usageError) Error() string { return u.err.Error() }
+
 func (u usageError) Unwrap() []error { return []error{runner.ErrUsage, u.err} }
 
 func usage(err error) error { return usageError{err} }
-
-// writeFileAtomic writes data through report's atomic writer, making the
-// folder first.
-func writeFileAtomic(path string, data []byte) error {
-	if err := mkdirFor(path); err != nil {
-		return err
-	}
-	return report.WriteFileAtomic(path, data)
-}

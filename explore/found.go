@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/scenario"
 )
 
 // foundName is the file name (without .yaml) of a finding: its approach
@@ -92,7 +94,9 @@ func (f *Finding) scenario(r *Result) []byte {
 	if stated == "" {
 		stated = f.Class
 	}
-	return s.Scenario(ScenarioFile{Name: foundName(f), Comment: c, Expect: []string{string(stated)}})
+	d := s.Draft(foundName(f))
+	d.Comment, d.Expect = c, []string{string(stated)}
+	return scenario.Format(d)
 }
 
 func mkdirFor(path string) error {
@@ -100,4 +104,26 @@ func mkdirFor(path string) error {
 		return fmt.Errorf("results: %w", err)
 	}
 	return nil
+}
+
+// writeFound writes finding f's scenario file, atomically.
+func (e *explorer) writeFound(f *Finding) error {
+	name := filepath.Join("found", foundName(f)+".yaml")
+	if f.File != "" && f.File != name {
+		// Judged again after its shrink: the file is renamed.
+		if err := os.Remove(filepath.Join(e.res.Dir, f.File)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("results: %w", err)
+		}
+	}
+	f.File = name
+	return writeFileAtomic(filepath.Join(e.res.Dir, f.File), f.scenario(e.res))
+}
+
+// writeFileAtomic writes data through report's atomic writer, making the
+// folder first.
+func writeFileAtomic(path string, data []byte) error {
+	if err := mkdirFor(path); err != nil {
+		return err
+	}
+	return report.WriteFileAtomic(path, data)
 }

@@ -218,64 +218,12 @@ func genFault(p Profile, kind string, T, duration time.Duration, rng *rand.Rand)
 	o := shapes[rng.IntN(len(shapes))]
 	f := Fault{Kind: o.Kind, Target: o.Target}
 	f.Target.Nodes = slices.Clone(o.Target.Nodes)
-	fillFault(&f, T, rng)
+	vary(&f, T, rng)
 	f.At = round(edge + time.Duration(rng.Int64N(int64(max(duration/2-edge, grain)))))
 	if f.Target.Client == chaos.ClientHolder && rng.IntN(10) < 3 {
 		f.When = f.Target.Key
 	}
 	return f, true
-}
-
-// fillFault draws f's options and length, scaled to T. A kind the
-// generator has no rule for runs with its zero options (the probe checked
-// they validate) for a fraction of T to twice it.
-func fillFault(f *Fault, T time.Duration, rng *rand.Rand) {
-	scaled := func(lo, hi float64) time.Duration { return round(time.Duration(float64(T) * between(rng, lo, hi))) }
-	f.Params = nil
-	switch f.Kind {
-	case "client-crash":
-		f.For = 0
-	case "client-pause":
-		f.For = scaled(0.3, 2.5)
-	case "client-clock":
-		if rng.IntN(5) == 0 {
-			rate := []string{"-0.5", "0.5", "-0.8"}[rng.IntN(3)]
-			f.setParam("rate", rate)
-		} else {
-			off := scaled(0.5, 3)
-			if rng.IntN(5) < 3 {
-				off = -off
-			}
-			f.setParam("offset", dur(off))
-		}
-		f.For = scaled(0.5, maxFor)
-	case "server-restart":
-		if rng.IntN(3) > 0 {
-			f.setParam("delay", dur(scaled(0, 2)))
-		}
-		f.For = 0
-	case "server-clock":
-		off := scaled(1, 5)
-		if rng.IntN(10) < 3 {
-			off = -scaled(1, 3)
-		}
-		f.setParam("offset", dur(off))
-		f.For = scaled(0.5, maxFor)
-	case "drop-replies":
-		f.For = scaled(0.2, 1.5)
-	case "slow-replies":
-		f.setParam("latency", dur(max(scaled(0.05, 0.5), 20*time.Millisecond)))
-		f.For = scaled(0.5, 2)
-	case "partition":
-		if rng.IntN(5) == 0 {
-			f.setParam("mode", "reset")
-		}
-		f.For = scaled(0.3, 2.5)
-	case "failover":
-		f.For = scaled(1, maxFor)
-	default: // server-pause, server-kill, server-isolate, and kinds added later
-		f.For = scaled(0.2, 2)
-	}
 }
 
 // fit makes f end half a second before the run does, shortening it if it
@@ -359,7 +307,7 @@ func mutateOnce(p Profile, s *Schedule, T time.Duration, rng *rand.Rand) {
 	case op == 3 && n > 0: // other options
 		f := pickFault()
 		at, when := f.At, f.When
-		fillFault(f, T, rng)
+		vary(f, T, rng)
 		f.At, f.When = at, when
 	case op == 4 && n < maxFaults: // one more
 		if f, ok := genFault(p, "", T, s.Duration, rng); ok {

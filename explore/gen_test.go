@@ -146,9 +146,9 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 			for _, f := range s.Faults {
 				seen[f.Kind] = true
 			}
-			sc, err := scenario.Parse(s.Scenario(ScenarioFile{Name: "t"}), reg)
+			sc, err := scenario.Parse(s.Scenario("t"), reg)
 			if err != nil {
-				t.Fatalf("%s: schedule %d does not read back: %v\n%s", name, i, err, s.Scenario(ScenarioFile{Name: "t"}))
+				t.Fatalf("%s: schedule %d does not read back: %v\n%s", name, i, err, s.Scenario("t"))
 			}
 			if len(sc.Faults) != len(s.Faults) || sc.Duration != s.Duration || sc.Seed != s.Seed || sc.Workload.Hold != s.Workload.Hold ||
 				thinks(sc.Workload) != thinks(s.Workload) || sc.Workload.Think.A != s.Workload.Think.A || sc.Workload.Think.B != s.Workload.Think.B {

@@ -46,9 +46,9 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 			Hold: workload.Dist{Kind: "uniform", A: 5 * time.Millisecond, B: 15 * time.Millisecond}},
 		Faults: []Fault{
 			// Behind: the client sees locks live longer; harmless.
-			{Kind: "client-clock", Target: chaos.Selector{Client: "1"}, Params: []Param{{"offset", "-400ms"}}, At: 200 * time.Millisecond, For: 300 * time.Millisecond},
+			{Kind: "client-clock", Target: chaos.Selector{Client: "1"}, Params: []Param{{Name: "offset", Value: "-400ms"}}, At: 200 * time.Millisecond, For: 300 * time.Millisecond},
 			// Ahead by more than a lease, for most of the run.
-			{Kind: "client-clock", Target: chaos.Selector{Client: "0"}, Params: []Param{{"offset", "800ms"}}, At: 300 * time.Millisecond, For: 300 * time.Millisecond},
+			{Kind: "client-clock", Target: chaos.Selector{Client: "0"}, Params: []Param{{Name: "offset", Value: "800ms"}}, At: 300 * time.Millisecond, For: 300 * time.Millisecond},
 		}}
 	first, err := cs.caseOf(start, "template")
 	if err != nil {
@@ -76,7 +76,7 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 			return Trial{}, err
 		}
 		tr := trial(res, c.Name, class)
-		runs = append(runs, run{string(s.Scenario(ScenarioFile{Name: "x"})), tr.Shown})
+		runs = append(runs, run{string(s.Scenario("x")), tr.Shown})
 		return tr, nil
 	}
 	// The schedule must show it to start with.
@@ -105,7 +105,7 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 	}
 	// Every schedule kept (the final one among them) showed the class in
 	// most of the runs it was given.
-	kept := map[string]bool{string(s.Scenario(ScenarioFile{Name: "x"})): true}
+	kept := map[string]bool{string(s.Scenario("x")): true}
 	tally := map[string][2]int{}
 	for _, r := range runs {
 		x := tally[r.s]
@@ -124,7 +124,9 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 		t.Errorf("final schedule: %d of %d runs", out.Hits, out.Tries)
 	}
 	// Its scenario file reads back, states the class, and runs as a case.
-	sc, err := scenario.Parse(s.Scenario(ScenarioFile{Name: "found", Expect: []string{string(class)}}), reg)
+	d := s.Draft("found")
+	d.Expect = []string{string(class)}
+	sc, err := scenario.Parse(scenario.Format(d), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,38 +9,8 @@ import (
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
-	"github.com/locklab/locklab/runner"
-	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/workload"
 )
-
-// cases turns schedules into the runner's cases through their scenario
-// files: scenario.Parse, then runner.ScenarioPlan, exactly as `locklab
-// run` reads a file. What explore runs is therefore what a found file
-// reproduces, and a fault the runner cannot take (a goroutine client
-// cannot be paused, an etcd node's clock cannot be moved) is refused the
-// same way.
-type cases struct {
-	reg      *impls.Registry
-	external *cluster.ExternalConfig
-	docker   *runner.Docker
-}
-
-// caseOf is schedule s as a case named name.
-func (cs cases) caseOf(s Schedule, name string) (runner.Case, error) {
-	b := s.Scenario(ScenarioFile{Name: name})
-	sc, err := scenario.Parse(b, cs.reg)
-	if err != nil {
-		return runner.Case{}, fmt.Errorf("schedule %s: %w", name, err)
-	}
-	p, err := runner.ScenarioPlan(cs.reg, sc, runner.ScenarioOptions{External: cs.external, Docker: cs.docker})
-	if err != nil {
-		return runner.Case{}, err
-	}
-	c := p.Cases[0]
-	c.Name = name
-	return c, nil
-}
 
 // shapes are the targets tried for every fault kind; the runner's check
 // keeps those a kind can act on (a client fault on a client, a network
@@ -53,13 +23,11 @@ func shapes(a impls.Approach, serverNodes int) []chaos.Selector {
 		{Client: chaos.ClientHolder, Key: "0", Node: chaos.NodeAll},
 		{Client: chaos.ClientRandom, Node: chaos.NodeAll},
 	}
-	leads := false
-	if k, err := cluster.KindOf(a.Server); err == nil {
-		leads = k.Leads()
-	}
-	if a.Server == impls.RedisSentinel {
-		// One topology: its primary is the node that matters.
-		return append(out, chaos.Selector{Node: chaos.NodeLeader, Server: string(impls.RedisSentinel)})
+	k, err := cluster.KindOf(a.Server)
+	leads := err == nil && k.Leads()
+	if err == nil && k.Topology {
+		// Nodes with jobs of their own: the leader is the one that matters.
+		return append(out, chaos.Selector{Node: chaos.NodeLeader, Server: string(a.Server)})
 	}
 	out = append(out, chaos.Selector{Node: chaos.NodeFirst})
 	if a.Nodes == 1 || serverNodes <= 1 {
@@ -102,7 +70,7 @@ func (cs cases) profile(a impls.Approach, only []string) (Profile, error) {
 	for _, kind := range kinds {
 		for _, sel := range shapes(a, nodes) {
 			f := Fault{Kind: kind, Target: sel, At: time.Second}
-			fillFault(&f, time.Second, rand.New(rand.NewPCG(1, 1)))
+			vary(&f, time.Second, rand.New(rand.NewPCG(1, 1)))
 			s := Schedule{Approach: a.Name, Workload: w, Duration: 4 * time.Second, Seed: 1, Faults: []Fault{f}}
 			if _, err := cs.caseOf(s, "probe"); err != nil {
 				refused[kind] = err.Error()

@@ -9,11 +9,10 @@ package explore
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -31,47 +30,12 @@ type Schedule struct {
 	Faults   []Fault
 }
 
-// Fault is one entry of a schedule's faults.
-type Fault struct {
-	Kind   string
-	Params []Param // the fault's options, as a scenario file writes them
-	Target chaos.Selector
-	At     time.Duration
-	// For is how long the injection lasts before its heal; 0 for a fault
-	// that is over when it is injected (a crash, a restart).
-	For time.Duration
-	// When, if set, is a key: the fault fires once some client holds it,
-	// not before At.
-	When string
-}
+// Fault is one entry of a schedule's faults, as its scenario file writes
+// it.
+type Fault = scenario.Entry
 
-// Param is one option of a fault: its name and its value as written.
-type Param struct{ Name, Value string }
-
-// Param returns the value of option name ("" when not set).
-func (f Fault) Param(name string) string {
-	for _, p := range f.Params {
-		if p.Name == name {
-			return p.Value
-		}
-	}
-	return ""
-}
-
-// setParam sets option name to value.
-func (f *Fault) setParam(name, value string) {
-	for i := range f.Params {
-		if f.Params[i].Name == name {
-			f.Params[i].Value = value
-			return
-		}
-	}
-	f.Params = append(f.Params, Param{name, value})
-}
-
-// End is when the fault's window closes (its start for one without a
-// length).
-func (f Fault) End() time.Duration { return f.At + f.For }
+// Param is one option of a fault, as written.
+type Param = scenario.Param
 
 // Clone is a deep copy: mutating and shrinking work on copies.
 func (s Schedule) Clone() Schedule {
@@ -94,7 +58,7 @@ func (s Schedule) Kinds() []string {
 func (s Schedule) Summary() string {
 	var fs []string
 	for _, f := range s.Faults {
-		fs = append(fs, f.summary())
+		fs = append(fs, faultSummary(f))
 	}
 	w := s.Workload
 	extra := ""
@@ -116,7 +80,7 @@ func (s Schedule) Summary() string {
 	return fmt.Sprintf("%s, %d clients, %d key(s), hold %s, ttl %v%s, %v: %s", w.Kind, w.Clients, w.Keys, w.Hold, w.TTL, extra, s.Duration, faults)
 }
 
-func (f Fault) summary() string {
+func faultSummary(f Fault) string {
 	var b strings.Builder
 	b.WriteString(f.Kind)
 	for _, p := range f.Params {
@@ -132,140 +96,17 @@ func (f Fault) summary() string {
 	return b.String()
 }
 
-// ScenarioFile is what a scenario file says besides the schedule: its
-// name, the comment that opens it, and what it expects.
-type ScenarioFile struct {
-	Name    string
-	Comment []string // lines, without the leading "# "
-	// Expect is the outcomes the approach must show (none: no expect:).
-	Expect []string
+// Draft is s as a scenario file named name, without a comment or an
+// expectation.
+func (s Schedule) Draft(name string) scenario.Draft {
+	return scenario.Draft{Name: name, Approach: s.Approach, Workload: s.Workload, Duration: s.Duration, Seed: s.Seed, Faults: s.Faults}
 }
 
-// Scenario renders s as a scenario file (scenario.Parse reads it back).
-func (s Schedule) Scenario(sf ScenarioFile) []byte {
-	var b strings.Builder
-	for _, l := range sf.Comment {
-		if l == "" {
-			b.WriteString("#\n")
-			continue
-		}
-		b.WriteString("# " + l + "\n")
-	}
-	w := s.Workload
-	fmt.Fprintf(&b, "name: %s\n", yamlString(sf.Name))
-	fmt.Fprintf(&b, "approaches: [%s]\n", yamlString(s.Approach))
-	keys := []string{"kind: " + w.Kind, fmt.Sprintf("clients: %d", w.Clients), fmt.Sprintf("keys: %d", w.Keys),
-		"hold: " + w.Hold.String(), "ttl: " + dur(w.TTL)}
-	if w.AcquireTimeout > 0 {
-		keys = append(keys, "acquire-timeout: "+dur(w.AcquireTimeout))
-	}
-	if thinks(w) {
-		keys = append(keys, "think: "+w.Think.String())
-	}
-	for _, x := range []struct {
-		on   bool
-		name string
-	}{{w.Fenced, "fenced"}, {w.Renew, "renew"}, {w.HonourLease, "honour-lease"}} {
-		if x.on {
-			keys = append(keys, x.name+": true")
-		}
-	}
-	fmt.Fprintf(&b, "workload: {%s}\n", strings.Join(keys, ", "))
-	fmt.Fprintf(&b, "duration: %s\n", dur(s.Duration))
-	fmt.Fprintf(&b, "seed: %d\n", s.Seed)
-	if len(s.Faults) > 0 {
-		b.WriteString("faults:\n")
-		for _, f := range s.Faults {
-			b.WriteString("  - " + f.yaml() + "\n")
-		}
-	}
-	if len(sf.Expect) > 0 {
-		fmt.Fprintf(&b, "expect:\n  %s: [%s]\n", yamlString(s.Approach), strings.Join(sf.Expect, ", "))
-	}
-	return []byte(b.String())
-}
+// Scenario is s's scenario file named name (scenario.Parse reads it back).
+func (s Schedule) Scenario(name string) []byte { return scenario.Format(s.Draft(name)) }
 
 // thinks reports whether w's clients wait after a release.
 func thinks(w workload.Spec) bool { return w.Think.A > 0 || w.Think.B > 0 }
-
-// yaml is the fault as one flow mapping.
-func (f Fault) yaml() string {
-	parts := []string{"fault: " + f.Kind, "target: " + selectorYAML(f.Target)}
-	for _, p := range f.Params {
-		parts = append(parts, p.Name+": "+paramYAML(p.Value))
-	}
-	parts = append(parts, "at: "+dur(f.At))
-	if f.When != "" {
-		parts = append(parts, "when: {holding: "+strconv.Quote(f.When)+"}")
-	}
-	if f.For > 0 {
-		parts = append(parts, "for: "+dur(f.For))
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// paramYAML writes an option's value: a number bare (a fault's numeric
-// option must read as a number), anything else as yamlString does.
-func paramYAML(v string) string {
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
-		return v
-	}
-	return yamlString(v)
-}
-
-func selectorYAML(s chaos.Selector) string {
-	var parts []string
-	if s.Client != "" {
-		parts = append(parts, "client: "+strconv.Quote(s.Client))
-	}
-	if s.Key != "" {
-		parts = append(parts, "key: "+strconv.Quote(s.Key))
-	}
-	if s.Node != "" {
-		parts = append(parts, "node: "+yamlString(s.Node))
-	}
-	if len(s.Nodes) > 0 {
-		ns := make([]string, len(s.Nodes))
-		for i, n := range s.Nodes {
-			ns[i] = yamlString(n)
-		}
-		parts = append(parts, "nodes: ["+strings.Join(ns, ", ")+"]")
-	}
-	if s.Server != "" {
-		parts = append(parts, "server: "+yamlString(s.Server))
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// dur writes a duration as scenario files read it ("0" for zero).
-func dur(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	return d.String()
-}
-
-// yamlString writes s bare when YAML reads it back as the same string,
-// quoted otherwise.
-func yamlString(s string) string {
-	if s == "" {
-		return `""`
-	}
-	for _, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.", r)
-		if !ok {
-			return strconv.Quote(s)
-		}
-	}
-	switch strings.ToLower(s) {
-	case "true", "false", "yes", "no", "on", "off", "null", "y", "n", "~":
-		return strconv.Quote(s)
-	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
-		return strconv.Quote(s)
-	}
-	return s
-}
 
 // distinct is key of each of xs, each once, in order.
 func distinct[T any](xs []T, key func(T) string) []string {

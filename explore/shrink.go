@@ -3,13 +3,8 @@ package explore
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
@@ -333,7 +328,7 @@ func (sh *Shrinker) trials(ctx context.Context, ss []Schedule, runs *int) ([]Tri
 }
 
 // key is what tells schedules apart: the scenario file each is.
-func key(s Schedule) string { return string(s.Scenario(ScenarioFile{})) }
+func key(s Schedule) string { return string(s.Scenario("")) }
 
 // nth is run k of s: its seed plus k.
 func nth(s Schedule, k int) Schedule {
@@ -341,24 +336,10 @@ func nth(s Schedule, k int) Schedule {
 	return s
 }
 
-// longest is the schedule of ss that runs longest: a batch's time.
-func longest(ss []Schedule) Schedule {
-	l := ss[0]
-	for _, s := range ss[1:] {
-		if cost(s) > cost(l) {
-			l = s
-		}
-	}
-	return l
-}
-
 // maxPasses bounds the passes over the candidates: a first pass does most
 // of the work, and a second picks up what the first made possible (a run
 // that can be shorter once a fault is gone).
 const maxPasses = 2
-
-// minCut is the smallest length or option value a shrink halves further.
-const minCut = 100 * time.Millisecond
 
 // errStop ends a shrink early without failing it.
 type errStop string
@@ -375,157 +356,4 @@ func stopped(out *Shrunk, err error) error {
 	}
 	out.Stopped = err.Error()
 	return err
-}
-
-type candidate struct {
-	what string
-	s    Schedule
-	// cut: a time or an option made smaller (not a fault, client, key or
-	// workload setting taken away). A cut must show the violation in every
-	// run it is given, not most: halving a length until it stops showing
-	// drives a schedule to the edge where it shows in half its runs (a
-	// pause shrunk to 900 ms against a 1 s lease, kept 2 of 3, then shown
-	// in 2 of 5), and the file would not reproduce.
-	cut bool
-}
-
-// candidates are the smaller schedules to try next: the cuts of time
-// first (every fault moved earlier, the run shortened), which make every
-// later run cheaper; then a fault dropped, a client or a key fewer, the
-// workload made plainer, each fault shortened and its options halved.
-func (sh *Shrinker) candidates(s Schedule) []candidate {
-	var out []candidate
-	add := func(what string, c Schedule) { out = append(out, candidate{what: what, s: c}) }
-	cut := func(what string, c Schedule) { out = append(out, candidate{what: what, s: c, cut: true}) }
-	scale := time.Second
-	if sh.Scale != nil {
-		scale = sh.Scale(s.Workload)
-	}
-	lastEnd := time.Duration(0)
-	for _, f := range s.Faults {
-		lastEnd = max(lastEnd, f.End())
-	}
-	// Everything earlier: the faults start soon after the clients, and the
-	// run is shorter by as much.
-	if first := firstAt(s); first > 2*edge/5+grain {
-		shift := first - 2*edge/5
-		c := s.Clone()
-		for i := range c.Faults {
-			c.Faults[i].At -= shift
-		}
-		c.Duration -= shift
-		cut(fmt.Sprintf("everything %v earlier", shift), c)
-	}
-	if d := round(max(s.Duration/2, lastEnd+scale)); d < s.Duration-grain {
-		c := s.Clone()
-		c.Duration = d
-		cut(fmt.Sprintf("ran %v instead of %v", d, s.Duration), c)
-	}
-	for i, f := range s.Faults {
-		c := s.Clone()
-		c.Faults = slices.Delete(c.Faults, i, i+1)
-		add(fmt.Sprintf("dropped %s on %s", f.Kind, f.Target), c)
-	}
-	if s.Workload.Clients > minClients {
-		// Two clients are the fewest a double grant needs: tried at once.
-		c := s.Clone()
-		c.Workload.Clients = minClients
-		add(fmt.Sprintf("%d clients instead of %d", minClients, s.Workload.Clients), c)
-	}
-	if s.Workload.Clients > minClients+1 {
-		c := s.Clone()
-		c.Workload.Clients--
-		add(fmt.Sprintf("%d clients instead of %d", c.Workload.Clients, s.Workload.Clients), c)
-	}
-	if s.Workload.Keys > 1 {
-		c := s.Clone()
-		c.Workload.Keys = 1
-		add("one key", c)
-	}
-	// A random client named: each run (its own seed) draws its own random
-	// client, and a file whose fault lands on the one that matters only
-	// some of the time reproduces only some of the time. Naming one is
-	// worth it only if it shows every time (a client hang named on client
-	// 0, kept with 2 of 3, where the random one had shown 5 of 5).
-	for i, f := range s.Faults {
-		if f.Target.Client != chaos.ClientRandom {
-			continue
-		}
-		for k := range s.Workload.Clients {
-			c := s.Clone()
-			c.Faults[i].Target.Client = strconv.Itoa(k)
-			// A cut: kept only if it shows in every run, more surely
-			// than the random client did.
-			cut(fmt.Sprintf("%s on client %d, not a random one", f.Kind, k), c)
-		}
-	}
-	w := s.Workload
-	plainer := []struct {
-		on   bool
-		what string
-		off  func(*workload.Spec)
-	}{
-		{w.Kind != workload.Mutex, "a plain mutex workload", func(w *workload.Spec) { w.Kind, w.Fenced = workload.Mutex, false }},
-		{w.Renew, "no renewal", func(w *workload.Spec) { w.Renew = false }},
-		{w.HonourLease, "a holder that ignores its lease", func(w *workload.Spec) { w.HonourLease = false }},
-		{w.Fenced, "unfenced writes", func(w *workload.Spec) { w.Fenced = false }},
-		{thinks(w), "no think time", func(w *workload.Spec) { w.Think = workload.Dist{} }},
-	}
-	all, n := s.Clone(), 0
-	var whats []string
-	for _, p := range plainer {
-		if p.on {
-			p.off(&all.Workload)
-			whats = append(whats, p.what)
-			n++
-		}
-	}
-	if n > 1 {
-		// All at once first; one by one if that was too much.
-		add(strings.Join(whats, ", "), all)
-	}
-	for _, p := range plainer {
-		if p.on {
-			c := s.Clone()
-			p.off(&c.Workload)
-			add(p.what, c)
-		}
-	}
-	for i, f := range s.Faults {
-		if f.For > minCut {
-			c := s.Clone()
-			c.Faults[i].For = round(f.For / 2)
-			cut(fmt.Sprintf("%s for %v instead of %v", f.Kind, c.Faults[i].For, f.For), c)
-		}
-		for _, p := range f.Params {
-			if v, ok := halve(p.Value); ok {
-				c := s.Clone()
-				c.Faults[i].setParam(p.Name, v)
-				cut(fmt.Sprintf("%s %s %s instead of %s", f.Kind, p.Name, v, p.Value), c)
-			}
-		}
-	}
-	return out
-}
-
-// halve halves a duration option ("400ms" -> "200ms") larger than minCut;
-// other values are left alone.
-func halve(v string) (string, bool) {
-	d, err := time.ParseDuration(v)
-	if err != nil || d.Abs() <= minCut {
-		return "", false
-	}
-	return dur(round(d / 2)), true
-}
-
-// firstAt is when the schedule's first fault starts (0 without faults).
-func firstAt(s Schedule) time.Duration {
-	if len(s.Faults) == 0 {
-		return 0
-	}
-	first := s.Faults[0].At
-	for _, f := range s.Faults {
-		first = min(first, f.At)
-	}
-	return first
 }

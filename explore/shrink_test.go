@@ -21,7 +21,7 @@ func big() Schedule {
 			Hold: workload.Dist{Kind: "uniform", A: 500 * time.Millisecond, B: time.Second}},
 		Faults: []Fault{
 			{Kind: "drop-replies", Target: chaos.Selector{Node: chaos.NodeFirst}, At: 700 * time.Millisecond, For: time.Second},
-			{Kind: "client-clock", Target: chaos.Selector{Client: chaos.ClientRandom}, Params: []Param{{"offset", "-2s"}}, At: time.Second, For: time.Second},
+			{Kind: "client-clock", Target: chaos.Selector{Client: chaos.ClientRandom}, Params: []Param{{Name: "offset", Value: "-2s"}}, At: time.Second, For: time.Second},
 			{Kind: "server-pause", Target: chaos.Selector{Node: chaos.NodeFirst}, At: 2 * time.Second, For: 1500 * time.Millisecond},
 		}}
 }
@@ -144,7 +144,7 @@ func TestShrinkKeepsOnlyMajorityReproductions(t *testing.T) {
 			if kept != tc.keep {
 				t.Fatalf("kept = %v, want %v (steps %v)", kept, tc.keep, out.Steps)
 			}
-			if !tc.keep && string(out.Schedule.Scenario(ScenarioFile{Name: "x"})) != string(orig.Scenario(ScenarioFile{Name: "x"})) {
+			if !tc.keep && string(out.Schedule.Scenario("x")) != string(orig.Scenario("x")) {
 				t.Error("the schedule changed though no candidate was kept")
 			}
 			if out.Stopped == "" {
@@ -265,7 +265,7 @@ func TestRefutedFindingTakesUpTheNextSchedule(t *testing.T) {
 // schedule differ only in their seeds.
 func withoutSeed(s Schedule) string {
 	s.Seed = 0
-	return string(s.Scenario(ScenarioFile{Name: "x"}))
+	return string(s.Scenario("x"))
 }
 
 // Side by side (a Batch of up to Parallel runs at once) the shrink keeps
@@ -341,7 +341,7 @@ func TestShrinkNamesARandomClient(t *testing.T) {
 	s := Schedule{Approach: "redis-setnx-px-lua", Duration: 3 * time.Second, Seed: 5,
 		Workload: workload.Spec{Kind: workload.Mutex, Clients: 3, Keys: 1, TTL: time.Second, Hold: workload.Dist{Kind: "fixed", A: 20 * time.Millisecond}},
 		Faults: []Fault{{Kind: "slow-replies", Target: chaos.Selector{Client: chaos.ClientRandom, Node: chaos.NodeAll},
-			Params: []Param{{"latency", "200ms"}}, At: 200 * time.Millisecond, For: time.Second}}}
+			Params: []Param{{Name: "latency", Value: "200ms"}}, At: 200 * time.Millisecond, For: time.Second}}}
 	named := 0
 	for _, c := range (&Shrinker{}).candidates(s) {
 		f := c.s.Faults
@@ -355,7 +355,7 @@ func TestShrinkNamesARandomClient(t *testing.T) {
 		if f[0].Target.Client != want || f[0].Target.Node != chaos.NodeAll {
 			t.Fatalf("%q targets %s, want client %s on every node", c.what, f[0].Target, want)
 		}
-		sc, err := scenario.Parse(c.s.Scenario(ScenarioFile{Name: "x"}), reg)
+		sc, err := scenario.Parse(c.s.Scenario("x"), reg)
 		if err != nil {
 			t.Fatalf("%q does not read back: %v", c.what, err)
 		}

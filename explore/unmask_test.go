@@ -14,7 +14,7 @@ import (
 func TestUnmaskingIsQueuedOnce(t *testing.T) {
 	e := &explorer{tried: map[string]int{}}
 	srch := &Search{Approach: "a"}
-	clock := Fault{Kind: "server-clock", Params: []Param{{"offset", "3s"}}, At: time.Second, For: time.Second}
+	clock := Fault{Kind: "server-clock", Params: []Param{{Name: "offset", Value: "3s"}}, At: time.Second, For: time.Second}
 	pause := Fault{Kind: "client-pause", Target: chaos.Selector{Client: chaos.ClientRandom}, At: 2 * time.Second, For: time.Second}
 	kill := Fault{Kind: "server-kill", At: 2 * time.Second, For: time.Second}
 	s := Schedule{Approach: "a", Duration: 5 * time.Second, Faults: []Fault{clock, pause}}

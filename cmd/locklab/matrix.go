@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/shard"
 )
 
 // cmdMatrix is `locklab matrix`: every approach against every fault, each
@@ -36,6 +37,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	dir := fs.String("matrix", "", "a directory with expectations.yaml and faults/*.yaml to use instead of the built-in matrix")
 	files := addApproachFiles(fs)
 	stalls := addStallFlag(fs)
+	shards := addShardFlag(fs, "the matrix's runs")
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
@@ -76,27 +78,28 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
 		return code
 	}
+	spec, sharded, code := shards.spec("matrix", stderr)
+	if code >= 0 {
+		return code
+	}
 	estimate := func(p runner.Plan) time.Duration {
-		return runner.Estimate(p, !*sequential, *parallel, caseOverhead, clusterStart(docker != nil))
+		est := runner.Estimate(p, !*sequential, *parallel, caseOverhead, clusterStart(docker != nil))
+		if sharded {
+			est /= time.Duration(spec.N) // a shard's share
+		}
+		return est
 	}
 	est := estimate(plan)
 	if *budget > 0 && est > *budget && opt.Runs > 1 {
-		// Plan the runs to fit: fewer per cell, each cell's first runs
-		// first (a budget that still runs out leaves every cell its
-		// first runs).
-		asked, askedEst := opt.Runs, est
-		for opt.Runs > 1 && est > *budget {
-			opt.Runs--
-			if plan, cells, err = runner.MatrixPlan(reg, m, opt); err != nil {
-				return exitCode(stderr, err)
-			}
-			if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
-				return code
-			}
-			est = estimate(plan)
+		if plan, cells, est, code = fitBudget(reg, m, &opt, *budget, stalls, estimate, stderr); code >= 0 {
+			return code
 		}
-		fmt.Fprintf(stderr, "locklab matrix: --runs %d would take about %v, past the --budget of %v: %d run(s) per cell\n",
-			asked, roughly(askedEst), *budget, opt.Runs)
+	}
+	var rec *shardRecord
+	if sharded {
+		if rec, code = shardMatrix(&plan, spec, cells, opt, args, stderr); code >= 0 {
+			return code
+		}
 	}
 	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), roughly(est))
 	runCtx := ctx
@@ -130,18 +133,81 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if err != nil && !interrupted {
 		return exitCode(stderr, err)
 	}
+	if rec != nil {
+		if err := rec.write(out.Dir, out.Results); err != nil {
+			fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
+			return exitInfra
+		}
+		// A cell's runs may fall to several shards: its verdict is the
+		// merge's, over all of them.
+		fmt.Fprintf(stderr, "locklab matrix: shard %v of plan %s written; 'locklab merge' of the %d shards' folders gives the verdict\n", spec, rec.Plan, spec.N)
+		return exitOK
+	}
+	return matrixVerdict("matrix", mat, interrupted, stderr)
+}
+
+// shardMatrix narrows the plan to shard spec and returns the record
+// shard.json keeps, or an exit code >= 0.
+func shardMatrix(plan *runner.Plan, spec shard.Spec, cells []matrix.Cell, opt runner.MatrixOptions, args []string, stderr io.Writer) (*shardRecord, int) {
+	whole := len(plan.Cases)
+	rec, err := takeShard(plan, "matrix", spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab matrix: --shard %v\n", err)
+		return nil, exitUsage
+	}
+	rec.Matrix = &matrixShard{Cells: cells, Runs: opt.Runs, MinCatchRate: opt.MinCatchRate}
+	rec.Command = "locklab matrix " + strings.Join(args, " ")
+	fmt.Fprintf(stderr, "locklab matrix: shard %v: %d of the plan's %d runs (plan %s)\n", spec, len(plan.Cases), whole, rec.Plan)
+	return rec, -1
+}
+
+// matrixVerdict prints the matrix's verdict and returns its exit code:
+// contradicted cells outrank undecided ones.
+func matrixVerdict(cmd string, mat *report.Matrix, interrupted bool, stderr io.Writer) int {
 	bad, undecided := runner.MatrixExit(mat)
 	switch {
 	case len(bad) > 0:
-		fmt.Fprintf(stderr, "locklab matrix: %d cell(s) contradict their expectation: %s\n", len(bad), strings.Join(bad, "; "))
+		fmt.Fprintf(stderr, "locklab %s: %d cell(s) contradict their expectation: %s\n", cmd, len(bad), strings.Join(bad, "; "))
 		return exitUnsafe
 	case len(undecided) > 0:
-		fmt.Fprintf(stderr, "locklab matrix: %d cell(s) undecided: %s\n", len(undecided), strings.Join(undecided, "; "))
+		fmt.Fprintf(stderr, "locklab %s: %d cell(s) undecided: %s\n", cmd, len(undecided), strings.Join(undecided, "; "))
 		return exitUndecided
 	case interrupted:
-		fmt.Fprintln(stderr, "locklab matrix: the budget ran out; the cells that ran are reported")
+		fmt.Fprintf(stderr, "locklab %s: the budget ran out; the cells that ran are reported\n", cmd)
 	}
 	return exitOK
+}
+
+// fitBudget plans the runs to fit the budget: fewer per cell, each cell's
+// first runs first (a budget that still runs out leaves every cell its
+// first runs). It returns the plan, its cells and its estimate, or an exit
+// code >= 0.
+func fitBudget(reg *impls.Registry, m *matrix.Matrix, opt *runner.MatrixOptions, budget time.Duration, stalls stallFlag,
+	estimate func(runner.Plan) time.Duration, stderr io.Writer) (runner.Plan, []matrix.Cell, time.Duration, int) {
+	asked := opt.Runs
+	var askedEst, est time.Duration
+	var plan runner.Plan
+	var cells []matrix.Cell
+	for {
+		var err error
+		if plan, cells, err = runner.MatrixPlan(reg, m, *opt); err != nil {
+			return plan, nil, 0, exitCode(stderr, err)
+		}
+		if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
+			return plan, nil, 0, code
+		}
+		est = estimate(plan)
+		if askedEst == 0 {
+			askedEst = est
+		}
+		if opt.Runs == 1 || est <= budget {
+			break
+		}
+		opt.Runs--
+	}
+	fmt.Fprintf(stderr, "locklab matrix: --runs %d would take about %v, past the --budget of %v: %d run(s) per cell\n",
+		asked, roughly(askedEst), budget, opt.Runs)
+	return plan, cells, est, -1
 }
 
 func countApplies(cells []matrix.Cell) int {

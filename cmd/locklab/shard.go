@@ -28,23 +28,27 @@ const shardFileName = "shard.json"
 // folders are shards of one plan and to fold them into one.
 type shardRecord struct {
 	Kind string `json:"kind"` // matrix, run, bench, explore
+	// Title is the plan's kind as its summary names it ("run NAME").
+	Title string `json:"title"`
 	// Plan is a hash of the whole plan (every case of every shard, as it
 	// runs): shards of one plan have the same.
 	Plan    string `json:"plan"`
-	K       int    `json:"shard"`
+	K       int    `json:"shard,omitempty"`
 	N       int    `json:"of"`
 	Version string `json:"locklab_version"`
 	Command string `json:"command"`
 	// PlanCases counts the whole plan's cases; Cases are this shard's, At
 	// their places in the whole plan.
 	PlanCases int      `json:"plan_cases"`
-	Cases     []string `json:"cases"`
-	At        []int    `json:"at"`
+	Cases     []string `json:"cases,omitempty"`
+	At        []int    `json:"at,omitempty"`
 	// Matrix: the cells and the rule over their runs, to judge the
 	// merged cells by.
 	Matrix *matrixShard `json:"matrix,omitempty"`
-	// Need is run --runs' --need (0: all).
-	Need int `json:"need,omitempty"`
+	// Repeats and Need are run --runs' runs of each approach and --need
+	// (0: all).
+	Repeats int `json:"repeats,omitempty"`
+	Need    int `json:"need,omitempty"`
 	// Explore says what this shard explored: its seed and approaches.
 	Explore *exploreShard `json:"explore,omitempty"`
 	// Merged, in a merged folder, are the shards it holds, From the
@@ -168,7 +172,7 @@ func takeShard(p *runner.Plan, kind string, s shard.Spec) (*shardRecord, error) 
 	if err != nil {
 		return nil, err
 	}
-	rec := &shardRecord{Kind: kind, Plan: hash, K: s.K, N: s.N, PlanCases: len(p.Cases)}
+	rec := &shardRecord{Kind: kind, Title: p.Kind, Plan: hash, K: s.K, N: s.N, PlanCases: len(p.Cases), Repeats: p.Repeats}
 	cases := make([]runner.Case, len(mine))
 	for j, i := range mine {
 		cases[j] = p.Cases[i]

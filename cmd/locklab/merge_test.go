@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/verdict"
+)
+
+// fakeShard is shard k of n of a plan of cases, holding runs of the named
+// cases (each at its place in the plan), in a folder of its own.
+func fakeShard(t *testing.T, k, n int, plan string, cases []string, at []int, runs ...report.Run) shardDir {
+	t.Helper()
+	return shardDir{Dir: filepath.Join(t.TempDir(), "shard"),
+		Rec: shardRecord{Kind: "matrix", Title: "matrix", Plan: plan, K: k, N: n, Version: "v1", PlanCases: 4, Cases: cases, At: at},
+		Res: &report.Results{Complete: true, Runs: runs, Versions: map[string]string{"locklab": "v1"}, Config: map[string]any{"runs": 4}}}
+}
+
+func TestCheckShardsRefuses(t *testing.T) {
+	ok := func() []shardDir {
+		a := fakeShard(t, 1, 2, "p1", []string{"c1", "c3"}, []int{0, 2})
+		b := fakeShard(t, 2, 2, "p1", []string{"c2", "c4"}, []int{1, 3})
+		a.Dir, b.Dir = "A", "B"
+		return []shardDir{a, b}
+	}
+	if err := checkShards(ok()); err != nil {
+		t.Fatalf("two shards of one plan refused: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(ds []shardDir) []shardDir
+		want   []string // what the one line must name
+	}{
+		{"other plan", func(ds []shardDir) []shardDir { ds[1].Rec.Plan = "p2"; return ds }, []string{"B", "p2", "A", "p1"}},
+		{"other N", func(ds []shardDir) []shardDir { ds[1].Rec.N = 3; return ds }, []string{"B", "shard 2 of 3", "A", "of 2"}},
+		{"other locklab", func(ds []shardDir) []shardDir { ds[1].Rec.Version = "v2"; return ds }, []string{"B", `"v2"`, "A", `"v1"`}},
+		{"other kind", func(ds []shardDir) []shardDir { ds[1].Rec.Kind = "bench"; return ds }, []string{"B", "bench", "A", "matrix"}},
+		{"doubled", func(ds []shardDir) []shardDir { ds[1].Rec.K = 1; return ds }, []string{"shard 1/2 given twice", "A", "B"}},
+		{"missing", func(ds []shardDir) []shardDir { return ds[:1] }, []string{"shard(s) 2 of 2 missing", "given: 1"}},
+		{"none", func([]shardDir) []shardDir { return nil }, []string{"no shard folder"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkShards(c.change(ok()))
+			if err == nil {
+				t.Fatal("merged")
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("more than one line: %q", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestMergeRunsRefusesAnotherSplit(t *testing.T) {
+	run := func(c string) report.Run { return report.Run{Case: c} }
+	for _, c := range []struct {
+		name string
+		a, b shardDir
+		want string
+	}{
+		{"a case in two shards", fakeShard(t, 1, 2, "p", []string{"c1", "c2"}, []int{0, 1}), fakeShard(t, 2, 2, "p", []string{"c2", "c3"}, []int{1, 2}), "case c2 falls to two shards"},
+		{"a case in none", fakeShard(t, 1, 2, "p", []string{"c1"}, []int{0}), fakeShard(t, 2, 2, "p", []string{"c2", "c3"}, []int{1, 2}), "hold 3 of the plan's 4 cases"},
+		{"a run of another shard's case", fakeShard(t, 1, 2, "p", []string{"c1", "c2"}, []int{0, 1}, run("c3")),
+			fakeShard(t, 2, 2, "p", []string{"c3", "c4"}, []int{2, 3}), "run c3 is not one of this shard's cases"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := mergeRuns([]shardDir{c.a, c.b}); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// A cell's runs in two shards: the catch rate is counted over all four,
+// so the merged cell meets a minimum catch rate that neither shard's half
+// does, and the exit code is the unsharded one's.
+func TestMergeRecountsCatchRates(t *testing.T) {
+	name := func(i int) string { return runner.CellCaseName("f", "a", i) }
+	caught := func(i int) report.Run {
+		return report.Run{Case: name(i), Approach: "a", Status: verdict.Agrees, Expected: []string{"double-grant"},
+			Observed: []string{"double-grant:both-valid"}, DoubleGrants: 1, ViolationCount: 1, FirstViolationAt: 0.5}
+	}
+	missed := report.Run{Case: name(3), Approach: "a", Status: verdict.Contradicts, Missed: true, Expected: []string{"double-grant"}, FirstViolationAt: -1}
+	cells := []matrix.Cell{{Approach: "a", Fault: "f", Applies: true, Expect: verdict.Expect("racy", verdict.DoubleGrant)}}
+	for _, c := range []struct {
+		minCatch float64
+		code     int
+	}{{0.75, exitOK}, {0.8, exitUnsafe}} {
+		a := fakeShard(t, 1, 2, "p", []string{name(1), name(3)}, []int{0, 2}, caught(1), missed)
+		b := fakeShard(t, 2, 2, "p", []string{name(2), name(4)}, []int{1, 3}, caught(4), caught(2))
+		for _, d := range []*shardDir{&a, &b} {
+			d.Rec.Matrix = &matrixShard{Cells: cells, Runs: 4, MinCatchRate: c.minCatch}
+			if err := os.MkdirAll(d.Dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ds := []shardDir{b, a} // in any order
+		runs, err := mergeRuns(ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range runs {
+			if r.Case != name(i+1) {
+				t.Fatalf("run %d is %s: not in plan order", i, r.Case)
+			}
+		}
+		res := mergeResults(ds, runs)
+		if v := res.Verdict; v.AsExpected != 3 || v.Contradicted != 1 || v.DoubleGrants != 3 || v.Safe {
+			t.Errorf("verdict %+v: want 3 as expected, 1 contradicted, 3 double grants", v)
+		}
+		out := filepath.Join(t.TempDir(), "merged")
+		if err := newFolder(out); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		code, err := writeMergedKind(out, ds, res, "", &stdout, &stderr)
+		if err != nil || code != c.code {
+			t.Fatalf("--min-catch-rate %v: exit %d (%v), want %d\n%s", c.minCatch, code, err, c.code, stderr.String())
+		}
+		var m report.Matrix
+		b2, _ := os.ReadFile(filepath.Join(out, "matrix.json"))
+		if err := json.Unmarshal(b2, &m); err != nil {
+			t.Fatal(err)
+		}
+		if cell := m.Cells[0]; cell.Ran != 4 || cell.Caught != 3 || len(cell.TimesToViolation) != 3 {
+			t.Errorf("merged cell %+v: want 3 of 4 runs caught", cell)
+		}
+		var rec shardRecord
+		b3, _ := os.ReadFile(filepath.Join(out, shardFileName))
+		if err := json.Unmarshal(b3, &rec); err != nil || len(rec.Merged) != 2 || len(rec.From) != 2 {
+			t.Errorf("the merged folder does not say which shards it holds: %s", b3)
+		}
+	}
+}
+
+func TestUnsharded(t *testing.T) {
+	for in, want := range map[string]string{
+		"locklab matrix --runs 3 --shard 2/4 --results r": "locklab matrix --runs 3 --results r",
+		"locklab matrix --shard=ci --runs 3":              "locklab matrix --runs 3",
+		"locklab matrix --runs 3":                         "locklab matrix --runs 3",
+	} {
+		if got := unsharded(in); got != want {
+			t.Errorf("unsharded(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -156,3 +156,91 @@ func TestUnsharded(t *testing.T) {
 		}
 	}
 }
+
+// runMatrix runs `locklab matrix` with args into its own results folder
+// and returns the folder and the exit code.
+func runMatrix(t *testing.T, tmp, name string, args ...string) (string, int) {
+	t.Helper()
+	results := filepath.Join(tmp, name)
+	cmd := locklab(tmp, append([]string{"matrix", "--results", results}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if err != nil && code < 0 {
+		t.Fatalf("%s: %v\n%s", name, err, out.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(results, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("%s: exit %d, results %v\n%s", name, code, dirs, out.String())
+	}
+	return dirs[0], code
+}
+
+func readMatrix(t *testing.T, dir string) report.Matrix {
+	t.Helper()
+	var m report.Matrix
+	b, err := os.ReadFile(filepath.Join(dir, "matrix.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A small matrix run whole, and as 2 shards (separate processes, one
+// after the other) merged: the merged matrix has every run, and each
+// cell's verdict and the exit code are the whole run's.
+func TestMatrixShardsMergedEqualUnsharded(t *testing.T) {
+	tmp := t.TempDir()
+	args := []string{"--approaches", "redis-setnx-px-lua,redis-get-set", "--faults", "none,client-pause", "--runs", "2",
+		"--stall-threshold", catchStallThreshold}
+	whole, wholeCode := runMatrix(t, tmp, "whole", args...)
+	var shards []string
+	for _, k := range []string{"1/2", "2/2"} {
+		dir, code := runMatrix(t, tmp, "shard"+k[:1], append(args, "--shard", k)...)
+		if code != exitOK {
+			t.Fatalf("shard %s: exit %d", k, code)
+		}
+		shards = append(shards, dir)
+	}
+	merged := filepath.Join(tmp, "merged")
+	junit := filepath.Join(tmp, "merged.xml")
+	cmd := locklab(tmp, append(append([]string{"merge"}, shards...), "--out", merged, "--junit", junit)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != wholeCode {
+		t.Fatalf("merge: exit %d, the whole run's %d\n%s", code, wholeCode, out.String())
+	}
+	for _, f := range []string{"matrix.md", "matrix-compact.md", "matrix.json", "matrix.png", "matrix.html", "results.json",
+		"summary.md", "index.html", shardFileName, "shard-1/results.json", "shard-2/results.json"} {
+		if _, err := os.Stat(filepath.Join(merged, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	want, got := readMatrix(t, whole), readMatrix(t, merged)
+	if len(got.Cells) != len(want.Cells) {
+		t.Fatalf("%d cells merged, %d run whole", len(got.Cells), len(want.Cells))
+	}
+	for _, w := range want.Cells {
+		g, ok := got.Cell(w.Approach, w.Fault)
+		switch {
+		case !ok:
+			t.Errorf("%s under %s: not merged", w.Approach, w.Fault)
+		case g.Ran != w.Ran || g.Status != w.Status:
+			t.Errorf("%s under %s: merged %d runs, %s; whole %d runs, %s", w.Approach, w.Fault, g.Ran, g.Status, w.Ran, w.Status)
+		}
+	}
+	if suite, _ := readJUnit(t, junit); suite.Tests != len(want.Cells) {
+		t.Errorf("junit: %+v", suite)
+	}
+	// A shard given twice is refused, naming it.
+	cmd = locklab(tmp, "merge", shards[0], shards[0], "--out", filepath.Join(tmp, "again"))
+	b, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != exitUsage || !strings.Contains(string(b), "shard 1/2 given twice") {
+		t.Errorf("a doubled shard: exit %d: %s", cmd.ProcessState.ExitCode(), b)
+	}
+}

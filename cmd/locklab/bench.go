@@ -41,6 +41,7 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	noHistory := fs.Bool("no-history", false, "record and check nothing (to measure what recording costs)")
 	rate := fs.Float64("rate", 0, "open loop: lock requests per second over all clients, latency counted from when each was due (0: each client asks again as soon as it released)")
 	stalls := addStallFlag(fs)
+	shards := addShardFlag(fs, "the cases (approaches x client counts)")
 	g := gateFlags(fs, "bench", true)
 	files := addApproachFiles(fs)
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
@@ -97,14 +98,25 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	if code := stalls.apply("bench", &plan, stderr); code >= 0 {
 		return code
 	}
-	return runPlan(ctx, plan, g, 0, stdout, stderr)
+	rec, code := shardPlan(&plan, "bench", shards, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if rec != nil && g.base != nil {
+		fmt.Fprintln(stderr, "locklab bench: --baseline goes with an unsharded bench: compare the merged folder (locklab compare BASELINE MERGED)")
+		return exitUsage
+	}
+	return runPlan(ctx, plan, g, 0, rec, stdout, stderr)
 }
 
 // runPlan runs a plan with progress on a terminal, prints the table and
 // each case's verdict, and returns the exit code its outcomes call for.
 // parallel > 0 runs up to that many cases at once, those of different
 // server kinds side by side; 0 runs them one at a time.
-func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdout, stderr io.Writer) int {
+//
+// rec, when set, is the shard of a plan this is (--shard): its record
+// goes into the results folder, and the verdict is the merge's.
+func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, rec *shardRecord, stdout, stderr io.Writer) int {
 	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: parallel > 0, MaxCases: parallel}
 	if isTerminal(stdout) {
 		r.Progress = func(s runner.Status) {
@@ -121,6 +133,12 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdou
 	}
 	if out != nil {
 		fmt.Fprintf(stdout, "results: %s\n", out.Dir)
+	}
+	if rec != nil && out != nil {
+		if werr := rec.write(out.Dir, out.Results); werr != nil {
+			fmt.Fprintf(stderr, "locklab %s: %v\n", rec.Kind, werr)
+			return exitInfra
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -140,10 +158,35 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdou
 		}
 		return code
 	}
+	if rec != nil {
+		// An approach's runs may fall to several shards: the verdict is
+		// the merge's, over all of them.
+		fmt.Fprintf(stderr, "locklab %s: shard %d/%d of plan %s written; 'locklab merge' of the %d shards' folders gives the verdict\n",
+			rec.Kind, rec.K, rec.N, rec.Plan, rec.N)
+		return g.finish(out.Results, exitOK, stdout, stderr)
+	}
 	if plan.Repeats > 1 {
 		return g.finish(out.Results, exitForRepeats(out.Results.Runs, out.Verdicts, g.need, stdout, stderr), stdout, stderr)
 	}
 	return g.finish(out.Results, exitFor(out.Verdicts, stderr), stdout, stderr)
+}
+
+// shardPlan narrows plan to the shard --shard asks for, if any: it returns
+// the record its results keep (nil: not sharded), or an exit code >= 0.
+func shardPlan(plan *runner.Plan, kind string, f shardFlag, args []string, stderr io.Writer) (*shardRecord, int) {
+	spec, sharded, code := f.spec(kind, stderr)
+	if !sharded {
+		return nil, code
+	}
+	whole := len(plan.Cases)
+	rec, err := takeShard(plan, kind, spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab %s: --shard %v\n", kind, err)
+		return nil, exitUsage
+	}
+	rec.Command = "locklab " + kind + " " + strings.Join(args, " ")
+	fmt.Fprintf(stderr, "locklab %s: shard %v: %d of the plan's %d cases (plan %s)\n", kind, spec, len(plan.Cases), whole, rec.Plan)
+	return rec, -1
 }
 
 // exitForRepeats is the gate over repeated runs (run --runs N): it prints,

@@ -14,7 +14,6 @@ import (
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
-	"github.com/locklab/locklab/shard"
 )
 
 // cmdMatrix is `locklab matrix`: every approach against every fault, each
@@ -95,11 +94,12 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 			return code
 		}
 	}
-	var rec *shardRecord
-	if sharded {
-		if rec, code = shardMatrix(&plan, spec, cells, opt, args, stderr); code >= 0 {
-			return code
-		}
+	rec, code := shardPlan(&plan, "matrix", shards, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if rec != nil {
+		rec.Matrix = &matrixShard{Cells: cells, Runs: opt.Runs, MinCatchRate: opt.MinCatchRate}
 	}
 	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), roughly(est))
 	runCtx := ctx
@@ -144,21 +144,6 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		return exitOK
 	}
 	return matrixVerdict("matrix", mat, interrupted, stderr)
-}
-
-// shardMatrix narrows the plan to shard spec and returns the record
-// shard.json keeps, or an exit code >= 0.
-func shardMatrix(plan *runner.Plan, spec shard.Spec, cells []matrix.Cell, opt runner.MatrixOptions, args []string, stderr io.Writer) (*shardRecord, int) {
-	whole := len(plan.Cases)
-	rec, err := takeShard(plan, "matrix", spec)
-	if err != nil {
-		fmt.Fprintf(stderr, "locklab matrix: --shard %v\n", err)
-		return nil, exitUsage
-	}
-	rec.Matrix = &matrixShard{Cells: cells, Runs: opt.Runs, MinCatchRate: opt.MinCatchRate}
-	rec.Command = "locklab matrix " + strings.Join(args, " ")
-	fmt.Fprintf(stderr, "locklab matrix: shard %v: %d of the plan's %d runs (plan %s)\n", spec, len(plan.Cases), whole, rec.Plan)
-	return rec, -1
 }
 
 // matrixVerdict prints the matrix's verdict and returns its exit code:

@@ -244,3 +244,44 @@ func TestMatrixShardsMergedEqualUnsharded(t *testing.T) {
 		t.Errorf("a doubled shard: exit %d: %s", cmd.ProcessState.ExitCode(), b)
 	}
 }
+
+// run --runs and bench as 2 shards each, merged: every run in the merged
+// results.json, the repeated runs counted together, one exit code.
+func TestRunAndBenchShardsMerged(t *testing.T) {
+	tmp := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // in the merge's output
+	}{
+		{"run", []string{"run", "../../scenarios/gc-pause-past-ttl.yaml", "--approach", "redis-setnx-px-lua", "--runs", "4", "--need", "3",
+			"--stall-threshold", catchStallThreshold}, "redis-setnx-px-lua: as expected in"},
+		{"bench", []string{"bench", "--approaches", "redis-setnx-px-lua,redis-get-set", "--clients", "1,2", "--duration", "1s"}, "redis-get-set-c2"},
+	} {
+		var shards []string
+		for _, k := range []string{"1", "2"} {
+			results := filepath.Join(tmp, c.name+k)
+			out, err := locklab(tmp, append(c.args, "--results", results, "--shard", k+"/2")...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s shard %s/2: %v\n%s", c.name, k, err, out)
+			}
+			dirs, _ := filepath.Glob(filepath.Join(results, "*"))
+			if len(dirs) != 1 {
+				t.Fatalf("%s shard %s/2: %v", c.name, k, dirs)
+			}
+			shards = append(shards, dirs[0])
+		}
+		merged := filepath.Join(tmp, c.name+"-merged")
+		out, err := locklab(tmp, append(append([]string{"merge"}, shards...), "--out", merged)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Fatalf("%s merge: %v, output lacks %q:\n%s", c.name, err, c.want, out)
+		}
+		res, err := report.ReadResults(merged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Runs) != 4 || res.Verdict.AsExpected != 4 {
+			t.Errorf("%s merged: %d runs, %d as expected; want 4 and 4", c.name, len(res.Runs), res.Verdict.AsExpected)
+		}
+	}
+}

@@ -104,6 +104,15 @@ func writeMergedKind(out string, ds []shardDir, res *report.Results, junit strin
 				return exitInfra, err
 			}
 		}
+	case rec.Kind == "explore":
+		sum, files, err := mergeExplore(out, ds)
+		if err != nil {
+			return exitInfra, err
+		}
+		res.Explore, extra = sum, files
+		if code, err = exploreVerdict(out, sum, junit, stdout, stderr); err != nil {
+			return code, err
+		}
 	default:
 		return exitInfra, fmt.Errorf("%s: a shard of %q, which merge does not know", ds[0].Dir, rec.Kind)
 	}
@@ -198,6 +207,22 @@ func checkShards(ds []shardDir) error {
 // is not among its shard's cases, or cases that two shards claim, mean
 // the folders do not hold one split: refused.
 func mergeRuns(ds []shardDir) ([]report.Run, error) {
+	if ds[0].Rec.Kind == "explore" {
+		// An exploration's runs are its own: shard after shard, their
+		// files where they stay, in shard-K/.
+		sorted := slices.SortedFunc(slices.Values(ds), func(a, b shardDir) int { return a.Rec.K - b.Rec.K })
+		var runs []report.Run
+		for _, d := range sorted {
+			for _, r := range d.Res.Runs {
+				r.Artifacts = slices.Clone(r.Artifacts)
+				for i, a := range r.Artifacts {
+					r.Artifacts[i] = fmt.Sprintf("shard-%d/%s", d.Rec.K, a)
+				}
+				runs = append(runs, r)
+			}
+		}
+		return runs, nil
+	}
 	at := map[string]int{}
 	owner := map[string]string{}
 	planCases := ds[0].Rec.PlanCases
@@ -340,6 +365,9 @@ func writeMerged(out string, ds []shardDir, res *report.Results, extra []string)
 			return err
 		}
 		res.Artifacts = append(res.Artifacts, sub+"/")
+		if d.Rec.Kind == "explore" {
+			continue // shards exploring one approach name their runs alike: their files stay in shard-K/
+		}
 		for _, r := range d.Res.Runs {
 			for _, a := range r.Artifacts {
 				if err := linkFile(filepath.Join(d.Dir, a), filepath.Join(out, a)); err != nil {

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
@@ -283,5 +285,55 @@ func TestRunAndBenchShardsMerged(t *testing.T) {
 		if len(res.Runs) != 4 || res.Verdict.AsExpected != 4 {
 			t.Errorf("%s merged: %d runs, %d as expected; want 4 and 4", c.name, len(res.Runs), res.Verdict.AsExpected)
 		}
+	}
+}
+
+// Two shards' explorations found one class each way: the merge keeps one
+// finding per approach and class, the better shrunk one with its file,
+// counts its runs over both, and exits 1 for a new class.
+func TestMergeExploreDeduplicatesByClass(t *testing.T) {
+	finding := func(class string, known bool, faults int, confirmed bool, file string) explore.FindingSummary {
+		return explore.FindingSummary{Approach: "a", Class: verdict.Outcome(class), Known: known, Seen: 2, File: file,
+			Final: explore.ScheduleSummary{Faults: faults}, Shrink: &explore.ShrinkSummary{Confirmed: confirmed}}
+	}
+	var ds []shardDir
+	for k, fs := range [][]explore.FindingSummary{
+		{finding("double-grant", true, 3, true, "found/a--double-grant--known.yaml"), finding("lost-update", false, 2, false, "found/a--lost-update.yaml")},
+		{finding("double-grant", true, 1, true, "found/a--double-grant--known.yaml")},
+	} {
+		d := fakeShard(t, k+1, 2, "p", nil, nil)
+		d.Rec.Kind = "explore"
+		d.Res.Explore = explore.Summary{Runs: 10, Findings: fs}
+		for _, f := range fs {
+			path := filepath.Join(d.Dir, f.File)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, []byte(fmt.Sprintf("# shard %d, %d faults\n", k+1, f.Final.Faults)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ds = append(ds, d)
+	}
+	out := t.TempDir()
+	sum, files, err := mergeExplore(out, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Runs != 20 || sum.Classes != 2 || sum.Known != 1 || sum.New != 1 || len(sum.Findings) != 2 || len(files) != 2 {
+		t.Fatalf("merged %+v, files %v", sum, files)
+	}
+	dg := sum.Findings[0]
+	if dg.Class != "double-grant" || dg.Final.Faults != 1 || dg.Seen != 4 {
+		t.Errorf("the double grant kept: %+v, want shard 2's (1 fault), seen in 4 runs", dg)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, dg.File)); string(b) != "# shard 2, 1 faults\n" {
+		t.Errorf("%s holds %q, want shard 2's file", dg.File, b)
+	}
+	var stdout, stderr bytes.Buffer
+	junit := filepath.Join(out, "explore.xml")
+	if code, err := exploreVerdict(out, sum, junit, &stdout, &stderr); err != nil || code != exitUnsafe {
+		t.Errorf("exit %d (%v), want %d for a new class", code, err, exitUnsafe)
+	}
+	if suite, _ := readJUnit(t, junit); suite.Tests != 2 || suite.Failures != 1 {
+		t.Errorf("junit: %+v", suite)
 	}
 }

@@ -84,12 +84,17 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	estimate := func(p runner.Plan) time.Duration {
 		est := runner.Estimate(p, !*sequential, *parallel, caseOverhead, clusterStart(docker != nil))
 		if sharded {
-			est /= time.Duration(spec.N) // a shard's share
+			est /= time.Duration(spec.N) // about a shard's share
 		}
 		return est
 	}
 	est := estimate(plan)
-	if *budget > 0 && est > *budget && opt.Runs > 1 {
+	if *budget > 0 && est > *budget && opt.Runs > 1 && sharded {
+		// Fewer runs would make another plan on a runner of another
+		// speed: every shard plans them all, and the budget stops it.
+		fmt.Fprintf(stderr, "locklab matrix: shard %v would take about %v, past the --budget of %v: it stops there (shards plan every run alike)\n",
+			spec, roughly(est), *budget)
+	} else if *budget > 0 && est > *budget && opt.Runs > 1 {
 		if plan, cells, est, code = fitBudget(reg, m, &opt, *budget, stalls, estimate, stderr); code >= 0 {
 			return code
 		}

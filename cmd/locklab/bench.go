@@ -41,7 +41,6 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	noHistory := fs.Bool("no-history", false, "record and check nothing (to measure what recording costs)")
 	rate := fs.Float64("rate", 0, "open loop: lock requests per second over all clients, latency counted from when each was due (0: each client asks again as soon as it released)")
 	stalls := addStallFlag(fs)
-	shards := addShardFlag(fs, "the cases (approaches x client counts)")
 	g := gateFlags(fs, "bench", true)
 	files := addApproachFiles(fs)
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
@@ -98,25 +97,27 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	if code := stalls.apply("bench", &plan, stderr); code >= 0 {
 		return code
 	}
-	rec, code := shardPlan(&plan, "bench", shards, args, stderr)
-	if code >= 0 {
-		return code
-	}
-	if rec != nil && g.base != nil {
-		fmt.Fprintln(stderr, "locklab bench: --baseline goes with an unsharded bench: compare the merged folder (locklab compare BASELINE MERGED)")
-		return exitUsage
-	}
-	return runPlan(ctx, plan, g, 0, rec, stdout, stderr)
+	return runPlan(ctx, plan, g, 0, args, stdout, stderr)
 }
 
 // runPlan runs a plan with progress on a terminal, prints the table and
 // each case's verdict, and returns the exit code its outcomes call for.
 // parallel > 0 runs up to that many cases at once, those of different
 // server kinds side by side; 0 runs them one at a time.
-//
-// rec, when set, is the shard of a plan this is (--shard): its record
-// goes into the results folder, and the verdict is the merge's.
-func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, rec *shardRecord, stdout, stderr io.Writer) int {
+// With --shard, it runs the shard's cases (args: the command line, which
+// the shard's record keeps): the record goes into the results folder, and
+// the verdict is the merge's.
+func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, args []string, stdout, stderr io.Writer) int {
+	rec, code := shardPlan(&plan, g.kind, g.shard, args, stderr)
+	switch {
+	case code >= 0:
+		return code
+	case rec != nil && g.base != nil:
+		fmt.Fprintf(stderr, "locklab %s: --baseline goes with an unsharded run: compare the merged folder (locklab compare BASELINE MERGED)\n", g.kind)
+		return exitUsage
+	case rec != nil:
+		rec.Need = g.need
+	}
 	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: parallel > 0, MaxCases: parallel}
 	if isTerminal(stdout) {
 		r.Progress = func(s runner.Status) {
@@ -159,10 +160,7 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, rec *
 		return code
 	}
 	if rec != nil {
-		// An approach's runs may fall to several shards: the verdict is
-		// the merge's, over all of them.
-		fmt.Fprintf(stderr, "locklab %s: shard %d/%d of plan %s written; 'locklab merge' of the %d shards' folders gives the verdict\n",
-			rec.Kind, rec.K, rec.N, rec.Plan, rec.N)
+		rec.leaveVerdict(stderr)
 		return g.finish(out.Results, exitOK, stdout, stderr)
 	}
 	if plan.Repeats > 1 {

@@ -124,15 +124,8 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	if res.Dir != "" {
 		fmt.Fprintf(stdout, "results: %s\n", res.Dir)
 	}
-	if rec != nil {
-		saved, rerr := report.ReadResults(res.Dir)
-		if rerr == nil {
-			rerr = rec.write(res.Dir, saved)
-		}
-		if rerr != nil {
-			fmt.Fprintf(stderr, "locklab explore: %v\n", rerr)
-			return exitInfra
-		}
+	if code := rec.finishExplore(res.Dir, err, stderr); code >= 0 {
+		return code
 	}
 	if *junit != "" {
 		b, jerr := res.JUnit()
@@ -154,13 +147,23 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	}
 	if n := res.New(); n > 0 {
 		fmt.Fprintf(stderr, "locklab explore: %d new class(es) of violation\n", n)
-		if rec != nil {
-			fmt.Fprintf(stderr, "locklab explore: shard %d/%d of plan %s written; 'locklab merge' of the %d shards' folders gives the verdict\n", rec.K, rec.N, rec.Plan, rec.N)
-			return exitOK
-		}
 		return exitUnsafe
 	}
 	return exitOK
+}
+
+// finishExplore finishes a shard's exploration that ran to its end (runErr
+// nil); it returns the exit code, or -1 when not a shard or cut short.
+func (r *shardRecord) finishExplore(dir string, runErr error, stderr io.Writer) int {
+	if r == nil || runErr != nil {
+		return -1
+	}
+	saved, err := report.ReadResults(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab explore: %v\n", err)
+		return exitInfra
+	}
+	return r.finish(dir, saved, stderr)
 }
 
 // exploreIdentity is what makes an exploration the one it is, whatever its

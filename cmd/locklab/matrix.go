@@ -89,13 +89,8 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		return est
 	}
 	est := estimate(plan)
-	if *budget > 0 && est > *budget && opt.Runs > 1 && sharded {
-		// Fewer runs would make another plan on a runner of another
-		// speed: every shard plans them all, and the budget stops it.
-		fmt.Fprintf(stderr, "locklab matrix: shard %v would take about %v, past the --budget of %v: it stops there (shards plan every run alike)\n",
-			spec, roughly(est), *budget)
-	} else if *budget > 0 && est > *budget && opt.Runs > 1 {
-		if plan, cells, est, code = fitBudget(reg, m, &opt, *budget, stalls, estimate, stderr); code >= 0 {
+	if *budget > 0 && est > *budget && opt.Runs > 1 {
+		if plan, cells, est, code = fitBudget(reg, m, &opt, *budget, sharded, stalls, estimate, stderr); code >= 0 {
 			return code
 		}
 	}
@@ -139,14 +134,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		return exitCode(stderr, err)
 	}
 	if rec != nil {
-		if err := rec.write(out.Dir, out.Results); err != nil {
-			fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
-			return exitInfra
-		}
-		// A cell's runs may fall to several shards: its verdict is the
-		// merge's, over all of them.
-		fmt.Fprintf(stderr, "locklab matrix: shard %v of plan %s written; 'locklab merge' of the %d shards' folders gives the verdict\n", spec, rec.Plan, spec.N)
-		return exitOK
+		return rec.finish(out.Dir, out.Results, stderr)
 	}
 	return matrixVerdict("matrix", mat, interrupted, stderr)
 }
@@ -170,9 +158,10 @@ func matrixVerdict(cmd string, mat *report.Matrix, interrupted bool, stderr io.W
 
 // fitBudget plans the runs to fit the budget: fewer per cell, each cell's
 // first runs first (a budget that still runs out leaves every cell its
-// first runs). It returns the plan, its cells and its estimate, or an exit
-// code >= 0.
-func fitBudget(reg *impls.Registry, m *matrix.Matrix, opt *runner.MatrixOptions, budget time.Duration, stalls stallFlag,
+// first runs). A shard plans every run: fewer would make another plan on a
+// runner of another speed, and the budget stops it. It returns the plan,
+// its cells and its estimate, or an exit code >= 0.
+func fitBudget(reg *impls.Registry, m *matrix.Matrix, opt *runner.MatrixOptions, budget time.Duration, sharded bool, stalls stallFlag,
 	estimate func(runner.Plan) time.Duration, stderr io.Writer) (runner.Plan, []matrix.Cell, time.Duration, int) {
 	asked := opt.Runs
 	var askedEst, est time.Duration
@@ -189,6 +178,11 @@ func fitBudget(reg *impls.Registry, m *matrix.Matrix, opt *runner.MatrixOptions,
 		est = estimate(plan)
 		if askedEst == 0 {
 			askedEst = est
+		}
+		if sharded {
+			fmt.Fprintf(stderr, "locklab matrix: this shard would take about %v, past the --budget of %v: it stops there (shards plan every run alike)\n",
+				roughly(est), budget)
+			return plan, cells, est, -1
 		}
 		if opt.Runs == 1 || est <= budget {
 			break

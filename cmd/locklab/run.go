@@ -27,7 +27,6 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	parallel := fs.Int("parallel", 0, "with --runs: run up to this many cases at once, those of different server kinds side by side (as matrix does); 0: one at a time")
 	need := fs.Int("need", 0, "with --runs: exit 0 when at least this many runs of each approach agree, and none shows a violation it was not expected to (default: all)")
 	stalls := addStallFlag(fs)
-	shards := addShardFlag(fs, "the runs (approaches x --runs)")
 	g := gateFlags(fs, "run", false)
 	files := addApproachFiles(fs)
 	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
@@ -85,17 +84,10 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	if code := stalls.apply("run", &plan, stderr); code >= 0 {
 		return code
 	}
-	rec, code := shardPlan(&plan, "run", shards, args, stderr)
-	if code >= 0 {
-		return code
-	}
-	if rec != nil {
-		rec.Need = *need
-	}
 	if s.Description != "" {
 		fmt.Fprintf(stdout, "%s: %s\n\n", s.Name, firstParagraph(s.Description))
 	}
-	return runPlan(ctx, plan, g, *parallel, rec, stdout, stderr)
+	return runPlan(ctx, plan, g, *parallel, args, stdout, stderr)
 }
 
 // firstParagraph is a scenario's description up to its first blank line,

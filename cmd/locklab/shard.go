@@ -194,3 +194,21 @@ func (r *shardRecord) write(dir string, res *report.Results) error {
 	}
 	return report.WriteJSON(filepath.Join(dir, shardFileName), r)
 }
+
+// finish writes the record into a shard's results folder and says that
+// the verdict is the merge's: a cell's or an approach's runs may fall to
+// several shards, and only all of them decide it. It returns the shard's
+// exit code: 0 once its share ran.
+func (r *shardRecord) finish(dir string, res *report.Results, stderr io.Writer) int {
+	if err := r.write(dir, res); err != nil {
+		fmt.Fprintf(stderr, "locklab %s: %v\n", r.Kind, err)
+		return exitInfra
+	}
+	r.leaveVerdict(stderr)
+	return exitOK
+}
+
+func (r *shardRecord) leaveVerdict(stderr io.Writer) {
+	fmt.Fprintf(stderr, "locklab %s: shard %d/%d of plan %s written; 'locklab merge' of the %d shards' folders gives the verdict\n",
+		r.Kind, r.K, r.N, r.Plan, r.N)
+}

@@ -136,12 +136,17 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if rec != nil {
 		return rec.finish(out.Dir, out.Results, stderr)
 	}
-	return matrixVerdict("matrix", mat, interrupted, stderr)
+	cut := ""
+	if interrupted {
+		cut = "the budget ran out"
+	}
+	return matrixVerdict("matrix", mat, cut, stderr)
 }
 
 // matrixVerdict prints the matrix's verdict and returns its exit code:
-// contradicted cells outrank undecided ones.
-func matrixVerdict(cmd string, mat *report.Matrix, interrupted bool, stderr io.Writer) int {
+// contradicted cells outrank undecided ones. cut says why runs are
+// missing ("": none is).
+func matrixVerdict(cmd string, mat *report.Matrix, cut string, stderr io.Writer) int {
 	bad, undecided := runner.MatrixExit(mat)
 	switch {
 	case len(bad) > 0:
@@ -150,8 +155,8 @@ func matrixVerdict(cmd string, mat *report.Matrix, interrupted bool, stderr io.W
 	case len(undecided) > 0:
 		fmt.Fprintf(stderr, "locklab %s: %d cell(s) undecided: %s\n", cmd, len(undecided), strings.Join(undecided, "; "))
 		return exitUndecided
-	case interrupted:
-		fmt.Fprintf(stderr, "locklab %s: the budget ran out; the cells that ran are reported\n", cmd)
+	case cut != "":
+		fmt.Fprintf(stderr, "locklab %s: %s; the cells that ran are reported\n", cmd, cut)
 	}
 	return exitOK
 }

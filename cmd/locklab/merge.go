@@ -87,7 +87,7 @@ func writeMergedKind(out string, ds []shardDir, res *report.Results, junit strin
 		}
 		extra = []string{"matrix.md", "matrix-compact.md", "matrix.json", "matrix.png", "matrix.html"}
 		fmt.Fprintf(stdout, "%s\nmatrix: %s\n", report.MatrixMarkdown(mat), filepath.Join(out, "matrix.html"))
-		code = matrixVerdict("merge", mat, false, stderr)
+		code = matrixVerdict("merge", mat, res.Note, stderr)
 	case rec.Kind == "run" || rec.Kind == "bench":
 		report.PrintRuns(stdout, res.Runs)
 		if rec.Repeats > 1 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -115,5 +117,43 @@ func TestTakeShard(t *testing.T) {
 	}
 	if len(seen) != len(full.Cases) {
 		t.Fatalf("%d of %d cases in some shard", len(seen), len(full.Cases))
+	}
+}
+
+// explore --shard: at least N approaches, each shard its share under the
+// seed; fewer, every approach under a seed of the shard's own.
+func TestShardExplore(t *testing.T) {
+	var stderr bytes.Buffer
+	id := exploreIdentity{Approaches: []string{"a", "b", "c"}, Budget: time.Minute, Seed: 5}
+	flagOf := func(s string) shardFlag { return shardFlag{s: &s} }
+	seen := map[string]int{}
+	plans := map[string]bool{}
+	for k := 1; k <= 2; k++ {
+		as, seed := listFlag{"a", "b", "c"}, uint64(5)
+		rec, code := shardExplore(&as, &seed, id, flagOf(fmt.Sprintf("%d/2", k)), nil, &stderr)
+		if code >= 0 || rec == nil || seed != 5 || len(as) == 0 {
+			t.Fatalf("shard %d/2 of 3 approaches: %v, seed %d, exit %d\n%s", k, as, seed, code, stderr.String())
+		}
+		for _, a := range as {
+			seen[a]++
+		}
+		plans[rec.Plan] = true
+		if !slices.Equal(rec.Explore.Approaches, as) || rec.Explore.Seed != seed {
+			t.Errorf("shard %d/2 records %+v, explores %v under %d", k, rec.Explore, as, seed)
+		}
+	}
+	if len(seen) != 3 || seen["a"] != 1 || seen["b"] != 1 || seen["c"] != 1 || len(plans) != 1 {
+		t.Errorf("approaches over 2 shards: %v, plans %v", seen, plans)
+	}
+	seeds := map[uint64]bool{}
+	for k := 1; k <= 4; k++ {
+		as, seed := listFlag{"a", "b", "c"}, uint64(5)
+		if _, code := shardExplore(&as, &seed, id, flagOf(fmt.Sprintf("%d/4", k)), nil, &stderr); code >= 0 || len(as) != 3 {
+			t.Fatalf("shard %d/4 of 3 approaches: %v, exit %d", k, as, code)
+		}
+		seeds[seed] = true
+	}
+	if len(seeds) != 4 || !seeds[5] {
+		t.Errorf("4 shards of 3 approaches explore under seeds %v: want 4, the first 5", seeds)
 	}
 }

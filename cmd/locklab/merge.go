@@ -55,6 +55,12 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "locklab merge: %v\n", err)
 		return exitUsage
 	}
+	for _, d := range ds {
+		if within(*out, d.Dir) {
+			fmt.Fprintf(stderr, "locklab merge: --out %s is inside the shard folder %s: want a folder of its own\n", *out, d.Dir)
+			return exitUsage
+		}
+	}
 	if err := newFolder(*out); err != nil {
 		fmt.Fprintf(stderr, "locklab merge: --out %v\n", err)
 		return exitUsage
@@ -117,6 +123,17 @@ func writeMergedKind(out string, ds []shardDir, res *report.Results, junit strin
 		return exitInfra, fmt.Errorf("%s: a shard of %q, which merge does not know", ds[0].Dir, rec.Kind)
 	}
 	return code, writeMerged(out, ds, res, extra)
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // newFolder makes dir, which must be new or empty: a merge never mixes

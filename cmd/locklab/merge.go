@@ -122,7 +122,33 @@ func writeMergedKind(out string, ds []shardDir, res *report.Results, junit strin
 	default:
 		return exitInfra, fmt.Errorf("%s: a shard of %q, which merge does not know", ds[0].Dir, rec.Kind)
 	}
+	extra = append(extra, plotsOverClients(out, res.Runs, stderr)...)
 	return code, writeMerged(out, ds, res, extra)
+}
+
+// plotsOverClients draws the plots over client counts an unsharded run
+// draws from its runs alone (throughput, latency against clients) and
+// returns their names; a plot that cannot be drawn is a warning. Latency
+// percentiles need each case's histogram: they stay in shard-K/.
+func plotsOverClients(out string, runs []report.Run, stderr io.Writer) []string {
+	counts := map[int]bool{}
+	for _, r := range runs {
+		counts[r.Clients] = true
+	}
+	if len(counts) < 2 {
+		return nil
+	}
+	var names []string
+	for name, draw := range map[string]func(string, []report.Run) error{
+		"throughput.png": report.PlotThroughput, "latency-vs-clients.png": report.PlotLatencyVsClients} {
+		if err := draw(filepath.Join(out, name), runs); err != nil {
+			fmt.Fprintf(stderr, "locklab merge: warning: %v\n", err)
+			continue
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // within reports whether path is dir or below it.

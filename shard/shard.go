@@ -42,30 +42,39 @@ func (s Spec) Validate() error {
 	return nil
 }
 
-// The CI variables read when --shard is not given: GitLab's, for a job with
-// `parallel: N` (both 1-based). GitHub Actions has no standard pair: a
-// workflow passes its matrix variable in the flag.
-const (
-	EnvIndex = "CI_NODE_INDEX"
-	EnvTotal = "CI_NODE_TOTAL"
-)
+// CIVariables are the standard pairs of CI systems that run one job N
+// times side by side, each naming the job's index and N; Base is what the
+// first index is.
+var CIVariables = []struct {
+	System, Index, Total string
+	Base                 int
+}{
+	{"GitLab (parallel: N)", "CI_NODE_INDEX", "CI_NODE_TOTAL", 1},
+	{"Buildkite (parallelism: N)", "BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", 0},
+	{"CircleCI (parallelism: N)", "CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL", 0},
+}
 
-// FromEnv reads the shard from the CI's variables through getenv; ok is
-// false when they are not set. One set without the other, or a value out
-// of range, is an error naming the variable.
+// FromEnv reads the shard from the first pair of CIVariables set, through
+// getenv; ok is false when none is. One of a pair set without the other,
+// or a value out of range, is an error naming the variables.
 func FromEnv(getenv func(string) string) (s Spec, ok bool, err error) {
-	index, total := getenv(EnvIndex), getenv(EnvTotal)
-	if index == "" && total == "" {
-		return Spec{}, false, nil
+	for _, v := range CIVariables {
+		index, total := getenv(v.Index), getenv(v.Total)
+		if index == "" && total == "" {
+			continue
+		}
+		if index == "" || total == "" {
+			return Spec{}, false, fmt.Errorf("%s=%q and %s=%q: want both set, or neither", v.Index, index, v.Total, total)
+		}
+		k, kerr := strconv.Atoi(strings.TrimSpace(index))
+		n, nerr := strconv.Atoi(strings.TrimSpace(total))
+		s = Spec{K: k - v.Base + 1, N: n}
+		if kerr != nil || nerr != nil || s.Validate() != nil {
+			return Spec{}, false, fmt.Errorf("%s=%q, %s=%q: want an index from %d and a count past it", v.Index, index, v.Total, total, v.Base)
+		}
+		return s, true, nil
 	}
-	if index == "" || total == "" {
-		return Spec{}, false, fmt.Errorf("%s=%q and %s=%q: want both set, or neither", EnvIndex, index, EnvTotal, total)
-	}
-	s, err = Parse(index + "/" + total)
-	if err != nil {
-		return Spec{}, false, fmt.Errorf("%s/%s: %w", EnvIndex, EnvTotal, err)
-	}
-	return s, true, nil
+	return Spec{}, false, nil
 }
 
 // Item is one unit of work to place: its key (unique, stable across

@@ -34,20 +34,24 @@ func TestParse(t *testing.T) {
 
 func TestFromEnv(t *testing.T) {
 	for _, c := range []struct {
-		name         string
-		index, total string
-		want         Spec
-		ok, bad      bool
+		name string
+		env  map[string]string
+		want Spec
+		ok   bool
+		bad  bool
 	}{
 		{name: "unset"},
-		{name: "gitlab", index: "3", total: "4", want: Spec{3, 4}, ok: true},
-		{name: "index only", index: "3", bad: true},
-		{name: "total only", total: "4", bad: true},
-		{name: "zero-based index", index: "0", total: "4", bad: true},
+		{name: "gitlab, 1-based", env: map[string]string{"CI_NODE_INDEX": "3", "CI_NODE_TOTAL": "4"}, want: Spec{3, 4}, ok: true},
+		{name: "buildkite, 0-based", env: map[string]string{"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "4"}, want: Spec{1, 4}, ok: true},
+		{name: "circleci, 0-based", env: map[string]string{"CIRCLE_NODE_INDEX": "3", "CIRCLE_NODE_TOTAL": "4"}, want: Spec{4, 4}, ok: true},
+		{name: "index only", env: map[string]string{"CI_NODE_INDEX": "3"}, bad: true},
+		{name: "total only", env: map[string]string{"CI_NODE_TOTAL": "4"}, bad: true},
+		{name: "gitlab's index from 0", env: map[string]string{"CI_NODE_INDEX": "0", "CI_NODE_TOTAL": "4"}, bad: true},
+		{name: "circleci's index past the count", env: map[string]string{"CIRCLE_NODE_INDEX": "4", "CIRCLE_NODE_TOTAL": "4"}, bad: true},
+		{name: "not a number", env: map[string]string{"CI_NODE_INDEX": "x", "CI_NODE_TOTAL": "4"}, bad: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			env := map[string]string{EnvIndex: c.index, EnvTotal: c.total}
-			got, ok, err := FromEnv(func(k string) string { return env[k] })
+			got, ok, err := FromEnv(func(k string) string { return c.env[k] })
 			if (err != nil) != c.bad || ok != c.ok || got != c.want {
 				t.Errorf("got %v, %v, %v; want %v, %v, error %v", got, ok, err, c.want, c.ok, c.bad)
 			}

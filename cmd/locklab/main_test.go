@@ -326,7 +326,7 @@ func TestBadInputExitCodes(t *testing.T) {
 		{"bad parallel", []string{"run", "--parallel", "-2", "../../scenarios/server-pause.yaml"}, exitUsage, "--parallel -2: must not be negative"},
 		{"a shard past N", []string{"matrix", "--faults", "none", "--shard", "5/4"}, exitUsage, "locklab matrix: --shard 5/4: want 1 <= K <= N"},
 		{"a shard without N", []string{"bench", "--shard", "2"}, exitUsage, `locklab bench: --shard "2": want K/N`},
-		{"a shard from the CI's variables, unset", []string{"matrix", "--faults", "none", "--shard", "ci"}, exitUsage, "CI_NODE_INDEX and CI_NODE_TOTAL are not set"},
+		{"a shard from the CI's variables, unset", []string{"matrix", "--faults", "none", "--shard", "ci"}, exitUsage, "ci: none of GitLab (parallel: N)'s CI_NODE_INDEX/CI_NODE_TOTAL"},
 		{"more shards than cases", []string{"run", "--approach", "redis-setnx-px-lua", "--shard", "2/2", "../../scenarios/server-pause.yaml"}, exitUsage,
 			"no case falls to this shard"},
 		{"merge without folders", []string{"merge", "--out", filepath.Join(tmp, "m")}, exitUsage, "want the shards' results folders"},

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/locklab/locklab/chaos"
@@ -70,11 +71,12 @@ type exploreShard struct {
 	Approaches []string `json:"approaches"`
 }
 
-// shardFlag is --shard K/N (or "ci": GitLab's CI_NODE_INDEX/CI_NODE_TOTAL).
+// shardFlag is --shard K/N (or "ci": the CI system's standard variables,
+// shard.CIVariables).
 type shardFlag struct{ s *string }
 
 func addShardFlag(fs *flag.FlagSet, what string) shardFlag {
-	return shardFlag{s: fs.String("shard", "", "run shard K of N of "+what+", K/N (1-based; 'ci': GitLab's CI_NODE_INDEX/CI_NODE_TOTAL), "+
+	return shardFlag{s: fs.String("shard", "", "run shard K of N of "+what+", K/N (1-based; 'ci': the CI's variables: GitLab's CI_NODE_INDEX/CI_NODE_TOTAL, Buildkite's, CircleCI's), "+
 		"each shard computing the same split; 'locklab merge' folds the shards' folders into one (docs/ci.md)")}
 }
 
@@ -86,7 +88,11 @@ func (f shardFlag) spec(cmd string, stderr io.Writer) (s shard.Spec, ok bool, co
 		return shard.Spec{}, false, -1
 	case "ci":
 		if s, ok, err = shard.FromEnv(os.Getenv); err == nil && !ok {
-			err = fmt.Errorf("%s and %s are not set (GitLab sets them for a job with parallel: N; elsewhere give --shard K/N)", shard.EnvIndex, shard.EnvTotal)
+			var pairs []string
+			for _, v := range shard.CIVariables {
+				pairs = append(pairs, fmt.Sprintf("%s's %s/%s", v.System, v.Index, v.Total))
+			}
+			err = fmt.Errorf("ci: none of %s is set (elsewhere give --shard K/N)", strings.Join(pairs, ", "))
 		}
 	default:
 		s, err = shard.Parse(*f.s)

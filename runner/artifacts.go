@@ -123,3 +123,7 @@ func writeSummary(path, kind string, res *report.Results) error {
 	}
 	return report.WriteFileAtomic(path, b.Bytes())
 }
+
+// WriteSummary writes summary.md for results put together elsewhere: the
+// shards of a plan merged (locklab merge).
+func WriteSummary(path, kind string, res *report.Results) error { return writeSummary(path, kind, res) }

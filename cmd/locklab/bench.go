@@ -97,14 +97,27 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	if code := stalls.apply("bench", &plan, stderr); code >= 0 {
 		return code
 	}
-	return runPlan(ctx, plan, g, 0, stdout, stderr)
+	return runPlan(ctx, plan, g, 0, args, stdout, stderr)
 }
 
 // runPlan runs a plan with progress on a terminal, prints the table and
 // each case's verdict, and returns the exit code its outcomes call for.
 // parallel > 0 runs up to that many cases at once, those of different
 // server kinds side by side; 0 runs them one at a time.
-func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdout, stderr io.Writer) int {
+// With --shard, it runs the shard's cases (args: the command line, which
+// the shard's record keeps): the record goes into the results folder, and
+// the verdict is the merge's.
+func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, args []string, stdout, stderr io.Writer) int {
+	rec, code := shardPlan(&plan, g.kind, g.shard, args, stderr)
+	switch {
+	case code >= 0:
+		return code
+	case rec != nil && g.base != nil:
+		fmt.Fprintf(stderr, "locklab %s: --baseline goes with an unsharded run: compare the merged folder (locklab compare BASELINE MERGED)\n", g.kind)
+		return exitUsage
+	case rec != nil:
+		rec.Need = g.need
+	}
 	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: parallel > 0, MaxCases: parallel}
 	if isTerminal(stdout) {
 		r.Progress = func(s runner.Status) {
@@ -121,6 +134,12 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdou
 	}
 	if out != nil {
 		fmt.Fprintf(stdout, "results: %s\n", out.Dir)
+	}
+	if rec != nil && out != nil {
+		if werr := rec.write(out.Dir, out.Results); werr != nil {
+			fmt.Fprintf(stderr, "locklab %s: %v\n", rec.Kind, werr)
+			return exitInfra
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -140,10 +159,32 @@ func runPlan(ctx context.Context, plan runner.Plan, g *gate, parallel int, stdou
 		}
 		return code
 	}
+	if rec != nil {
+		rec.leaveVerdict(stderr)
+		return g.finish(out.Results, exitOK, stdout, stderr)
+	}
 	if plan.Repeats > 1 {
 		return g.finish(out.Results, exitForRepeats(out.Results.Runs, out.Verdicts, g.need, stdout, stderr), stdout, stderr)
 	}
 	return g.finish(out.Results, exitFor(out.Verdicts, stderr), stdout, stderr)
+}
+
+// shardPlan narrows plan to the shard --shard asks for, if any: it returns
+// the record its results keep (nil: not sharded), or an exit code >= 0.
+func shardPlan(plan *runner.Plan, kind string, f shardFlag, args []string, stderr io.Writer) (*shardRecord, int) {
+	spec, sharded, code := f.spec(kind, stderr)
+	if !sharded {
+		return nil, code
+	}
+	whole := len(plan.Cases)
+	rec, err := takeShard(plan, kind, spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab %s: --shard %v\n", kind, err)
+		return nil, exitUsage
+	}
+	rec.Command = "locklab " + kind + " " + strings.Join(args, " ")
+	fmt.Fprintf(stderr, "locklab %s: shard %v: %d of the plan's %d cases (plan %s)\n", kind, spec, len(plan.Cases), whole, rec.Plan)
+	return rec, -1
 }
 
 // exitForRepeats is the gate over repeated runs (run --runs N): it prints,

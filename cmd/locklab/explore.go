@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/shard"
 )
 
 // cmdExplore is `locklab explore`: generated fault schedules, case after
@@ -34,6 +38,7 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	verbose := fs.Bool("verbose", false, "print the runner's warnings too (a fault that found no target, ...)")
 	where := addClusterFlags(fs, "explore", true)
 	files := addApproachFiles(fs)
+	shards := addShardFlag(fs, "the search (at least N approaches: each shard its share of them; fewer: each shard all of them under seeds of its own)")
 	if code := parseFlags(fs, reorderFlags(fs, args), stdout, stderr); code >= 0 {
 		return code
 	}
@@ -58,6 +63,10 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		return exitUsage
 	}
 	ext, docker, code := where.resolve(ctx, stderr)
+	if code >= 0 {
+		return code
+	}
+	rec, code := shardExplore(&approaches, seed, exploreIdentity{approaches, faults, *budget, *seed, *steer, *runs}, shards, args, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -115,6 +124,9 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	if res.Dir != "" {
 		fmt.Fprintf(stdout, "results: %s\n", res.Dir)
 	}
+	if code := rec.finishExplore(res.Dir, err, stderr); code >= 0 {
+		return code
+	}
 	if *junit != "" {
 		b, jerr := res.JUnit()
 		if jerr == nil {
@@ -138,4 +150,76 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		return exitUnsafe
 	}
 	return exitOK
+}
+
+// finishExplore finishes a shard's exploration that ran to its end (runErr
+// nil); it returns the exit code, or -1 when not a shard or cut short.
+func (r *shardRecord) finishExplore(dir string, runErr error, stderr io.Writer) int {
+	if r == nil || runErr != nil {
+		return -1
+	}
+	saved, err := report.ReadResults(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab explore: %v\n", err)
+		return exitInfra
+	}
+	return r.finish(dir, saved, stderr)
+}
+
+// exploreIdentity is what makes an exploration the one it is, whatever its
+// shard: shards of one have the same.
+type exploreIdentity struct {
+	Approaches, Faults []string
+	Budget             time.Duration
+	Seed               uint64
+	Steer              bool
+	Runs               int
+}
+
+// exploreSeedStride parts the seeds of shards exploring the same
+// approaches: shard K's first is the seed plus (K-1) strides, far past the
+// seed plus the approach's index an exploration gives each approach.
+const exploreSeedStride = 1 << 32
+
+// shardExplore narrows an exploration to shard --shard asks for: with at
+// least N approaches, the shard's share of them (by name), under the
+// seed; with fewer, all of them under a seed of the shard's own. It
+// returns the record its results keep (nil: not sharded), or an exit code
+// >= 0.
+func shardExplore(approaches *listFlag, seed *uint64, id exploreIdentity, f shardFlag, args []string, stderr io.Writer) (*shardRecord, int) {
+	spec, sharded, code := f.spec("explore", stderr)
+	if !sharded {
+		return nil, code
+	}
+	b, err := json.Marshal(id)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab explore: %v\n", err)
+		return nil, exitInfra
+	}
+	sum := sha256.Sum256(b)
+	rec := &shardRecord{Kind: "explore", Title: "explore", Plan: hex.EncodeToString(sum[:12]), K: spec.K, N: spec.N,
+		Command: "locklab explore " + strings.Join(args, " ")}
+	how := "its share of the approaches"
+	if len(*approaches) >= spec.N {
+		items := make([]shard.Item, len(*approaches))
+		for i, a := range *approaches {
+			items[i] = shard.Item{Key: a, Cost: id.Budget}
+		}
+		mine, err := shard.Pick(items, spec)
+		if err != nil {
+			fmt.Fprintf(stderr, "locklab explore: --shard %v\n", err)
+			return nil, exitUsage
+		}
+		var picked listFlag
+		for _, i := range mine {
+			picked = append(picked, (*approaches)[i])
+		}
+		*approaches = picked
+	} else {
+		*seed += uint64(spec.K-1) * exploreSeedStride
+		how = fmt.Sprintf("every approach, under seeds of its own from %d", *seed)
+	}
+	rec.Explore = &exploreShard{Seed: *seed, Approaches: *approaches}
+	fmt.Fprintf(stderr, "locklab explore: shard %v (plan %s): %s: %s, seed %d\n", spec, rec.Plan, how, strings.Join(*approaches, ", "), *seed)
+	return rec, -1
 }

@@ -22,6 +22,9 @@ type gate struct {
 	// need: with repeated runs, how many runs of each approach must agree
 	// (0: all of them).
 	need int
+	// shard is --shard: run one shard of the cases, the gate left to
+	// locklab merge.
+	shard shardFlag
 }
 
 // gateFlags adds --junit, and --baseline and --max-regression when the
@@ -29,6 +32,7 @@ type gate struct {
 func gateFlags(fs *flag.FlagSet, kind string, baseline bool) *gate {
 	g := &gate{kind: kind, baseline: new(string), bound: new(string)}
 	g.junit = fs.String("junit", "", "also write JUnit XML to this file: one test case per case, a contradicted expectation or a regression as a failure")
+	g.shard = addShardFlag(fs, map[string]string{"bench": "the cases (approaches x client counts)", "run": "the runs (approaches x --runs)"}[kind])
 	if baseline {
 		g.baseline = fs.String("baseline", "", "results.json (or its folder) of an earlier bench: exit 1 when a case regressed beyond --max-regression or shows a new safety violation")
 		g.bound = fs.String("max-regression", "15%", "with --baseline: how much throughput may fall, or acquire/hand-off p99 rise, before it is a regression")

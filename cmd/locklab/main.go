@@ -35,6 +35,7 @@ usage:
   locklab run SCENARIO.yaml        run a scenario: approaches under faults, judged against what it expects
   locklab matrix [flags]           every approach against every fault: expected versus observed
   locklab explore --approach A     search generated fault schedules for violations nobody scripted; shrink each
+  locklab merge DIR... --out DIR   one results folder, verdict and exit code from the folders of a plan's shards (--shard K/N)
   locklab conform APPROACH         the conformance suite on an approach: does it keep what it declares?
   locklab adapt APPROACH           serve a built-in approach over the lock client protocol (docs/protocol.md)
   locklab cluster up [flags]       start the embedded servers, print addresses, wait for Ctrl-C
@@ -89,6 +90,8 @@ func dispatch(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 		return cmdMatrix(ctx, reg, rest, stdout, stderr)
 	case "explore":
 		return cmdExplore(ctx, reg, rest, stdout, stderr)
+	case "merge":
+		return cmdMerge(rest, stdout, stderr)
 	case "conform":
 		return cmdConform(ctx, reg, rest, stdout, stderr)
 	case "worker":
@@ -100,7 +103,7 @@ func dispatch(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	case "help", "-h", "--help":
 		return cmdHelp(ctx, reg, rest, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "locklab: unknown command %q (commands: bench, run, matrix, explore, conform, adapt, cluster, list, check, compare, help)\n", cmd)
+		fmt.Fprintf(stderr, "locklab: unknown command %q (commands: bench, run, matrix, explore, merge, conform, adapt, cluster, list, check, compare, help)\n", cmd)
 		return exitUsage
 	}
 }
@@ -108,7 +111,7 @@ func dispatch(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 // helpTopics are the commands `help` knows, with the arguments that
 // reach their flags.
 var helpTopics = map[string][]string{
-	"bench": {"bench"}, "run": {"run"}, "matrix": {"matrix"}, "explore": {"explore"}, "conform": {"conform"}, "adapt": {"adapt"}, "check": {"check"}, "compare": {"compare"}, "list": {"list"}, "cluster": {"cluster", "up"},
+	"bench": {"bench"}, "run": {"run"}, "matrix": {"matrix"}, "explore": {"explore"}, "merge": {"merge"}, "conform": {"conform"}, "adapt": {"adapt"}, "check": {"check"}, "compare": {"compare"}, "list": {"list"}, "cluster": {"cluster", "up"},
 	"cluster up": {"cluster", "up"},
 }
 
@@ -123,7 +126,7 @@ func cmdHelp(ctx context.Context, reg *impls.Registry, args []string, stdout, st
 	}
 	cmd, ok := helpTopics[topic]
 	if !ok {
-		fmt.Fprintf(stderr, "locklab help: no command %q (commands: bench, run, matrix, explore, conform, adapt, cluster up, list, check, compare)\n", topic)
+		fmt.Fprintf(stderr, "locklab help: no command %q (commands: bench, run, matrix, explore, merge, conform, adapt, cluster up, list, check, compare)\n", topic)
 		return exitUsage
 	}
 	return dispatch(ctx, reg, append(cmd, "-h"), stdout, stderr)

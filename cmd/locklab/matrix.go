@@ -37,6 +37,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	dir := fs.String("matrix", "", "a directory with expectations.yaml and faults/*.yaml to use instead of the built-in matrix")
 	files := addApproachFiles(fs)
 	stalls := addStallFlag(fs)
+	shards := addShardFlag(fs, "the matrix's runs")
 	if code := parseFlags(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
@@ -66,10 +67,24 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	}
 	opt := runner.MatrixOptions{Approaches: approaches, Faults: faults, Runs: *runs, Cells: *which, MinCatchRate: *minCatch,
 		Seed: *seed, ResultsDir: *results, Docker: docker}
-	estimate := func(p runner.Plan) time.Duration {
-		return runner.Estimate(p, !*sequential, *parallel, caseOverhead, clusterStart(docker != nil))
+	spec, sharded, code := shards.spec("matrix", stderr)
+	if code >= 0 {
+		return code
 	}
-	fit, err := runner.FitMatrix(reg, m, opt, *budget, estimate)
+	estimate := func(p runner.Plan) time.Duration {
+		est := runner.Estimate(p, !*sequential, *parallel, caseOverhead, clusterStart(docker != nil))
+		if sharded {
+			est /= time.Duration(spec.N) // about a shard's share
+		}
+		return est
+	}
+	// A shard plans every run: fewer would make another plan on a runner
+	// of another speed, and the budget stops it.
+	fitTo := *budget
+	if sharded {
+		fitTo = 0
+	}
+	fit, err := runner.FitMatrix(reg, m, opt, fitTo, estimate)
 	if err != nil {
 		return exitCode(stderr, err)
 	}
@@ -77,10 +92,21 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
 		return code
 	}
+	if sharded && *budget > 0 && est > *budget {
+		fmt.Fprintf(stderr, "locklab matrix: this shard would take about %v, past the --budget of %v: it stops there (shards plan every run alike)\n",
+			roughly(est), *budget)
+	}
 	if fit.Runs < opt.Runs {
 		fmt.Fprintf(stderr, "locklab matrix: --runs %d would take about %v, past the --budget of %v: %d run(s) per cell\n",
 			opt.Runs, roughly(fit.AskedEstimate), *budget, fit.Runs)
 		opt.Runs = fit.Runs
+	}
+	rec, code := shardPlan(&plan, "matrix", shards, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if rec != nil {
+		rec.Matrix = &matrixShard{Cells: cells, Runs: opt.Runs, MinCatchRate: opt.MinCatchRate}
 	}
 	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), roughly(est))
 	began := time.Now()
@@ -97,7 +123,14 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if err != nil && !interrupted {
 		return exitCode(stderr, err)
 	}
-	return matrixExit(mat, interrupted, stderr)
+	if rec != nil {
+		return rec.finish(out.Dir, out.Results, stderr)
+	}
+	cut := ""
+	if interrupted {
+		cut = "the budget ran out"
+	}
+	return matrixVerdict("matrix", mat, cut, stderr)
 }
 
 // writeMatrix folds the runs of out into the cells, writes the matrix's
@@ -142,20 +175,20 @@ func runMatrix(ctx context.Context, plan runner.Plan, budget time.Duration, para
 	return out, err != nil && ctx.Err() == nil && runCtx.Err() != nil, err
 }
 
-// matrixExit is the exit code of a matrix whose results are mat: a cell
-// that contradicts its expectation, then an undecided one; interrupted,
-// the budget ran out.
-func matrixExit(mat *report.Matrix, interrupted bool, stderr io.Writer) int {
+// matrixVerdict prints the matrix's verdict and returns its exit code:
+// contradicted cells outrank undecided ones. cut says why runs are
+// missing ("": none is).
+func matrixVerdict(cmd string, mat *report.Matrix, cut string, stderr io.Writer) int {
 	bad, undecided := runner.MatrixExit(mat)
 	switch {
 	case len(bad) > 0:
-		fmt.Fprintf(stderr, "locklab matrix: %d cell(s) contradict their expectation: %s\n", len(bad), strings.Join(bad, "; "))
+		fmt.Fprintf(stderr, "locklab %s: %d cell(s) contradict their expectation: %s\n", cmd, len(bad), strings.Join(bad, "; "))
 		return exitUnsafe
 	case len(undecided) > 0:
-		fmt.Fprintf(stderr, "locklab matrix: %d cell(s) undecided: %s\n", len(undecided), strings.Join(undecided, "; "))
+		fmt.Fprintf(stderr, "locklab %s: %d cell(s) undecided: %s\n", cmd, len(undecided), strings.Join(undecided, "; "))
 		return exitUndecided
-	case interrupted:
-		fmt.Fprintln(stderr, "locklab matrix: the budget ran out; the cells that ran are reported")
+	case cut != "":
+		fmt.Fprintf(stderr, "locklab %s: %s; the cells that ran are reported\n", cmd, cut)
 	}
 	return exitOK
 }

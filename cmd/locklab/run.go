@@ -87,7 +87,7 @@ func cmdRun(ctx context.Context, reg *impls.Registry, args []string, stdout, std
 	if s.Description != "" {
 		fmt.Fprintf(stdout, "%s: %s\n\n", s.Name, firstParagraph(s.Description))
 	}
-	return runPlan(ctx, plan, g, *parallel, stdout, stderr)
+	return runPlan(ctx, plan, g, *parallel, args, stdout, stderr)
 }
 
 // firstParagraph is a scenario's description up to its first blank line,

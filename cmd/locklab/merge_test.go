@@ -159,9 +159,9 @@ func TestUnsharded(t *testing.T) {
 	}
 }
 
-// runMatrix runs `locklab matrix` with args into its own results folder
+// matrixInto runs `locklab matrix` with args into its own results folder
 // and returns the folder and the exit code.
-func runMatrix(t *testing.T, tmp, name string, args ...string) (string, int) {
+func matrixInto(t *testing.T, tmp, name string, args ...string) (string, int) {
 	t.Helper()
 	results := filepath.Join(tmp, name)
 	cmd := locklab(tmp, append([]string{"matrix", "--results", results}, args...)...)
@@ -199,10 +199,10 @@ func TestMatrixShardsMergedEqualUnsharded(t *testing.T) {
 	tmp := t.TempDir()
 	args := []string{"--approaches", "redis-setnx-px-lua,redis-get-set", "--faults", "none,client-pause", "--runs", "2",
 		"--stall-threshold", catchStallThreshold}
-	whole, wholeCode := runMatrix(t, tmp, "whole", args...)
+	whole, wholeCode := matrixInto(t, tmp, "whole", args...)
 	var shards []string
 	for _, k := range []string{"1/2", "2/2"} {
-		dir, code := runMatrix(t, tmp, "shard"+k[:1], append(args, "--shard", k)...)
+		dir, code := matrixInto(t, tmp, "shard"+k[:1], append(args, "--shard", k)...)
 		if code != exitOK {
 			t.Fatalf("shard %s: exit %d", k, code)
 		}

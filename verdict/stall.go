@@ -176,18 +176,27 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 		during = mostlyStalled(stalls, windows)
 	case r.Status == Agrees:
 		byFaults := false
+		// A consequence of a double grant (a lost update, a stale write)
+		// that an expected double grant clear of the stalls came with is
+		// that grant's: a stall may have moved which write was lost, not
+		// made two holders write at once.
+		grantClear := false
+		for _, x := range e.Outcomes {
+			if x.IsDoubleGrant() {
+				if _, clear := d.inStalls(showedOf(r.Observed, x), stalls); clear {
+					grantClear = true
+				}
+			}
+		}
 		for _, x := range e.Outcomes {
 			if !x.Unsafe() {
 				byFaults = true
 				continue
 			}
-			var showed []Outcome
-			for _, o := range r.Observed {
-				if o.Satisfies(x) {
-					showed = append(showed, o)
-				}
+			if grantClear && x.FollowsFromDoubleGrant() {
+				continue
 			}
-			if tainted, clear := d.inStalls(showed, stalls); !clear {
+			if tainted, clear := d.inStalls(showedOf(r.Observed, x), stalls); !clear {
 				during = append(during, tainted...)
 			}
 		}
@@ -264,6 +273,17 @@ func (d Decisive) inStalls(outcomes []Outcome, stalls []Stall) (during []Stall, 
 		}
 	}
 	return during, len(during) == 0
+}
+
+// showedOf are the observed outcomes that satisfy expected x.
+func showedOf(observed []Outcome, x Outcome) []Outcome {
+	var out []Outcome
+	for _, o := range observed {
+		if o.Satisfies(x) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // overlapping are the stalls that overlap any of spans.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/internal/errtest"
 )
 
 func TestFileOptionsValidate(t *testing.T) {
@@ -24,16 +26,7 @@ func TestFileOptionsValidate(t *testing.T) {
 		{"an empty given model", FileOptions{TimeLimit: time.Second, ModelGiven: true}, `--model: unknown model ""`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.o.Validate()
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Validate: %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Validate: %v, want an error containing %q", err, tc.wantErr)
-			}
+			errtest.Want(t, tc.o.Validate(), tc.wantErr)
 		})
 	}
 }

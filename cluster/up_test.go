@@ -1,10 +1,10 @@
 package cluster
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/internal/errtest"
 )
 
 func TestUpOptionsValidate(t *testing.T) {
@@ -20,16 +20,7 @@ func TestUpOptionsValidate(t *testing.T) {
 		{"an empty name", []impls.Server{""}, `unknown server kind ""`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := UpOptions{Servers: tc.servers}.Validate()
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Validate: %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Validate: %v, want an error containing %q", err, tc.wantErr)
-			}
+			errtest.Want(t, UpOptions{Servers: tc.servers}.Validate(), tc.wantErr)
 		})
 	}
 }

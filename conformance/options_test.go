@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/internal/errtest"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -21,16 +22,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"a filter that does not compile", Options{Approaches: one, Match: "("}, "--run: error parsing regexp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.o.Validate()
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Validate: %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Validate: %v, want an error containing %q", err, tc.wantErr)
-			}
+			errtest.Want(t, tc.o.Validate(), tc.wantErr)
 		})
 	}
 }

@@ -34,41 +34,23 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	path := fs.Arg(0)
-	if *timeLimit <= 0 {
-		fmt.Fprintf(stderr, "locklab check: --time-limit %v: must be positive\n", *timeLimit)
-		return exitUsage
-	}
-	var model checker.Model
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "model" })
-	if given {
-		m, err := checker.ParseModel(*modelName)
-		if err != nil {
-			fmt.Fprintf(stderr, "locklab check: --model: %v\n", err)
-			return exitUsage
-		}
-		model = m
-	}
-	var c *checker.Checker
-	begin := func(format string) {
-		if model == "" {
-			model = checker.ModelFor(format)
-		}
-		c = checker.New(model, *linear)
-	}
 	var stalls []report.Window // the lab's own, for the timeline
 	page := strings.HasSuffix(strings.ToLower(*timeline), ".html")
 	var at eventPlaces // for the page: where each event is
-	loaded, err := history.Load(ctx, path, *format, begin, func(ev history.Event) error {
-		c.Add(ev)
-		if page {
-			at.add(ev)
-		}
-		if who, start, end, ok := history.ReadStall(ev); ok {
-			stalls = append(stalls, report.Window{Start: start, End: end, Label: who})
-		}
-		return nil
-	})
+	o := checker.FileOptions{Path: path, Format: *format, Model: *modelName, ModelGiven: flagSet(fs, "model"),
+		Linear: *linear, TimeLimit: *timeLimit, HTMLDir: *html, Visit: func(ev history.Event) {
+			if page {
+				at.add(ev)
+			}
+			if who, start, end, ok := history.ReadStall(ev); ok {
+				stalls = append(stalls, report.Window{Start: start, End: end, Label: who})
+			}
+		}}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(stderr, "locklab check: %v\n", err)
+		return exitUsage
+	}
+	res, err := checker.CheckFile(ctx, o)
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "locklab check: interrupted")
 		return exitInterrupted
@@ -77,50 +59,19 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "locklab check: %v\n", err)
 		return exitUsage
 	}
-	if loaded.LockOps == 0 {
-		// A gate fed an empty or broken pipeline must not go green.
-		fmt.Fprintf(stderr, "locklab check: no acquire or release operations in %s\n", path)
-		return exitUsage
-	}
 	// The verdict is printed whatever happens to the files asked for
 	// beside it; a file that could not be written is an error after it.
-	v, verr := c.Verdict(ctx, checker.Options{TimeLimit: *timeLimit, HTMLDir: *html})
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "locklab check: interrupted")
-		return exitInterrupted
-	}
+	v := res.Verdict
 	var werr error
-	if verr != nil {
-		werr = fmt.Errorf("visualization: %w", verr)
+	if res.VisualizationErr != nil {
+		werr = fmt.Errorf("visualization: %w", res.VisualizationErr)
 	}
 	if *timeline != "" {
-		tl := &report.Timeline{Title: "holders of " + path, Origin: v.Origin, End: loaded.Last, Intervals: c.Intervals(),
-			Grants: v.DoubleGrants, Faults: report.Windows(history.FaultWindows(loaded.Nemesis), loaded.Last), Stalls: stalls}
-		if page {
-			tl.Violations, tl.Event, tl.HistoryFile = v.Violations, at.at, path
-			run := report.Run{Case: path, Approach: "model " + string(v.Model), Status: "unsafe", Explanation: fmt.Sprintf("%d violation(s)", len(v.Violations))}
-			if v.Safe() {
-				run.Status, run.Explanation = "safe", "no violation"
-			}
-			err = report.WriteTimelinePage(*timeline, report.CasePage(run, tl, []string{path}))
-		} else {
-			err = report.PlotTimeline(*timeline, tl)
-		}
-		if err != nil {
-			werr = errors.Join(werr, err)
-		}
+		tl := &report.Timeline{Title: "holders of " + path, Origin: v.Origin, End: res.Loaded.Last, Intervals: res.Checker.Intervals(),
+			Grants: v.DoubleGrants, Faults: report.Windows(history.FaultWindows(res.Loaded.Nemesis), res.Loaded.Last), Stalls: stalls}
+		werr = errors.Join(werr, writeCheckTimeline(*timeline, page, path, tl, v, at))
 	}
-	out := &errWriter{w: stdout}
-	if *asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		enc.Encode(v)
-	} else {
-		report.WriteVerdict(out, path, v, checkLimits)
-	}
-	if out.err != nil {
-		werr = errors.Join(werr, fmt.Errorf("write the verdict: %w", out.err))
-	}
+	werr = errors.Join(werr, printVerdict(stdout, path, v, *asJSON))
 	if werr != nil {
 		fmt.Fprintf(stderr, "locklab check: %v\n", strings.ReplaceAll(werr.Error(), "\n", "; "))
 	}
@@ -131,6 +82,35 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitInfra
 	}
 	return exitOK
+}
+
+// writeCheckTimeline draws tl to file: the page to zoom and hover, or a PNG.
+func writeCheckTimeline(file string, page bool, path string, tl *report.Timeline, v checker.Verdict, at eventPlaces) error {
+	if !page {
+		return report.PlotTimeline(file, tl)
+	}
+	tl.Violations, tl.Event, tl.HistoryFile = v.Violations, at.at, path
+	run := report.Run{Case: path, Approach: "model " + string(v.Model), Status: "unsafe", Explanation: fmt.Sprintf("%d violation(s)", len(v.Violations))}
+	if v.Safe() {
+		run.Status, run.Explanation = "safe", "no violation"
+	}
+	return report.WriteTimelinePage(file, report.CasePage(run, tl, []string{path}))
+}
+
+// printVerdict writes the verdict as JSON or words.
+func printVerdict(stdout io.Writer, path string, v checker.Verdict, asJSON bool) error {
+	out := &errWriter{w: stdout}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+	} else {
+		report.WriteVerdict(out, path, v, checkLimits)
+	}
+	if out.err != nil {
+		return fmt.Errorf("write the verdict: %w", out.err)
+	}
+	return nil
 }
 
 // checkLimits: check lists every key up to 20 keys, at most 200, and

@@ -36,26 +36,23 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		fmt.Fprintf(stderr, "locklab cluster up: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	var bs []impls.Server
+	o := cluster.UpOptions{}
 	for _, b := range only {
-		if _, err := cluster.KindOf(impls.Server(b)); err != nil {
-			fmt.Fprintf(stderr, "locklab cluster up: %v\n", err)
-			return exitUsage
-		}
-		bs = append(bs, impls.Server(b))
+		o.Servers = append(o.Servers, impls.Server(b))
+	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(stderr, "locklab cluster up: %v\n", err)
+		return exitUsage
 	}
 	_, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
 		return code
 	}
-	start := time.Now()
-	var c *cluster.Cluster
-	var err error
 	if docker != nil {
-		c, err = cluster.StartDocker(ctx, cluster.DockerConfig{LocalConfig: cluster.ForServers(bs...), Images: docker.Images, AllowRemote: docker.AllowRemote, Connect: docker.Connect})
-	} else {
-		c, err = cluster.StartLocal(ctx, cluster.ForServers(bs...))
+		o.Docker = &cluster.DockerConfig{Images: docker.Images, AllowRemote: docker.AllowRemote, Connect: docker.Connect}
 	}
+	start := time.Now()
+	c, err := cluster.Up(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "locklab cluster up: %v\n", err)
 		if ctx.Err() != nil {
@@ -64,19 +61,18 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		return exitInfra
 	}
 	defer c.Close()
-	took := time.Since(start)
-	type nodeJSON struct {
-		Name   string `json:"name"`
-		Server string `json:"server"`
-		Addr   string `json:"addr"`
-		Direct string `json:"direct_addr"`
-		Pid    int    `json:"pid"`
+	if code := printCluster(stdout, stderr, c, time.Since(start), *asJSON); code >= 0 {
+		return code
 	}
-	var nodes []nodeJSON
-	for _, n := range c.Nodes() {
-		nodes = append(nodes, nodeJSON{n.Name, string(n.Server), n.Addr(), n.DirectAddr(), n.Pid()})
-	}
-	if *asJSON {
+	<-ctx.Done()
+	return exitOK
+}
+
+// printCluster says where the servers are, as JSON or a table; it
+// returns an exit code if that failed, else -1.
+func printCluster(stdout, stderr io.Writer, c *cluster.Cluster, took time.Duration, asJSON bool) int {
+	nodes := c.NodeInfos()
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(map[string]any{
@@ -85,34 +81,30 @@ func cmdCluster(ctx context.Context, reg *impls.Registry, args []string, stdout,
 			fmt.Fprintf(stderr, "locklab cluster up: write: %v\n", err)
 			return exitInfra
 		}
-	} else {
-		fmt.Fprintf(stdout, "%d nodes healthy after %.2fs (clients connect through the proxy address)\n", len(nodes), took.Seconds())
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "NODE\tKIND\tPROXY\tSERVER\tPID")
-		for _, n := range nodes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", n.Name, n.Server, n.Addr, n.Direct, n.Pid)
-		}
-		tw.Flush()
-		ep := c.Endpoints()
-		for _, k := range cluster.KindNames() {
-			if dsn := ep.DSN(impls.Server(k)); dsn != "" {
-				fmt.Fprintf(stdout, "%s DSN: %s\n", k, dsn)
-			}
-		}
-		fmt.Fprintln(stdout, "Ctrl-C stops them.")
+		return -1
 	}
-	<-ctx.Done()
-	return exitOK
+	fmt.Fprintf(stdout, "%d nodes healthy after %.2fs (clients connect through the proxy address)\n", len(nodes), took.Seconds())
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tKIND\tPROXY\tSERVER\tPID")
+	for _, n := range nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", n.Name, n.Server, n.Addr, n.Direct, n.Pid)
+	}
+	tw.Flush()
+	ep := c.Endpoints()
+	for _, k := range cluster.KindNames() {
+		if dsn := ep.DSN(impls.Server(k)); dsn != "" {
+			fmt.Fprintf(stdout, "%s DSN: %s\n", k, dsn)
+		}
+	}
+	fmt.Fprintln(stdout, "Ctrl-C stops them.")
+	return -1
 }
 
-// defaultKinds are the server kinds `cluster up` starts unless told
-// otherwise: every kind but those started only on request.
+// defaultKinds are cluster.DefaultServers by name, for the flag.
 func defaultKinds() []string {
 	var out []string
-	for _, k := range cluster.Kinds() {
-		if !k.OnRequest {
-			out = append(out, string(k.Server))
-		}
+	for _, s := range cluster.DefaultServers() {
+		out = append(out, string(s))
 	}
 	return out
 }

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -35,34 +34,22 @@ func cmdConform(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		fmt.Fprintln(stderr, "locklab conform: want one argument: locklab conform APPROACH[,APPROACH] (see 'locklab list')")
 		return exitUsage
 	}
-	var approaches []impls.Approach
-	var kinds []impls.Server
-	for _, name := range strings.Split(fs.Arg(0), ",") {
-		a, err := reg.Get(strings.TrimSpace(name))
-		if err != nil {
-			fmt.Fprintf(stderr, "locklab conform: %v\n", err)
-			return exitUsage
-		}
-		approaches = append(approaches, a)
-		if !slices.Contains(kinds, a.Server) {
-			kinds = append(kinds, a.Server)
-		}
+	approaches, err := conformance.Lookup(reg, fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab conform: %v\n", err)
+		return exitUsage
 	}
-	var filter func(string) bool
-	if *match != "" {
-		re, err := regexp.Compile(*match)
-		if err != nil {
-			fmt.Fprintf(stderr, "locklab conform: --run: %v\n", err)
-			return exitUsage
-		}
-		filter = re.MatchString
+	o := conformance.Options{Approaches: approaches, Match: *match}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(stderr, "locklab conform: %v\n", err)
+		return exitUsage
 	}
 	ext, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
 		return code
 	}
 	g := &gate{kind: "conform", junit: junit}
-	cl, err := runner.StartServers(ctx, ext, docker, kinds)
+	cl, err := runner.StartServers(ctx, ext, docker, o.Servers())
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w: %w", errInterrupted, err)
@@ -74,25 +61,10 @@ func cmdConform(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		return code
 	}
 	defer cl.Close()
-
-	var all []conformance.Result
-	var runErr error
-	for _, a := range approaches {
-		h, err := conformance.HarnessFor(cl, a)
-		if err != nil {
-			fmt.Fprintf(stderr, "locklab conform: %v\n", err)
-			return exitInfra
-		}
-		fmt.Fprintf(stdout, "=== %s (%s)\n", a.Name, a.Server)
-		s := &conformance.Standalone{Match: filter, Report: func(r conformance.Result) { printResult(stdout, r) }}
-		start := time.Now()
-		rs, err := s.Run(ctx, a.Name, func(t conformance.T) { conformance.RunT(t, h) })
-		all = append(all, rs...)
-		if err != nil {
-			runErr = err
-			break
-		}
-		fmt.Fprintf(stdout, "%s: %s in %.1fs\n\n", a.Name, countResults(rs), time.Since(start).Seconds())
+	all, runErr := o.Run(ctx, cl, conformProgress(stdout))
+	if herr := (*conformance.HarnessError)(nil); errors.As(runErr, &herr) {
+		fmt.Fprintf(stderr, "locklab conform: %v\n", herr)
+		return exitInfra
 	}
 	if *junit != "" {
 		if err := writeConformJUnit(*junit, all); err != nil {
@@ -105,49 +77,42 @@ func cmdConform(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	if runErr != nil {
 		return exitCode(stderr, fmt.Errorf("%w: %w", errInterrupted, runErr))
 	}
-	ran := suiteTests(all)
-	if len(ran) == 0 {
-		fmt.Fprintf(stderr, "locklab conform: --run %q matches no test\n", *match)
+	return conformExit(stdout, stderr, o, all)
+}
+
+// conformProgress prints each approach's tests as they end and a count
+// after them.
+func conformProgress(stdout io.Writer) conformance.Progress {
+	return conformance.Progress{
+		Begin:  func(a impls.Approach) { fmt.Fprintf(stdout, "=== %s (%s)\n", a.Name, a.Server) },
+		Result: func(r conformance.Result) { printResult(stdout, r) },
+		End: func(a impls.Approach, rs []conformance.Result, took time.Duration) {
+			fmt.Fprintf(stdout, "%s: %s in %.1fs\n\n", a.Name, conformance.Count(rs), took.Seconds())
+		},
+	}
+}
+
+// conformExit maps the results to an exit code: a --run that matched no
+// test is a usage error, a failed test unsafe.
+func conformExit(stdout, stderr io.Writer, o conformance.Options, all []conformance.Result) int {
+	if len(conformance.SuiteTests(all)) == 0 {
+		fmt.Fprintf(stderr, "locklab conform: --run %q matches no test\n", o.Match)
 		return exitUsage
 	}
-	if len(approaches) > 1 {
-		fmt.Fprintf(stdout, "conform: %s\n", countResults(all))
+	if len(o.Approaches) > 1 {
+		fmt.Fprintf(stdout, "conform: %s\n", conformance.Count(all))
 	}
-	var failed []string
-	for _, r := range ran {
-		if r.Status == conformance.Failed {
-			failed = append(failed, r.Name)
-		}
-	}
-	if len(failed) > 0 {
+	if failed := conformance.Failures(all); len(failed) > 0 {
 		fmt.Fprintf(stderr, "locklab conform: %d test(s) failed: %s\n", len(failed), strings.Join(failed, ", "))
 		return exitUnsafe
 	}
 	return exitOK
 }
 
-// suiteTests are the results that stand for a test of the suite: those
-// under an approach without subtests, and a test that failed by itself
-// (the approach's harness, say), so no failure goes unreported. An
-// approach whose tests --run filtered out is none.
-func suiteTests(rs []conformance.Result) []conformance.Result {
-	var out []conformance.Result
-	for _, r := range rs {
-		if isSuiteTest(r) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func isSuiteTest(r conformance.Result) bool {
-	return r.OwnFailure || r.Subtests == 0 && strings.Contains(r.Name, "/")
-}
-
 // printResult is one line per suite test, with what it logged below it:
 // a skip with its reason on the same line.
 func printResult(w io.Writer, r conformance.Result) {
-	if !isSuiteTest(r) {
+	if !r.IsSuiteTest() {
 		return
 	}
 	if r.Status == conformance.Skipped {
@@ -162,20 +127,11 @@ func printResult(w io.Writer, r conformance.Result) {
 	}
 }
 
-// countResults is "12 passed, 1 failed, 9 skipped".
-func countResults(rs []conformance.Result) string {
-	n := map[conformance.Status]int{}
-	for _, r := range suiteTests(rs) {
-		n[r.Status]++
-	}
-	return fmt.Sprintf("%d passed, %d failed, %d skipped", n[conformance.Passed], n[conformance.Failed], n[conformance.Skipped])
-}
-
 // writeConformJUnit writes one test case per suite test, its class the
 // approach: a failure with what the test said, a skip with its reason.
 func writeConformJUnit(path string, rs []conformance.Result) error {
 	j := report.NewJUnit("locklab conform")
-	for _, r := range suiteTests(rs) {
+	for _, r := range conformance.SuiteTests(rs) {
 		approach, test, ok := strings.Cut(r.Name, "/")
 		if !ok {
 			test = approach

@@ -181,24 +181,24 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 		// that grant's: a stall may have moved which write was lost, not
 		// made two holders write at once.
 		grantClear := false
-		for _, x := range e.Outcomes {
-			if x.IsDoubleGrant() {
-				if _, clear := d.inStalls(showedOf(r.Observed, x), stalls); clear {
-					grantClear = true
-				}
-			}
-		}
+		var consequences []Stall
 		for _, x := range e.Outcomes {
 			if !x.Unsafe() {
 				byFaults = true
 				continue
 			}
-			if grantClear && x.FollowsFromDoubleGrant() {
-				continue
-			}
-			if tainted, clear := d.inStalls(showedOf(r.Observed, x), stalls); !clear {
+			tainted, clear := d.inStalls(showedOf(r.Observed, x), stalls)
+			switch {
+			case clear:
+				grantClear = grantClear || x.IsDoubleGrant()
+			case x.FollowsFromDoubleGrant():
+				consequences = append(consequences, tainted...)
+			default:
 				during = append(during, tainted...)
 			}
+		}
+		if !grantClear {
+			during = append(during, consequences...)
 		}
 		if byFaults {
 			during = append(during, mostlyStalled(stalls, d.faultWindows())...)

@@ -253,6 +253,16 @@ func TestAStallMustAccountForWhatWasSeen(t *testing.T) {
 		more(&h)
 		return h
 	}
+	// Client 1 writes at 2.2 s in its tenure, client 0 at 2.4 s in the
+	// one it outlived, from a read before: a lost update 0.2 s late; the
+	// lab stalled from..to.
+	lostInOutlived := func(from, to int64) hist {
+		return outlived(func(h *hist) {
+			h.write(1, ms(2200), 0, 1, 0)
+			h.write(0, ms(2400), 0, 1, 0)
+			h.stall("locklab", from, to)
+		})
+	}
 	safe := Expect("test", Safe)
 	tests := []struct {
 		name string
@@ -274,27 +284,13 @@ func TestAStallMustAccountForWhatWasSeen(t *testing.T) {
 			outlived(func(h *hist) { h.stall("locklab", ms(1900), ms(2090)) }), Expect("test", DoubleGrantOutlived), Agrees},
 		{"an expected outlived grant, a 0.6 s stall on it: inconclusive",
 			outlived(func(h *hist) { h.stall("locklab", ms(1800), ms(2400)) }), Expect("test", DoubleGrantOutlived), Undecided},
-		// Client 1 writes at 2.2 s in its tenure, client 0 at 2.4 s in
-		// the one it outlived, from a read before: a lost update 0.2 s
-		// late, which a double grant clear of the stall made.
+		// The lost update a double grant clear of the stall made.
 		{"an expected outlived grant and lost update, a 0.25 s stall on the update alone: decided",
-			outlived(func(h *hist) {
-				h.write(1, ms(2200), 0, 1, 0)
-				h.write(0, ms(2400), 0, 1, 0)
-				h.stall("locklab", ms(2170), ms(2420))
-			}), Expect("test", DoubleGrantOutlived, LostUpdate), Agrees},
+			lostInOutlived(ms(2170), ms(2420)), Expect("test", DoubleGrantOutlived, LostUpdate), Agrees},
 		{"an expected outlived grant and lost update, a 0.6 s stall on both: inconclusive",
-			outlived(func(h *hist) {
-				h.write(1, ms(2200), 0, 1, 0)
-				h.write(0, ms(2400), 0, 1, 0)
-				h.stall("locklab", ms(1900), ms(2500))
-			}), Expect("test", DoubleGrantOutlived, LostUpdate), Undecided},
+			lostInOutlived(ms(1900), ms(2500)), Expect("test", DoubleGrantOutlived, LostUpdate), Undecided},
 		{"an expected lost update alone, a 0.25 s stall on it: inconclusive",
-			outlived(func(h *hist) {
-				h.write(1, ms(2200), 0, 1, 0)
-				h.write(0, ms(2400), 0, 1, 0)
-				h.stall("locklab", ms(2170), ms(2420))
-			}), Expect("test", LostUpdate), Undecided},
+			lostInOutlived(ms(2170), ms(2420)), Expect("test", LostUpdate), Undecided},
 		{"both valid by 0.6 s, a 0.55 s stall: the lock's",
 			bothValid(func(h *hist) { h.stall("locklab", ms(500), ms(1050)) }), safe, Contradicts},
 		{"both valid by 0.6 s, a 0.65 s stall ending at the first grant: inconclusive",

@@ -390,7 +390,7 @@ func (r *caseRun) judge(ctx context.Context) {
 	// sent its counts took its Acquired with it (TestClientCrashFrees...
 	// read "no client was ever granted the lock" so, under load).
 	live := verdict.Liveness{Unavailable: st.Unavailable, NothingGranted: st.Acquired == 0 && !r.rec.granted()}
-	if r.nem.last != 0 && !r.rec.grantedSince(r.nem.last) && (st.NotAcquired > 0 || st.Errors > 0) {
+	if r.nem.last != 0 && (r.rec.blockedSince(r.nem.last) || !r.rec.grantedSince(r.nem.last) && st.Errors > 0) {
 		live.Blocked = true
 	}
 	obs := verdict.Observe(r.verdict, r.rec.check != nil, live)

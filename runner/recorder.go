@@ -18,9 +18,11 @@ type checkingRecorder struct {
 	check *checker.Checker // nil: record nothing, check nothing
 	first int64
 	last  int64
-	// lastGrant is when the last acquire succeeded (for "blocked");
-	// grants counts them.
-	lastGrant int64
+	// lastGrant is when the last acquire succeeded, lastRefused when the
+	// last one ended without a grant, refused or unanswered (for
+	// "blocked"); grants counts the grants.
+	lastGrant   int64
+	lastRefused int64
 	grants    int64
 	// observe sees every event after it is recorded (the holders view).
 	observe func(history.Event)
@@ -73,6 +75,9 @@ func (r *checkingRecorder) Record(ev history.Event) history.Event {
 		r.lastGrant = max(r.lastGrant, ev.T)
 		r.grants++
 	}
+	if ev.F == history.Acquire && (ev.Type == history.Fail || ev.Type == history.Info) {
+		r.lastRefused = max(r.lastRefused, ev.T)
+	}
 	if ev.F == history.Acquire {
 		if ev.Type == history.Invoke {
 			if r.invoked == nil {
@@ -116,6 +121,16 @@ func (r *checkingRecorder) grantedSince(t int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastGrant >= t
+}
+
+// blockedSince reports whether, from t on, clients asked for the lock and
+// nobody was granted it: an acquire ended without a grant, refused or with
+// its deadline struck mid-call (indeterminate, which a loaded machine makes
+// of most timeouts), and none succeeded.
+func (r *checkingRecorder) blockedSince(t int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastGrant < t && r.lastRefused >= t
 }
 
 // granted says whether any acquire succeeded (event times are positive).

@@ -76,7 +76,7 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 			return Trial{}, err
 		}
 		tr := trial(res, c.Name, class)
-		runs = append(runs, run{string(s.Scenario("x")), tr.Shown})
+		runs = append(runs, run{unseeded(s), tr.Shown})
 		return tr, nil
 	}
 	// The schedule must show it to start with.
@@ -104,8 +104,9 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 		t.Errorf("not smaller: %s", s.Summary())
 	}
 	// Every schedule kept (the final one among them) showed the class in
-	// most of the runs it was given.
-	kept := map[string]bool{string(s.Scenario("x")): true}
+	// most of the runs it was given: run k of a schedule has its seed plus
+	// k, so its runs are told by the schedule without its seed.
+	kept := map[string]bool{unseeded(s): true}
 	tally := map[string][2]int{}
 	for _, r := range runs {
 		x := tally[r.s]
@@ -205,4 +206,10 @@ func TestExploreKeepsFindingsWhenInterrupted(t *testing.T) {
 	if err != nil || !bytes.Contains(j, []byte("<failure")) {
 		t.Errorf("JUnit of a new finding has no failure: %v\n%s", err, j)
 	}
+}
+
+// unseeded is s's scenario without its seed: the same for each of its runs.
+func unseeded(s Schedule) string {
+	s.Seed = 0
+	return string(s.Scenario("x"))
 }

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-
 	"github.com/locklab/locklab/impls"
 )
 
@@ -25,9 +23,10 @@ import (
 // under load, and the tests after it met a read-only primary. Clients reach
 // every node through its proxy all the same: Endpoints carries a route from
 // each direct address to the proxy (or per-client link) to dial instead.
-// The replica replicates through a proxy of its own (ReplicationLink):
-// cutting it first makes "the primary dies before the key reached the
-// replica" certain, not a race.
+// The replica replicates from the primary directly; the failover fault
+// holds that replication back first (Node.HoldReplication), which makes
+// "the primary dies before the key reached the replica" certain, not a
+// race.
 
 // sentinelKind: the Sentinel topology, started whole for any node count.
 func sentinelKind() Kind {
@@ -102,15 +101,12 @@ func (c *Cluster) startRedisSentinel(ctx context.Context) ([]*Node, error) {
 	if err != nil {
 		return nodes, err
 	}
-	// The replication link: a proxy of its own in front of the primary.
-	// It lives in the proxy collection (with the per-client links), which
-	// Close stops, and is found there by name.
-	repl := toxiproxy.NewProxy(c.proxies, replicationLink, "127.0.0.1:0", primary.direct)
-	if err := c.proxies.Collection.Add(repl, true); err != nil {
-		return nodes, fmt.Errorf("proxy %s: %w", replicationLink, err)
-	}
+	// The replica replicates from the primary's direct address, the one
+	// the Sentinels monitor: any other they would point it back at
+	// (+fix-slave-config) after failover-timeout. What is cut is cut at
+	// the time of the fault (Node.HoldReplication).
 	replica, err := c.startSentinelData(ctx, SentinelReplica,
-		"--replicaof", "127.0.0.1", strconv.Itoa(portOf(repl.Listen)))
+		"--replicaof", "127.0.0.1", strconv.Itoa(portOf(primary.direct)))
 	keep(replica)
 	if err != nil {
 		return nodes, err
@@ -216,19 +212,6 @@ func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*No
 	argv := append(bin[:1:1], append([]string{path}, bin[1:]...)...)
 	return n, c.runSentinelNode(ctx, n, argv, []int{own}, "sentinel.log", dir)
 }
-
-// ReplicationLink is the proxy the Sentinel topology's replica replicates
-// through (nil without that topology): a fault on it holds replication back
-// while clients still reach the primary.
-func (c *Cluster) ReplicationLink() *toxiproxy.Proxy {
-	p, err := c.proxies.Collection.Get(replicationLink)
-	if err != nil {
-		return nil
-	}
-	return p
-}
-
-const replicationLink = SentinelPrimary + " replication"
 
 func portOf(hostport string) int {
 	for i := len(hostport) - 1; i >= 0; i-- {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -81,7 +82,11 @@ func startProcess(sp *spawn.Spawner, argv []string, log io.Writer, proc int) (*c
 	if err := sp.Start(cmd); err != nil {
 		return nil, err
 	}
-	return &clientProcess{proc: proc, cmd: cmd, stdin: stdin, stdout: stdout, exited: make(chan struct{})}, nil
+	out := io.Reader(stdout)
+	if f, ok := stdout.(*os.File); ok {
+		out = &watchedPipe{f: f}
+	}
+	return &clientProcess{proc: proc, cmd: cmd, stdin: stdin, stdout: out, exited: make(chan struct{})}, nil
 }
 
 // send writes v as one JSON line.
@@ -140,13 +145,25 @@ func (s *processSlot) current() *clientProcess {
 
 // Pause stops the slot's process (SIGSTOP): its heartbeats and renewals
 // stop with it, as in a GC pause. The pause is noted before the signal,
-// so the stall it makes falls inside it.
+// so the stall it makes falls inside it. It returns once the process is
+// stopped and what it sent before has been handled (its last store call
+// served, its last event recorded), within pauseDrain.
 func (s *processSlot) Pause() error {
-	if p := s.current(); p != nil && s.now != nil {
+	p := s.current()
+	if p != nil && s.now != nil {
 		p.stopping(s.now())
 	}
-	return s.signal(syscall.SIGSTOP)
+	if err := s.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	if p != nil {
+		p.stoppedAndDrained(pauseDrain)
+	}
+	return nil
 }
+
+// pauseDrain bounds Pause's wait for the stopped process's pipe to drain.
+const pauseDrain = 2 * time.Second
 
 // Resume continues the slot's process (SIGCONT).
 func (s *processSlot) Resume() error {

@@ -461,6 +461,12 @@ func (s *suite) cancelReturnsPromptly(t T) {
 		t.Errorf("err = %v, want ErrNotAcquired or ErrIndeterminate", err)
 	}
 	if took > wait+slack+still {
+		// The server's pace may have changed meanwhile (its container
+		// starved): a round trip as it answers now counts too.
+		rtt = max(rtt, roundTrip(t, b, key))
+		slack = min(max(250*time.Millisecond, 4*rtt), time.Second)
+	}
+	if took > wait+slack+still {
 		t.Errorf("returned %v after a %v deadline (slack %v: 4 round trips of %v, between 250ms and 1s; this process still for %v)", took, wait, slack, rtt, still)
 	}
 }

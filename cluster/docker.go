@@ -599,7 +599,7 @@ func (c *dockerContainer) kill(holdPort bool) error {
 		return err
 	}
 	if running {
-		if err := c.eng.Kill(ctx, c.id, "KILL"); err != nil && !strings.Contains(err.Error(), "is not running") {
+		if err := c.eng.Kill(ctx, c.id, "KILL"); err != nil && !alreadyExited(err) {
 			return wrapDocker("kill", c.name, err)
 		}
 	}
@@ -620,6 +620,15 @@ func (c *dockerContainer) kill(holdPort bool) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// alreadyExited reports a kill refused because the container's process
+// has exited already: not running, or a zombie the engine has not reaped
+// yet (seen under load: "PID 20875 is zombie and can not be killed"). The
+// wait for the stopped state follows either way.
+func alreadyExited(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "is not running") || strings.Contains(msg, "is zombie")
 }
 
 // isolate disconnects the container from the cluster's network: its peers

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -431,5 +432,21 @@ func TestDockerRunProbe(t *testing.T) {
 	case <-lines: // the reader saw the end of the probe's output
 	case <-time.After(10 * time.Second):
 		t.Error("the probe's reader did not end with its container")
+	}
+}
+
+func TestAlreadyExited(t *testing.T) {
+	for _, tt := range []struct {
+		msg  string
+		want bool
+	}{
+		{"Error response from daemon: cannot kill container: abc: container abc is not running", true},
+		{"Error response from daemon: Cannot kill container: 91c1: container 91c1 PID 20875 is zombie and can not be killed. Use the --init option", true},
+		{"Error response from daemon: No such container: abc", false},
+		{"context deadline exceeded", false},
+	} {
+		if got := alreadyExited(errors.New(tt.msg)); got != tt.want {
+			t.Errorf("alreadyExited(%q) = %v, want %v", tt.msg, got, tt.want)
+		}
 	}
 }

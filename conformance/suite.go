@@ -247,108 +247,162 @@ func roundTrip(t T, l impls.Locker, key string) time.Duration {
 // until stop returns true) and returns the most clients seen inside the
 // critical section at once and the checker's double grants.
 func (s *suite) contend(t T, cycles int, stop func(maxInside int32) bool) (int32, []checker.DoubleGrant, *checker.Mutex) {
-	key := s.key(t)
-	mono := clock.NewMonotonic()
-	var (
-		inside, maxInside atomic.Int32
-		mu                sync.Mutex
-		check             = checker.NewMutex(checker.ModelLease)
-		index             int64
-	)
-	record := func(proc int, typ history.Type, f string, lease impls.Lease) {
-		ev := history.Event{Index: index, Proc: proc, Type: typ, F: f, Key: key, T: mono.Nanos()}
-		if lease != nil {
-			if tok, ok := lease.Token(); ok {
-				ev.Token = &tok
-			}
-		}
-		mu.Lock()
-		ev.Index = index
-		check.Add(ev)
-		index++
-		mu.Unlock()
-	}
+	c := &contention{t: t, s: s, key: s.key(t), cycles: cycles, stop: stop, mono: clock.NewMonotonic(), check: checker.NewMutex(checker.ModelLease)}
 	lockers := make([]impls.Locker, s.h.Contenders)
 	for i := range lockers {
 		lockers[i] = s.locker(t, i)
 	}
-	errs := make(chan error, s.h.Contenders)
-	var (
-		nextProc            atomic.Int64
-		replaced, completed atomic.Int32
-	)
-	nextProc.Store(int64(len(lockers)))
+	c.errs = make(chan error, s.h.Contenders)
+	c.nextProc.Store(int64(len(lockers)))
 	var wg sync.WaitGroup
 	for i, l := range lockers {
 		wg.Add(1)
 		go func(proc int, l impls.Locker) {
 			defer wg.Done()
-			defer func() { l.Close() }() // the last replacement's; the first's cleanup would too
-			for c := 0; c < cycles && !stop(maxInside.Load()); c++ {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				record(proc, history.Invoke, history.Acquire, nil)
-				lease, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 30 * time.Second})
-				cancel()
-				if errors.Is(err, impls.ErrIndeterminate) {
-					// The server's answer was lost (a ZooKeeper session
-					// expired on a loaded machine): the acquire may have
-					// taken effect, so the checker is told so, and the
-					// client is replaced by a new one under a new process
-					// id, as the lab's own clients are (Jepsen's rule);
-					// closing the old one ends its hold, if it had one.
-					record(proc, history.Info, history.Acquire, nil)
-					t.Logf("contender %d replaced: %v", proc, err)
-					replaced.Add(1)
-					next, id, err := s.replacement(&nextProc, l)
-					if err != nil {
-						// No new client could reach the server (a starved
-						// one): this contender retires; too few cycles
-						// left fail the test below.
-						t.Logf("contender %d retired: %v", proc, err)
-						return
-					}
-					l, proc = next, id
-					continue
-				}
-				if err != nil {
-					record(proc, history.Fail, history.Acquire, nil)
-					errs <- err
-					return
-				}
-				record(proc, history.OK, history.Acquire, lease)
-				n := inside.Add(1)
-				for {
-					m := maxInside.Load()
-					if n <= m || maxInside.CompareAndSwap(m, n) {
-						break
-					}
-				}
-				time.Sleep(200 * time.Microsecond)
-				inside.Add(-1)
-				record(proc, history.Invoke, history.Release, nil)
-				rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err = releaseSettled(rctx, lease)
-				rcancel()
-				if err != nil && !errors.Is(err, impls.ErrNotHeld) {
-					errs <- err
-					return
-				}
-				record(proc, history.OK, history.Release, nil)
-				completed.Add(1)
-			}
+			c.contender(proc, l)
 		}(i, l)
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("contender: %v", err)
+	c.judge(len(lockers))
+	return c.maxInside.Load(), c.check.DoubleGrants(), c.check
+}
+
+// contention is one contend: its contenders, what they saw, and the
+// checker over the history they recorded.
+type contention struct {
+	t      T
+	s      *suite
+	key    string
+	cycles int
+	stop   func(maxInside int32) bool
+	mono   *clock.Monotonic
+
+	inside, maxInside   atomic.Int32
+	nextProc            atomic.Int64 // the process id of the next replacement
+	replaced, completed atomic.Int32
+	errs                chan error
+
+	mu    sync.Mutex // guards check and index
+	check *checker.Mutex
+	index int64
+}
+
+// record adds one event to the checker's history.
+func (c *contention) record(proc int, typ history.Type, f string, lease impls.Lease) {
+	ev := history.Event{Proc: proc, Type: typ, F: f, Key: c.key, T: c.mono.Nanos()}
+	if lease != nil {
+		if tok, ok := lease.Token(); ok {
+			ev.Token = &tok
+		}
+	}
+	c.mu.Lock()
+	ev.Index = c.index
+	c.check.Add(ev)
+	c.index++
+	c.mu.Unlock()
+}
+
+// contender runs one contender's cycles (acquire, a moment inside,
+// release) until they are done, stop says so, or it fails.
+func (c *contention) contender(proc int, l impls.Locker) {
+	defer func() { l.Close() }() // the last replacement's; the first's cleanup would too
+	for n := 0; n < c.cycles && !c.stop(c.maxInside.Load()); n++ {
+		lease, err := c.acquire(proc, l)
+		if errors.Is(err, impls.ErrIndeterminate) {
+			next, id, ok := c.replace(proc, l, err)
+			if !ok {
+				return
+			}
+			l, proc = next, id
+			continue
+		}
+		if err != nil {
+			c.errs <- err
+			return
+		}
+		c.inCritical()
+		if err := c.release(proc, lease); err != nil {
+			c.errs <- err
+			return
+		}
+		c.completed.Add(1)
+	}
+}
+
+// acquire takes the lock as proc, recording the call and its outcome. An
+// indeterminate one (the server's answer was lost: a ZooKeeper session
+// expired on a loaded machine) may have taken effect, and the checker is
+// told so.
+func (c *contention) acquire(proc int, l impls.Locker) (impls.Lease, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c.record(proc, history.Invoke, history.Acquire, nil)
+	lease, err := l.Acquire(ctx, c.key, impls.AcquireOptions{TTL: 30 * time.Second})
+	cancel()
+	switch {
+	case errors.Is(err, impls.ErrIndeterminate):
+		c.record(proc, history.Info, history.Acquire, nil)
+	case err != nil:
+		c.record(proc, history.Fail, history.Acquire, nil)
+	default:
+		c.record(proc, history.OK, history.Acquire, lease)
+	}
+	return lease, err
+}
+
+// replace gives proc, whose acquire came back indeterminate, a new client
+// under a new process id, as the lab's own clients are (Jepsen's rule);
+// closing the old one ends its hold, if it had one. false: no new client
+// could reach the server (a starved one), and this contender retires; too
+// few cycles left fail the test.
+func (c *contention) replace(proc int, l impls.Locker, lost error) (impls.Locker, int, bool) {
+	c.t.Logf("contender %d replaced: %v", proc, lost)
+	c.replaced.Add(1)
+	next, id, err := c.s.replacement(&c.nextProc, l)
+	if err != nil {
+		c.t.Logf("contender %d retired: %v", proc, err)
+		return nil, 0, false
+	}
+	return next, id, true
+}
+
+// inCritical is a holder's moment inside the critical section, counted.
+func (c *contention) inCritical() {
+	n := c.inside.Add(1)
+	for {
+		m := c.maxInside.Load()
+		if n <= m || c.maxInside.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(200 * time.Microsecond)
+	c.inside.Add(-1)
+}
+
+// release releases proc's lease, recording the call and its success.
+func (c *contention) release(proc int, lease impls.Lease) error {
+	c.record(proc, history.Invoke, history.Release, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := releaseSettled(ctx, lease)
+	cancel()
+	if err != nil && !errors.Is(err, impls.ErrNotHeld) {
+		return err
+	}
+	c.record(proc, history.OK, history.Release, nil)
+	return nil
+}
+
+// judge fails the test for the contenders' errors, and for too few
+// cycles completed by contenders clients.
+func (c *contention) judge(contenders int) {
+	close(c.errs)
+	for err := range c.errs {
+		c.t.Errorf("contender: %v", err)
 	}
 	// Judged on what was granted: a replaced client's cycle is not made up,
 	// so a run whose answers were mostly lost saw too little.
-	if n, want := completed.Load(), int32(len(lockers)*cycles); !stop(maxInside.Load()) && 2*n < want {
-		t.Errorf("%d of %d cycles completed (%d clients replaced after lost answers): too few to judge", n, want, replaced.Load())
+	if n, want := c.completed.Load(), int32(contenders*c.cycles); !c.stop(c.maxInside.Load()) && 2*n < want {
+		c.t.Errorf("%d of %d cycles completed (%d clients replaced after lost answers): too few to judge", n, want, c.replaced.Load())
 	}
-	return maxInside.Load(), check.DoubleGrants(), check
 }
 
 // mutualExclusion: contenders hammer one key; at no time do two hold it,

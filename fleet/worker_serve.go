@@ -29,113 +29,175 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	defer cancel()
 	w := &workerSide{out: out, calls: map[int64]chan storeReply{}, done: ctx.Done()}
 	dec := json.NewDecoder(bufio.NewReader(in))
-	var first toWorker
-	if err := dec.Decode(&first); err != nil {
-		return fmt.Errorf("worker: read start: %w", err)
-	}
-	st := first.Start
-	if st == nil {
-		return errors.New("worker: first message is not a start")
+	st, err := readStart(dec)
+	if err != nil {
+		return err
 	}
 	mono := clock.NewMonotonic()
 	if st.Stall != nil {
-		// The probe watches the whole process, from its start message to
-		// its exit: a worker stopped while it connects stalls too.
-		who := fmt.Sprintf("worker %d", st.Proc)
-		probed := make(chan struct{})
-		defer func() { cancel(); <-probed }()
-		go func() {
-			defer close(probed)
-			st.Stall.Run(ctx, mono.Nanos, func(s stall.Span) {
-				ev := history.StallEvent(who, s.Start, s.End)
-				w.send(fromWorker{Event: &ev})
-			})
-		}()
+		defer w.probeStalls(ctx, cancel, st, mono)()
 	}
-	clk := &clock.Skewable{}
-	clk.SetOffset(time.Duration(st.ClockOffset))
-	begin := make(chan int64, 1)
-	halt := &workload.Halt{}
-	finish := make(chan struct{})
-	finishOnce := sync.OnceFunc(func() { close(finish) })
-	// Everything after the start message: replies, clock moves, go, hangs.
+	ctl := newWorkerControl(st.ClockOffset)
+	// Everything after the start message; EOF ends the worker.
 	go func() {
 		defer cancel()
-		for {
-			var m toWorker
-			if err := dec.Decode(&m); err != nil {
-				return
-			}
-			switch {
-			case m.Reply != nil:
-				w.mu.Lock()
-				ch := w.calls[m.Reply.ID]
-				delete(w.calls, m.Reply.ID)
-				w.mu.Unlock()
-				if ch != nil {
-					ch <- *m.Reply
-				}
-			case m.Clock != nil:
-				clk.SetOffset(time.Duration(*m.Clock))
-			case m.Go != nil:
-				select {
-				case begin <- *m.Go:
-				default:
-				}
-			case m.Finish:
-				finishOnce()
-			case m.Hang != nil && *m.Hang:
-				halt.On()
-			case m.Hang != nil:
-				halt.Off()
-			}
-		}
+		w.follow(dec, ctl)
 	}()
-	a, err := reg.Get(st.Approach)
+	l, err := w.lockClient(ctx, reg, st, ctl.clk)
 	if err != nil {
-		w.send(fromWorker{Fatal: err.Error()})
-		return err
-	}
-	l, err := a.New(ctx, impls.Env{Endpoints: st.Endpoints, Clock: clk, ClientID: st.Proc})
-	if err != nil {
-		w.send(fromWorker{Fatal: fmt.Sprintf("connect %s: %v", a.Name, err)})
 		return err
 	}
 	defer l.Close()
 	if st.Wait {
 		w.send(fromWorker{Ready: true})
 		select {
-		case st.EndMono = <-begin:
+		case st.EndMono = <-ctl.begin:
 		case <-ctx.Done(): // the fleet is gone or stopping: EndMono 0 ends at once
 		}
 	}
+	return w.run(ctx, st, l, ctl, mono)
+}
+
+// readStart reads the start message, the first the fleet sends.
+func readStart(dec *json.Decoder) (*workerStart, error) {
+	var first toWorker
+	if err := dec.Decode(&first); err != nil {
+		return nil, fmt.Errorf("worker: read start: %w", err)
+	}
+	if first.Start == nil {
+		return nil, errors.New("worker: first message is not a start")
+	}
+	return first.Start, nil
+}
+
+// probeStalls runs the start's stall probe, sending each stall as a
+// history event, until ctx ends; wait cancels it and waits for it.
+func (w *workerSide) probeStalls(ctx context.Context, cancel context.CancelFunc, st *workerStart, mono *clock.Monotonic) (wait func()) {
+	// The probe watches the whole process, from its start message to its
+	// exit: a worker stopped while it connects stalls too.
+	who := fmt.Sprintf("worker %d", st.Proc)
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		st.Stall.Run(ctx, mono.Nanos, func(s stall.Span) {
+			ev := history.StallEvent(who, s.Start, s.End)
+			w.send(fromWorker{Event: &ev})
+		})
+	}()
+	return func() { cancel(); <-probed }
+}
+
+// workerControl is what the fleet's messages after the start act on.
+type workerControl struct {
+	clk        *clock.Skewable // the lock client's clock
+	begin      chan int64      // Go: when the run ends
+	halt       *workload.Halt
+	finish     chan struct{} // closed by Finish
+	finishOnce func()
+}
+
+func newWorkerControl(clockOffset int64) *workerControl {
+	clk := &clock.Skewable{}
+	clk.SetOffset(time.Duration(clockOffset))
+	finish := make(chan struct{})
+	return &workerControl{clk: clk, begin: make(chan int64, 1), halt: &workload.Halt{}, finish: finish,
+		finishOnce: sync.OnceFunc(func() { close(finish) })}
+}
+
+// follow acts on the fleet's messages (replies, clock moves, go, finish,
+// hangs) until its end of the pipe closes.
+func (w *workerSide) follow(dec *json.Decoder, ctl *workerControl) {
+	for {
+		var m toWorker
+		if err := dec.Decode(&m); err != nil {
+			return
+		}
+		if m.Reply != nil {
+			w.deliver(*m.Reply)
+			continue
+		}
+		ctl.apply(m)
+	}
+}
+
+// deliver hands a store call's reply to the call waiting for it.
+func (w *workerSide) deliver(r storeReply) {
+	w.mu.Lock()
+	ch := w.calls[r.ID]
+	delete(w.calls, r.ID)
+	w.mu.Unlock()
+	if ch != nil {
+		ch <- r
+	}
+}
+
+// apply acts on one message other than a reply.
+func (ctl *workerControl) apply(m toWorker) {
+	switch {
+	case m.Clock != nil:
+		ctl.clk.SetOffset(time.Duration(*m.Clock))
+	case m.Go != nil:
+		select {
+		case ctl.begin <- *m.Go:
+		default:
+		}
+	case m.Finish:
+		ctl.finishOnce()
+	case m.Hang != nil && *m.Hang:
+		ctl.halt.On()
+	case m.Hang != nil:
+		ctl.halt.Off()
+	}
+}
+
+// lockClient connects the start's approach; the fleet is told if it cannot.
+func (w *workerSide) lockClient(ctx context.Context, reg *impls.Registry, st *workerStart, clk clock.Clock) (impls.Locker, error) {
+	a, err := reg.Get(st.Approach)
+	if err != nil {
+		w.send(fromWorker{Fatal: err.Error()})
+		return nil, err
+	}
+	l, err := a.New(ctx, impls.Env{Endpoints: st.Endpoints, Clock: clk, ClientID: st.Proc})
+	if err != nil {
+		w.send(fromWorker{Fatal: fmt.Sprintf("connect %s: %v", a.Name, err)})
+		return nil, err
+	}
+	return l, nil
+}
+
+// run runs the case's workload on l until st.EndMono and sends its stats.
+func (w *workerSide) run(ctx context.Context, st *workerStart, l impls.Locker, ctl *workerControl, mono *clock.Monotonic) error {
 	left := time.Duration(st.EndMono - mono.Nanos())
 	if left <= 0 {
 		w.send(fromWorker{End: endOf(workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram()}, false)})
 		return nil
 	}
-	// The case's workload, as its one client recording as st.Proc. An
-	// open loop's rate is over all clients, which no worker sees: workers
-	// run closed loops (bench refuses --rate with --processes). Its draws
-	// (holds, keys) are seeded by its number within the case, not its
-	// process id, which counts on over a session's cases: the same case
-	// draws the same holds wherever it runs (a scenario explore found,
-	// run again by locklab run).
-	spec := st.Workload
-	spec.Clients, spec.Duration, spec.Seed, spec.ProcBase, spec.Rate, spec.Store = 1, left, spec.Seed^uint64(st.Proc-st.Workload.ProcBase), st.Proc, 0, nil
-	spec.Finish = finish
-	if spec.Kind == workload.Counter || spec.Kind == workload.Tasks {
-		spec.Store = w
-	}
 	// No connect: a worker whose outcome was indeterminate retires; the
 	// fleet starts its replacement as a new process.
-	stats, err := workload.Run(ctx, spec, []workload.Client{{Locker: l, Clock: clk, Halt: halt}}, nil, w, mono, nil)
+	stats, err := workload.Run(ctx, st.spec(left, ctl.finish, w), []workload.Client{{Locker: l, Clock: ctl.clk, Halt: ctl.halt}}, nil, w, mono, nil)
 	if err != nil {
 		w.send(fromWorker{Fatal: err.Error()})
 		return err
 	}
 	w.send(fromWorker{End: endOf(stats, stats.Indeterminate > 0 || w.retired.Load())})
 	return nil
+}
+
+// spec is the case's workload, as its one client recording as st.Proc,
+// for left more, working on store. An open loop's rate is over all
+// clients, which no worker sees: workers run closed loops (bench refuses
+// --rate with --processes). Its draws (holds, keys) are seeded by its
+// number within the case, not its process id, which counts on over a
+// session's cases: the same case draws the same holds wherever it runs (a
+// scenario explore found, run again by locklab run).
+func (st *workerStart) spec(left time.Duration, finish <-chan struct{}, store workload.Resource) workload.Spec {
+	spec := st.Workload
+	spec.Clients, spec.Duration, spec.Seed, spec.ProcBase, spec.Rate, spec.Store = 1, left, spec.Seed^uint64(st.Proc-st.Workload.ProcBase), st.Proc, 0, nil
+	spec.Finish = finish
+	if spec.Kind == workload.Counter || spec.Kind == workload.Tasks {
+		spec.Store = store
+	}
+	return spec
 }
 
 // workerSide is the worker's end of the pipe: a history.Recorder and a

@@ -92,57 +92,110 @@ type timelinePlotter struct {
 	faultLanes [][]int
 }
 
+// timelineCanvas places the history's times and the lanes on the canvas
+// being drawn.
+type timelineCanvas struct {
+	c        draw.Canvas
+	trX, trY func(float64) vg.Length
+	width    int   // pixel columns
+	origin   int64 // time zero, ns
+}
+
+// x is the canvas position of time t.
+func (tc *timelineCanvas) x(t int64) vg.Length { return tc.trX(float64(t-tc.origin) / 1e9) }
+
+// col is the pixel column of time t, clamped to the canvas.
+func (tc *timelineCanvas) col(t int64) int {
+	x := int(tc.x(t) - tc.c.Min.X)
+	return min(max(x, 0), tc.width-1)
+}
+
+// y is the canvas position of a lane's centre.
+func (tc *timelineCanvas) y(lane int) vg.Length { return tc.trY(float64(lane)) }
+
+// rect fills x0..x1 on a lane, h lanes high, centred on it.
+func (tc *timelineCanvas) rect(x0, x1 vg.Length, lane int, h float64, clr color.Color) {
+	y0, y1 := tc.trY(float64(lane)-h/2), tc.trY(float64(lane)+h/2)
+	tc.c.FillPolygon(clr, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+}
+
+// Plot draws the timeline in layers, each over the ones before.
 func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
-	width := int(c.Max.X-c.Min.X) + 1
-	if width < 1 {
+	tc := &timelineCanvas{c: c, trX: trX, trY: trY, width: int(c.Max.X-c.Min.X) + 1, origin: tp.tl.Origin}
+	if tc.width < 1 {
 		return
 	}
-	xs := func(t int64) float64 { return float64(t-tp.tl.Origin) / 1e9 }
-	col := func(t int64) int {
-		x := int(trX(xs(t)) - c.Min.X)
-		return min(max(x, 0), width-1)
-	}
-	rect := func(x0, x1 vg.Length, lane int, h float64, clr color.Color) {
-		y0, y1 := trY(float64(lane)-h/2), trY(float64(lane)+h/2)
-		c.FillPolygon(clr, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
-	}
-	// Fault windows: a client's on its lane, a server's across every
-	// lane and named at its start, over the lanes, where the name does
-	// not run into the last one.
-	labelEnd := c.Min.X
+	tp.drawFaults(tc, p.Legend.TextStyle)
+	tp.drawHolds(tc)
+	tp.drawGrants(tc)
+	// The lab's stalls last, over everything.
+	tp.drawStalls(tc)
+}
+
+// drawFaults shades the fault windows: a client's on its lane, a server's
+// across every lane and named at its start, over the lanes, where the
+// name does not run into the last one.
+func (tp *timelinePlotter) drawFaults(tc *timelineCanvas, legend draw.TextStyle) {
+	style := draw.TextStyle{Color: faultTextColor, Font: legend.Font, Handler: legend.Handler, XAlign: draw.XLeft, YAlign: draw.YBottom}
+	labelEnd := tc.c.Min.X
 	for i, w := range tp.tl.Faults {
-		x0, x1 := trX(xs(w.Start)), trX(xs(w.End))
-		var ls []int
-		if i < len(tp.faultLanes) {
-			ls = tp.faultLanes[i]
-		}
-		for _, l := range ls {
-			if l < len(tp.lanes) {
-				rect(x0, x1, l, 1, clientFaultColor)
+		x0, x1 := tc.x(w.Start), tc.x(w.End)
+		if ls := tp.lanesHit(i); ls != nil {
+			for _, l := range ls {
+				if l < len(tp.lanes) {
+					tc.rect(x0, x1, l, 1, clientFaultColor)
+				}
 			}
-		}
-		if ls != nil {
 			continue
 		}
-		c.FillPolygon(faultColor, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+		bottom, top := tc.c.Min.Y, tc.c.Max.Y
+		tc.c.FillPolygon(faultColor, []vg.Point{{X: x0, Y: bottom}, {X: x1, Y: bottom}, {X: x1, Y: top}, {X: x0, Y: top}})
 		label := strings.TrimSpace(w.Label + " " + w.Target)
-		style := draw.TextStyle{Color: faultTextColor, Font: p.Legend.TextStyle.Font, Handler: p.Legend.TextStyle.Handler,
-			XAlign: draw.XLeft, YAlign: draw.YBottom}
 		if x0 >= labelEnd {
-			c.FillText(style, vg.Point{X: x0 + 2, Y: trY(float64(len(tp.lanes)) - 0.6)}, label)
+			tc.c.FillText(style, vg.Point{X: x0 + 2, Y: tc.trY(float64(len(tp.lanes)) - 0.6)}, label)
 			labelEnd = x0 + 2 + style.Width(label) + 4
 		}
 	}
-	// Holder intervals, merged per pixel column: held within its believed
-	// lease, and held past it (paler, the lease's expiry marked), which
-	// few are.
-	const within, past = 1, 2
-	cols := make([][]uint8, len(tp.lanes))
-	for i := range cols {
-		cols[i] = make([]uint8, width)
+}
+
+// lanesHit are the lanes fault i hit (nil: every lane).
+func (tp *timelinePlotter) lanesHit(i int) []int {
+	if i < len(tp.faultLanes) {
+		return tp.faultLanes[i]
 	}
-	var expiries []vg.Point // a lane's centre at each outlived lease's end
+	return nil
+}
+
+// How a pixel column of a lane was held.
+const (
+	heldWithin uint8 = 1 // within the holder's believed lease
+	heldPast   uint8 = 2 // past it
+)
+
+// drawHolds draws the holder intervals, merged per pixel column: held
+// within its believed lease, and held past it (paler, the lease's expiry
+// marked), which few are.
+func (tp *timelinePlotter) drawHolds(tc *timelineCanvas) {
+	cols, expiries := tp.holdColumns(tc)
+	for lane, cs := range cols {
+		tc.fillRuns(lane, cs)
+	}
+	if len(expiries) <= maxJoinedGrants*10 {
+		for _, e := range expiries {
+			y := (tc.trY(1) - tc.trY(0)) * 0.4
+			tc.c.StrokeLine2(draw.LineStyle{Color: expiryColor, Width: vg.Points(1.5)}, e.X, e.Y-y, e.X, e.Y+y)
+		}
+	}
+}
+
+// holdColumns are, per lane, how each pixel column was held (0: not), and
+// a lane's centre at each outlived lease's end.
+func (tp *timelinePlotter) holdColumns(tc *timelineCanvas) (cols [][]uint8, expiries []vg.Point) {
+	cols = make([][]uint8, len(tp.lanes))
+	for i := range cols {
+		cols[i] = make([]uint8, tc.width)
+	}
 	for _, ivs := range tp.tl.Intervals {
 		for _, iv := range ivs {
 			lane := tp.laneOf(iv)
@@ -156,41 +209,41 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 			split := end
 			if iv.ValidUntil != 0 && iv.ValidUntil < end {
 				split = max(iv.ValidUntil, iv.Start)
-				expiries = append(expiries, vg.Point{X: trX(xs(split)), Y: trY(float64(lane))})
+				expiries = append(expiries, vg.Point{X: tc.x(split), Y: tc.y(lane)})
 			}
-			for x := col(iv.Start); x <= col(split); x++ {
-				cols[lane][x] = within
+			for x := tc.col(iv.Start); x <= tc.col(split); x++ {
+				cols[lane][x] = heldWithin
 			}
-			for x := col(split) + 1; x <= col(end); x++ {
-				cols[lane][x] = max(cols[lane][x], past)
+			for x := tc.col(split) + 1; x <= tc.col(end); x++ {
+				cols[lane][x] = max(cols[lane][x], heldPast)
 			}
 		}
 	}
-	for lane, cs := range cols {
-		for x := 0; x < width; {
-			if cs[x] == 0 {
-				x++
-				continue
-			}
-			start, kind := x, cs[x]
-			for x < width && cs[x] == kind {
-				x++
-			}
-			clr := holdColor
-			if kind == past {
-				clr = pastColor
-			}
-			rect(c.Min.X+vg.Length(start), c.Min.X+vg.Length(x)+0.5, lane, 0.6, clr)
+	return cols, expiries
+}
+
+// fillRuns draws a lane's held pixel columns, a bar per run of one kind.
+func (tc *timelineCanvas) fillRuns(lane int, cs []uint8) {
+	for x := 0; x < tc.width; {
+		if cs[x] == 0 {
+			x++
+			continue
 		}
-	}
-	if len(expiries) <= maxJoinedGrants*10 {
-		for _, e := range expiries {
-			y := (trY(1) - trY(0)) * 0.4
-			c.StrokeLine2(draw.LineStyle{Color: expiryColor, Width: vg.Points(1.5)}, e.X, e.Y-y, e.X, e.Y+y)
+		start, kind := x, cs[x]
+		for x < tc.width && cs[x] == kind {
+			x++
 		}
+		clr := holdColor
+		if kind == heldPast {
+			clr = pastColor
+		}
+		tc.rect(tc.c.Min.X+vg.Length(start), tc.c.Min.X+vg.Length(x)+0.5, lane, 0.6, clr)
 	}
-	// Double grants: the overlapping part in red on both lanes, at least
-	// two pixels wide, and a red line joining the lanes.
+}
+
+// drawGrants draws the double grants: the overlapping part in red on both
+// lanes, at least two pixels wide, and a red line joining the lanes.
+func (tp *timelinePlotter) drawGrants(tc *timelineCanvas) {
 	for _, g := range tp.tl.Grants {
 		endHeld := g.Held.End
 		if endHeld == checker.Open {
@@ -200,25 +253,28 @@ func (tp *timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		if g.Second.End == checker.Open {
 			e = endHeld
 		}
-		x0 := trX(xs(s))
-		x1 := max(trX(xs(e)), x0+2)
+		x0 := tc.x(s)
+		x1 := max(tc.x(e), x0+2)
 		for _, iv := range []checker.Interval{g.Held, g.Second} {
 			if lane := tp.laneOf(iv); lane >= 0 {
-				rect(x0, x1, lane, 0.9, grantColor)
+				tc.rect(x0, x1, lane, 0.9, grantColor)
 			}
 		}
 		l1, l2 := tp.laneOf(g.Held), tp.laneOf(g.Second)
 		if l1 >= 0 && l2 >= 0 && len(tp.tl.Grants) <= maxJoinedGrants {
-			c.StrokeLine2(draw.LineStyle{Color: grantColor, Width: vg.Points(1)}, x0, trY(float64(l1)), x0, trY(float64(l2)))
+			tc.c.StrokeLine2(draw.LineStyle{Color: grantColor, Width: vg.Points(1)}, x0, tc.y(l1), x0, tc.y(l2))
 		}
 	}
-	// The lab's stalls last, over everything: diagonal hatching across
-	// every lane, at least two pixels wide, through which the holders
-	// and a fault window's flat yellow show.
+}
+
+// drawStalls hatches the lab's stalls diagonally across every lane, at
+// least two pixels wide, through which the holders and a fault window's
+// flat yellow show.
+func (tp *timelinePlotter) drawStalls(tc *timelineCanvas) {
 	for _, w := range tp.tl.Stalls {
-		x0 := trX(xs(w.Start))
-		x1 := max(trX(xs(w.End)), x0+2)
-		hatch(c, x0, x1, stallColor)
+		x0 := tc.x(w.Start)
+		x1 := max(tc.x(w.End), x0+2)
+		hatch(tc.c, x0, x1, stallColor)
 	}
 }
 

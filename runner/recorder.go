@@ -23,7 +23,7 @@ type checkingRecorder struct {
 	// "blocked"); grants counts the grants.
 	lastGrant   int64
 	lastRefused int64
-	grants    int64
+	grants      int64
 	// observe sees every event after it is recorded (the holders view).
 	observe func(history.Event)
 	// latencies keeps each acquire's latency for the latency-over-time

@@ -59,7 +59,7 @@ func TestShardRealMatrixPlan(t *testing.T) {
 		// What a shard takes is its plan's estimate run side by side,
 		// not its cases' sum: the servers' lanes decide it.
 		est := func(p runner.Plan) time.Duration {
-			return runner.Estimate(p, true, 0, caseOverhead, clusterStart(false))
+			return runner.Estimate(p, true, 0, runner.CaseOverhead, runner.ClusterStart(false))
 		}
 		var ests []time.Duration
 		for k := 1; k <= 4; k++ {

@@ -10,6 +10,7 @@ import (
 	"github.com/locklab/locklab/runner"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -29,16 +30,49 @@ type Config struct {
 	// Runner runs the cases (its Log, WorkerArgv, HealthTimeout); its
 	// Progress is explore's to set.
 	Runner *runner.Runner
-	// Runs is how many runs decide a shrink candidate (default 3).
+	// Runs is how many runs decide a shrink candidate, 1..15 (0 in a
+	// Config given to Run: 3).
 	Runs int
-	// Parallel is how many cases run side by side (default
-	// DefaultParallel; 1: one at a time): exploring runs, and the runs
-	// that decide shrink candidates.
+	// Parallel is how many cases run side by side, 1..64 (1: one at a
+	// time; 0 in a Config given to Run: DefaultParallel): exploring runs,
+	// and the runs that decide shrink candidates.
 	Parallel int
 	// Progress is told what explore is doing, a few times a second.
 	Progress func(Progress)
 	// Command is the command line, for the results.
 	Command string
+}
+
+// Validate says whether c is an exploration to run: an approach, a
+// positive budget, 1..15 runs to decide a shrink candidate and 1..64 cases
+// side by side. Run fills Runs and Parallel left zero before it validates.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Approaches) == 0:
+		var known []string
+		if c.Registry != nil {
+			known = c.Registry.Names()
+		}
+		return fmt.Errorf("--approach: which approach to explore (known: %s)", strings.Join(known, ", "))
+	case c.Budget <= 0:
+		return fmt.Errorf("--budget %v: must be positive", c.Budget)
+	case c.Runs < 1 || c.Runs > maxRuns:
+		return fmt.Errorf("--runs %d: want 1..%d", c.Runs, maxRuns)
+	case c.Parallel < 1 || c.Parallel > maxParallel:
+		return fmt.Errorf("--parallel %d: want 1..%d", c.Parallel, maxParallel)
+	}
+	return nil
+}
+
+// withDefaults is c with Runs and Parallel left zero filled.
+func (c Config) withDefaults() Config {
+	if c.Runs == 0 {
+		c.Runs = (&Shrinker{}).runs()
+	}
+	if c.Parallel == 0 {
+		c.Parallel = DefaultParallel()
+	}
+	return c
 }
 
 // Progress is where an exploration stands.
@@ -93,10 +127,17 @@ func (r *Result) New() int {
 }
 
 // DefaultParallel is how many cases an exploration runs at once: two per
-// CPU. A case mostly waits on its faults and its clients' holds, but its
-// clients are processes of their own, and a lab that stalls makes its
-// verdicts undecided.
-func DefaultParallel() int { return max(2, 2*runtime.NumCPU()) }
+// CPU, up to maxParallel. A case mostly waits on its faults and its
+// clients' holds, but its clients are processes of their own, and a lab
+// that stalls makes its verdicts undecided.
+func DefaultParallel() int { return min(maxParallel, max(2, 2*runtime.NumCPU())) }
+
+// The most runs that may decide a shrink candidate, and cases side by
+// side (Validate).
+const (
+	maxRuns     = 15
+	maxParallel = 64
+)
 
 // reproRuns is how many runs of a finding's final schedule say how often
 // it shows the violation.
@@ -168,11 +209,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // newExplorer checks cfg and profiles its approaches: each approach's
 // search, and a case of each for the session's plan.
 func newExplorer(cfg Config) (*explorer, []runner.Case, error) {
-	if cfg.Budget <= 0 {
-		return nil, nil, usage(fmt.Errorf("--budget %v: must be positive", cfg.Budget))
-	}
-	if len(cfg.Approaches) == 0 {
-		return nil, nil, usage(fmt.Errorf("no approach (known: %v)", cfg.Registry.Names()))
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, usage(err)
 	}
 	e := &explorer{cfg: cfg, cs: cases{reg: cfg.Registry, external: cfg.External, docker: cfg.Docker},
 		start: time.Now(), res: &Result{Seed: cfg.Seed, Budget: cfg.Budget}, tried: map[string]int{}}
@@ -195,9 +234,6 @@ func newExplorer(cfg Config) (*explorer, []runner.Case, error) {
 			return nil, nil, usage(err)
 		}
 		templates = append(templates, c)
-	}
-	if e.cfg.Parallel <= 0 {
-		e.cfg.Parallel = DefaultParallel()
 	}
 	e.res.Parallel = e.cfg.Parallel
 	return e, templates, nil

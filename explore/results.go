@@ -229,6 +229,15 @@ func (r *Result) JUnit() ([]byte, error) {
 	return j.XML()
 }
 
+// WriteJUnit writes JUnit to path, whole or not at all.
+func (r *Result) WriteJUnit(path string) error {
+	b, err := r.JUnit()
+	if err != nil {
+		return err
+	}
+	return report.WriteFileAtomic(path, b)
+}
+
 // Print writes the exploration's summary for the terminal: the counts,
 // then each finding (new first) with its file.
 func (r *Result) Print(w io.Writer) error {

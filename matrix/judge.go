@@ -172,6 +172,11 @@ func ShippedExpectations() (Expectations, error) {
 	if err != nil {
 		return Expectations{}, err
 	}
+	return ShippedFor(reg)
+}
+
+// ShippedFor are what the shipped matrix expects, loaded against reg.
+func ShippedFor(reg *impls.Registry) (Expectations, error) {
 	m, err := Load(Shipped, reg)
 	if err != nil {
 		return Expectations{}, err

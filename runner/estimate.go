@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/matrix"
 )
@@ -11,6 +12,25 @@ import (
 // Planning a run's time: about how long a plan takes (Estimate), and the
 // matrix's runs per cell fitted to a budget (FitMatrix). Nothing here runs
 // a case.
+
+// CaseOverhead is what a case costs beyond the time it runs (its clients
+// start and stop, the servers' health is checked, the history is judged,
+// plots drawn), as measured on a 2-core machine: the estimate printed at
+// the start of a matrix adds it to every case, and ClusterStart to every
+// start of the servers.
+const CaseOverhead = 1500 * time.Millisecond
+
+// ClusterStart is what a start of the servers a group of cases asks for
+// costs: its slowest kind's (cluster.StartCost).
+func ClusterStart(docker bool) func([]Case) time.Duration {
+	return func(group []Case) time.Duration {
+		ss := make([]impls.Server, len(group))
+		for i, c := range group {
+			ss[i] = c.Approach.Server
+		}
+		return cluster.StartCost(docker, ss...)
+	}
+}
 
 // Estimate is about how long p takes to run, allowing perCase on top of
 // each case's expected length (expectedLength) and perCluster(group) for
@@ -117,6 +137,9 @@ type MatrixFit struct {
 	Estimate time.Duration // about how long Plan takes
 	// AskedEstimate is about how long the runs asked for would take.
 	AskedEstimate time.Duration
+	// PastBudget: a shard's share would run past the budget, which stops
+	// it (MatrixRunOptions.Fit).
+	PastBudget bool
 }
 
 // FitMatrix plans the part of the matrix opt chooses (MatrixPlan) and,

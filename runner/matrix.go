@@ -31,13 +31,31 @@ type MatrixOptions struct {
 	Docker       *Docker                 // the servers run as containers
 }
 
+// Validate says whether opt chooses a part of the matrix: at least one
+// run per cell, a known Cells and a catch rate that is a share. The
+// approaches and faults are looked up by MatrixPlan.
+func (opt MatrixOptions) Validate() error {
+	if opt.Runs < 1 {
+		return fmt.Errorf("--runs %d: want at least 1", opt.Runs)
+	}
+	switch opt.Cells {
+	case "", "all", "unsafe", "safe":
+	default:
+		return fmt.Errorf("--cells %q: want all, unsafe (the cells that expect a violation) or safe", opt.Cells)
+	}
+	if opt.MinCatchRate < 0 || opt.MinCatchRate > 1 {
+		return fmt.Errorf("--min-catch-rate %v: want a share between 0 and 1", opt.MinCatchRate)
+	}
+	return nil
+}
+
 // MatrixPlan makes a plan of every applicable cell of the matrix, Runs
 // times each (each run with its own seed), grouped by fault so servers are
 // started anew only when a fault's server options change. Cells that do
 // not apply are returned as n/a, not run.
 func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan, []matrix.Cell, error) {
-	if opt.Runs < 1 {
-		return Plan{}, nil, usageErr(fmt.Errorf("--runs %d: want at least 1", opt.Runs))
+	if err := opt.Validate(); err != nil {
+		return Plan{}, nil, usageErr(err)
 	}
 	approaches := reg.All()
 	if len(opt.Approaches) > 0 {
@@ -49,14 +67,6 @@ func MatrixPlan(reg *impls.Registry, m *matrix.Matrix, opt MatrixOptions) (Plan,
 			}
 			approaches = append(approaches, a)
 		}
-	}
-	switch opt.Cells {
-	case "", "all", "unsafe", "safe":
-	default:
-		return Plan{}, nil, usageErr(fmt.Errorf("--cells %q: want all, unsafe (the cells that expect a violation) or safe", opt.Cells))
-	}
-	if opt.MinCatchRate < 0 || opt.MinCatchRate > 1 {
-		return Plan{}, nil, usageErr(fmt.Errorf("--min-catch-rate %v: want a share between 0 and 1", opt.MinCatchRate))
 	}
 	faults := m.FaultNames()
 	if len(opt.Faults) > 0 {

@@ -178,6 +178,28 @@ type BenchConfig struct {
 	Docker     *Docker                 // start the servers as containers
 	Direct     bool                    // bypass the fault-injecting proxies
 	NoHistory  bool                    // record nothing, check nothing (to measure recording's cost)
+	// Processes runs each client as a process of its own (Case.Processes).
+	Processes bool
+}
+
+// Validate says whether the settings are what `locklab bench` takes: a
+// positive duration, TTL and acquire timeout, and an open loop's rate
+// positive and not with client processes. BenchPlan refuses less: there,
+// a zero TTL or acquire timeout is the workload's default.
+func (c BenchConfig) Validate() error {
+	w := c.Workload
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"duration", w.Duration}, {"ttl", w.TTL}, {"acquire-timeout", w.AcquireTimeout}} {
+		if d.d <= 0 {
+			return fmt.Errorf("--%s %v: must be positive", d.name, d.d)
+		}
+	}
+	if w.Rate < 0 || w.Rate > 0 && c.Processes {
+		return fmt.Errorf("--rate %v: want a positive rate, and not with --processes", w.Rate)
+	}
+	return nil
 }
 
 // configJSON is how the config appears in results.json, durations readable.
@@ -222,7 +244,7 @@ func BenchPlan(reg *impls.Registry, cfg BenchConfig) (Plan, error) {
 		}
 		for _, n := range cfg.Clients {
 			c := Case{Name: fmt.Sprintf("%s-c%d", a.Name, n), Approach: a, Direct: cfg.Direct, Record: !cfg.NoHistory,
-				Workload: cfg.workload()}
+				Processes: cfg.Processes, Workload: cfg.workload()}
 			c.Workload.Clients = n
 			if a.Safe {
 				c.Expect = verdict.Expect("declared safe under plain contention", verdict.Safe)

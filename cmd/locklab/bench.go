@@ -59,28 +59,19 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 		fmt.Fprintf(stderr, "locklab bench: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	for _, bad := range []struct {
-		name string
-		d    time.Duration
-	}{{"duration", *duration}, {"ttl", *ttl}, {"acquire-timeout", *acquireTimeout}} {
-		if bad.d <= 0 {
-			fmt.Fprintf(stderr, "locklab bench: --%s %v: must be positive\n", bad.name, bad.d)
-			return exitUsage
-		}
+	cfg := runner.BenchConfig{
+		Approaches: approaches, Clients: clients, ResultsDir: *results, Direct: !*viaProxy, NoHistory: *noHistory, Processes: *processes,
+		Workload: workload.Spec{Kind: *kind, Duration: *duration, Keys: *keys, TTL: *ttl,
+			AcquireTimeout: *acquireTimeout, Seed: *seed, Fenced: *fenced, Rate: *rate},
 	}
-	if *rate < 0 || *rate > 0 && *processes {
-		fmt.Fprintf(stderr, "locklab bench: --rate %v: want a positive rate, and not with --processes\n", *rate)
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "locklab bench: %v\n", err)
 		return exitUsage
 	}
-	holdDist, err := workload.ParseDist(*hold)
-	if err != nil {
+	var err error
+	if cfg.Workload.Hold, err = workload.ParseDist(*hold); err != nil {
 		fmt.Fprintf(stderr, "locklab bench: --hold: %v\n", err)
 		return exitUsage
-	}
-	cfg := runner.BenchConfig{
-		Approaches: approaches, Clients: clients, ResultsDir: *results, Direct: !*viaProxy, NoHistory: *noHistory,
-		Workload: workload.Spec{Kind: *kind, Duration: *duration, Keys: *keys, Hold: holdDist, TTL: *ttl,
-			AcquireTimeout: *acquireTimeout, Seed: *seed, Fenced: *fenced, Rate: *rate},
 	}
 	ext, docker, code := where.resolve(ctx, stderr)
 	if code >= 0 {
@@ -90,9 +81,6 @@ func cmdBench(ctx context.Context, reg *impls.Registry, args []string, stdout, s
 	plan, err := runner.BenchPlan(reg, cfg)
 	if err != nil {
 		return exitCode(stderr, err)
-	}
-	for i := range plan.Cases {
-		plan.Cases[i].Processes = *processes
 	}
 	if code := stalls.apply("bench", &plan, stderr); code >= 0 {
 		return code

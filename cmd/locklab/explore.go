@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -16,7 +13,6 @@ import (
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
-	"github.com/locklab/locklab/shard"
 )
 
 // cmdExplore is `locklab explore`: generated fault schedules, case after
@@ -45,49 +41,50 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	if code := files.register("explore", reg, stderr); code >= 0 {
 		return code
 	}
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "locklab explore: unexpected argument %q (approaches go in --approach)\n", fs.Arg(0))
 		return exitUsage
-	case len(approaches) == 0:
-		fmt.Fprintf(stderr, "locklab explore: --approach: which approach to explore (known: %s)\n", strings.Join(reg.Names(), ", "))
-		return exitUsage
-	case *budget <= 0:
-		fmt.Fprintf(stderr, "locklab explore: --budget %v: must be positive\n", *budget)
-		return exitUsage
-	case *runs < 1 || *runs > 15:
-		fmt.Fprintf(stderr, "locklab explore: --runs %d: want 1..15\n", *runs)
-		return exitUsage
-	case *parallel < 1 || *parallel > 64:
-		fmt.Fprintf(stderr, "locklab explore: --parallel %d: want 1..64\n", *parallel)
+	}
+	cfg := explore.Config{Registry: reg, Approaches: approaches, Faults: faults, Budget: *budget, Seed: *seed, Steer: *steer,
+		ResultsDir: *results, Runs: *runs, Parallel: *parallel, Command: "locklab explore " + strings.Join(args, " ")}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "locklab explore: %v\n", err)
 		return exitUsage
 	}
-	ext, docker, code := where.resolve(ctx, stderr)
-	if code >= 0 {
+	var code int
+	if cfg.External, cfg.Docker, code = where.resolve(ctx, stderr); code >= 0 {
 		return code
 	}
-	rec, code := shardExplore(&approaches, seed, exploreIdentity{approaches, faults, *budget, *seed, *steer, *runs}, shards, args, stderr)
+	rec, code := shardExplore(&cfg, shards, stderr)
 	if code >= 0 {
 		return code
 	}
 	// The matrix as shipped, against the built-in approaches: an approach
 	// from a file is judged by the rules its capabilities match.
-	m, err := matrix.Load(matrix.Shipped, all.Registry())
-	if err != nil {
+	var err error
+	if cfg.Expect, err = matrix.ShippedFor(all.Registry()); err != nil {
 		fmt.Fprintf(stderr, "locklab explore: %v\n", err)
 		return exitUsage
 	}
-	r := &runner.Runner{Log: func(f string, a ...any) {
+	cfg.Runner = &runner.Runner{Log: func(f string, a ...any) {
 		if *verbose || !strings.HasPrefix(f, "warning:") {
 			fmt.Fprintf(stderr, f+"\n", a...)
 		}
 	}}
-	cfg := explore.Config{Registry: reg, Approaches: approaches, Faults: faults, Budget: *budget, Seed: *seed, Steer: *steer,
-		Expect: matrix.NewExpectations(m, all.Registry()), ResultsDir: *results, External: ext, Docker: docker, Runner: r,
-		Runs: *runs, Parallel: *parallel, Command: "locklab explore " + strings.Join(args, " ")}
+	progress, done := exploreProgress(stderr)
+	cfg.Progress = progress
+	res, err := explore.Run(ctx, cfg)
+	done()
+	return exploreExit(ctx, res, err, rec, junit, stdout, stderr)
+}
+
+// exploreProgress shows where the exploration stands: on a terminal, one
+// line redrawn with the running case's clock (done clears it); elsewhere, a
+// line each time it turns to something else.
+func exploreProgress(stderr io.Writer) (progress func(explore.Progress), done func()) {
 	terminal := isTerminal(stderr)
 	last := ""
-	cfg.Progress = func(p explore.Progress) {
+	progress = func(p explore.Progress) {
 		line := fmt.Sprintf("[%d runs, %d shrinking; %d findings, %d new; %v left] %s", p.Runs, p.ShrinkRuns, p.Findings, p.New,
 			p.Left.Round(time.Second), p.Doing)
 		switch {
@@ -101,10 +98,18 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		}
 		last = p.Doing
 	}
-	res, err := explore.Run(ctx, cfg)
-	if terminal {
-		fmt.Fprint(stderr, "\r\033[K")
+	done = func() {
+		if terminal {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
 	}
+	return progress, done
+}
+
+// exploreExit prints what the exploration found and where it is kept,
+// writes the JUnit file asked for, and returns the exit code: 1 when a new
+// class of violation was found; a shard's, once its share ran.
+func exploreExit(ctx context.Context, res *explore.Result, err error, rec *shardRecord, junit *string, stdout, stderr io.Writer) int {
 	if res == nil || res.Dir == "" {
 		// Nothing ran: refused, or the servers never came up.
 		if ctx.Err() != nil && err != nil {
@@ -121,18 +126,12 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		fmt.Fprintf(stderr, "locklab explore: %v\n", perr)
 		return exitInfra
 	}
-	if res.Dir != "" {
-		fmt.Fprintf(stdout, "results: %s\n", res.Dir)
-	}
+	fmt.Fprintf(stdout, "results: %s\n", res.Dir)
 	if code := rec.finishExplore(res.Dir, err, stderr); code >= 0 {
 		return code
 	}
 	if *junit != "" {
-		b, jerr := res.JUnit()
-		if jerr == nil {
-			jerr = report.WriteFileAtomic(*junit, b)
-		}
-		if jerr != nil {
+		if jerr := res.WriteJUnit(*junit); jerr != nil {
 			fmt.Fprintf(stderr, "locklab explore: %v\n", jerr)
 			if err == nil {
 				return exitInfra
@@ -166,60 +165,26 @@ func (r *shardRecord) finishExplore(dir string, runErr error, stderr io.Writer) 
 	return r.finish(dir, saved, stderr)
 }
 
-// exploreIdentity is what makes an exploration the one it is, whatever its
-// shard: shards of one have the same.
-type exploreIdentity struct {
-	Approaches, Faults []string
-	Budget             time.Duration
-	Seed               uint64
-	Steer              bool
-	Runs               int
-}
-
-// exploreSeedStride parts the seeds of shards exploring the same
-// approaches: shard K's first is the seed plus (K-1) strides, far past the
-// seed plus the approach's index an exploration gives each approach.
-const exploreSeedStride = 1 << 32
-
-// shardExplore narrows an exploration to shard --shard asks for: with at
-// least N approaches, the shard's share of them (by name), under the
-// seed; with fewer, all of them under a seed of the shard's own. It
-// returns the record its results keep (nil: not sharded), or an exit code
-// >= 0.
-func shardExplore(approaches *listFlag, seed *uint64, id exploreIdentity, f shardFlag, args []string, stderr io.Writer) (*shardRecord, int) {
+// shardExplore narrows the exploration to the shard --shard asks for
+// (explore.Config.Shard) and says which: it returns the record its results
+// keep (nil: not sharded), or an exit code >= 0.
+func shardExplore(cfg *explore.Config, f shardFlag, stderr io.Writer) (*shardRecord, int) {
 	spec, sharded, code := f.spec("explore", stderr)
 	if !sharded {
 		return nil, code
 	}
-	b, err := json.Marshal(id)
+	plan, err := cfg.Identity()
 	if err != nil {
 		fmt.Fprintf(stderr, "locklab explore: %v\n", err)
 		return nil, exitInfra
 	}
-	sum := sha256.Sum256(b)
-	rec := &shardRecord{Kind: "explore", Title: "explore", Plan: hex.EncodeToString(sum[:12]), K: spec.K, N: spec.N,
-		Command: "locklab explore " + strings.Join(args, " ")}
-	how := "its share of the approaches"
-	if len(*approaches) >= spec.N {
-		items := make([]shard.Item, len(*approaches))
-		for i, a := range *approaches {
-			items[i] = shard.Item{Key: a, Cost: id.Budget}
-		}
-		mine, err := shard.Pick(items, spec)
-		if err != nil {
-			fmt.Fprintf(stderr, "locklab explore: --shard %v\n", err)
-			return nil, exitUsage
-		}
-		var picked listFlag
-		for _, i := range mine {
-			picked = append(picked, (*approaches)[i])
-		}
-		*approaches = picked
-	} else {
-		*seed += uint64(spec.K-1) * exploreSeedStride
-		how = fmt.Sprintf("every approach, under seeds of its own from %d", *seed)
+	how, err := cfg.Shard(spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "locklab explore: --shard %v\n", err)
+		return nil, exitUsage
 	}
-	rec.Explore = &exploreShard{Seed: *seed, Approaches: *approaches}
-	fmt.Fprintf(stderr, "locklab explore: shard %v (plan %s): %s: %s, seed %d\n", spec, rec.Plan, how, strings.Join(*approaches, ", "), *seed)
+	rec := &shardRecord{Kind: "explore", Title: "explore", Plan: plan, K: spec.K, N: spec.N, Command: cfg.Command,
+		Explore: &exploreShard{Seed: cfg.Seed, Approaches: cfg.Approaches}}
+	fmt.Fprintf(stderr, "locklab explore: shard %v (plan %s): %s: %s, seed %d\n", spec, rec.Plan, how, strings.Join(cfg.Approaches, ", "), cfg.Seed)
 	return rec, -1
 }

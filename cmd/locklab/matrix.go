@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
@@ -48,12 +47,9 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 		fmt.Fprintf(stderr, "locklab matrix: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	if *budget < 0 {
-		fmt.Fprintf(stderr, "locklab matrix: --budget %v: must not be negative\n", *budget)
-		return exitUsage
-	}
-	if *parallel < 0 {
-		fmt.Fprintf(stderr, "locklab matrix: --parallel %d: must not be negative\n", *parallel)
+	how := runner.MatrixRunOptions{Budget: *budget, Sequential: *sequential, MaxCases: *parallel}
+	if err := how.Validate(); err != nil {
+		fmt.Fprintf(stderr, "locklab matrix: %v\n", err)
 		return exitUsage
 	}
 	_, docker, code := where.resolve(ctx, stderr)
@@ -67,24 +63,11 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	}
 	opt := runner.MatrixOptions{Approaches: approaches, Faults: faults, Runs: *runs, Cells: *which, MinCatchRate: *minCatch,
 		Seed: *seed, ResultsDir: *results, Docker: docker}
-	spec, sharded, code := shards.spec("matrix", stderr)
+	spec, _, code := shards.spec("matrix", stderr) // N 0: not sharded
 	if code >= 0 {
 		return code
 	}
-	estimate := func(p runner.Plan) time.Duration {
-		est := runner.Estimate(p, !*sequential, *parallel, caseOverhead, clusterStart(docker != nil))
-		if sharded {
-			est /= time.Duration(spec.N) // about a shard's share
-		}
-		return est
-	}
-	// A shard plans every run: fewer would make another plan on a runner
-	// of another speed, and the budget stops it.
-	fitTo := *budget
-	if sharded {
-		fitTo = 0
-	}
-	fit, err := runner.FitMatrix(reg, m, opt, fitTo, estimate)
+	fit, err := how.Fit(reg, m, opt, spec.N)
 	if err != nil {
 		return exitCode(stderr, err)
 	}
@@ -92,15 +75,7 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if code := stalls.apply("matrix", &plan, stderr); code >= 0 {
 		return code
 	}
-	if sharded && *budget > 0 && est > *budget {
-		fmt.Fprintf(stderr, "locklab matrix: this shard would take about %v, past the --budget of %v: it stops there (shards plan every run alike)\n",
-			roughly(est), *budget)
-	}
-	if fit.Runs < opt.Runs {
-		fmt.Fprintf(stderr, "locklab matrix: --runs %d would take about %v, past the --budget of %v: %d run(s) per cell\n",
-			opt.Runs, roughly(fit.AskedEstimate), *budget, fit.Runs)
-		opt.Runs = fit.Runs
-	}
+	opt.Runs = tellFit(fit, opt.Runs, how.Budget, stderr)
 	rec, code := shardPlan(&plan, "matrix", shards, args, stderr)
 	if code >= 0 {
 		return code
@@ -108,23 +83,47 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	if rec != nil {
 		rec.Matrix = &matrixShard{Cells: cells, Runs: opt.Runs, MinCatchRate: opt.MinCatchRate}
 	}
-	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(cells), len(plan.Cases), roughly(est))
+	r := matrixRun{how: how, opt: opt, plan: plan, cells: cells, est: est, rec: rec,
+		command: "locklab matrix " + strings.Join(args, " "), junit: *junit}
+	return r.run(ctx, stdout, stderr)
+}
+
+// matrixRun is a matrix planned, to run and report.
+type matrixRun struct {
+	how     runner.MatrixRunOptions
+	opt     runner.MatrixOptions
+	plan    runner.Plan
+	cells   []matrix.Cell
+	est     time.Duration
+	rec     *shardRecord // nil: not a shard
+	command string       // the command line, for the matrix's files
+	junit   string
+}
+
+// run runs the plan, writes the matrix's files beside the results, prints
+// its table and returns the exit code its verdict calls for (a shard's:
+// the merge gives the verdict).
+func (r matrixRun) run(ctx context.Context, stdout, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "locklab matrix: %d cells, %d runs, about %v\n", countApplies(r.cells), len(r.plan.Cases), roughly(r.est))
 	began := time.Now()
-	out, interrupted, err := runMatrix(ctx, plan, *budget, !*sequential, *parallel, stderr)
+	out, interrupted, err := r.how.Run(ctx, matrixRunner(stderr), r.plan)
 	if out == nil {
 		return exitCode(stderr, err)
 	}
-	fmt.Fprintf(stderr, "locklab matrix: %d runs in %v (estimated %v)\n", len(out.Results.Runs), time.Since(began).Round(time.Second), roughly(est))
-	mat, werr := writeMatrix(out, cells, opt, args, *junit, stdout, stderr)
+	fmt.Fprintf(stderr, "locklab matrix: %d runs in %v (estimated %v)\n", len(out.Results.Runs), time.Since(began).Round(time.Second), roughly(r.est))
+	mat, werr := runner.WriteMatrix(out, r.cells, r.opt, r.command, r.junit, func(err error) {
+		fmt.Fprintf(stderr, "locklab matrix: warning: %v\n", err)
+	})
 	if werr != nil {
 		fmt.Fprintf(stderr, "locklab matrix: %v\n", werr)
 		return exitInfra
 	}
+	fmt.Fprintf(stdout, "%s\nmatrix: %s\n", report.MatrixMarkdown(mat), filepath.Join(out.Dir, "matrix.html"))
 	if err != nil && !interrupted {
 		return exitCode(stderr, err)
 	}
-	if rec != nil {
-		return rec.finish(out.Dir, out.Results, stderr)
+	if r.rec != nil {
+		return r.rec.finish(out.Dir, out.Results, stderr)
 	}
 	cut := ""
 	if interrupted {
@@ -133,18 +132,31 @@ func cmdMatrix(ctx context.Context, reg *impls.Registry, args []string, stdout, 
 	return matrixVerdict("matrix", mat, cut, stderr)
 }
 
-// writeMatrix folds the runs of out into the cells, writes the matrix's
-// files beside the results and prints its table.
-func writeMatrix(out *runner.Outcome, cells []matrix.Cell, opt runner.MatrixOptions, args []string, junit string, stdout, stderr io.Writer) (*report.Matrix, error) {
-	mat := runner.MatrixResults(cells, out.Results.Runs, opt)
-	mat.Generated = time.Now().UTC()
-	mat.Command = "locklab matrix " + strings.Join(args, " ")
-	warn := func(err error) { fmt.Fprintf(stderr, "locklab matrix: warning: %v\n", err) }
-	if err := report.WriteMatrix(out.Dir, mat, junit, warn); err != nil {
-		return nil, err
+// tellFit says on stderr where the plan and the budget part: a shard past
+// it (the budget stops it), or fewer runs per cell than asked, which it
+// returns.
+func tellFit(fit runner.MatrixFit, asked int, budget time.Duration, stderr io.Writer) int {
+	if fit.PastBudget {
+		fmt.Fprintf(stderr, "locklab matrix: this shard would take about %v, past the --budget of %v: it stops there (shards plan every run alike)\n",
+			roughly(fit.Estimate), budget)
 	}
-	fmt.Fprintf(stdout, "%s\nmatrix: %s\n", report.MatrixMarkdown(mat), filepath.Join(out.Dir, "matrix.html"))
-	return mat, nil
+	if fit.Runs < asked {
+		fmt.Fprintf(stderr, "locklab matrix: --runs %d would take about %v, past the --budget of %v: %d run(s) per cell\n",
+			asked, roughly(fit.AskedEstimate), budget, fit.Runs)
+	}
+	return fit.Runs
+}
+
+// matrixRunner says on stderr what the runner logs, and each case as it
+// starts.
+func matrixRunner(stderr io.Writer) *runner.Runner {
+	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}
+	r.Progress = func(s runner.Status) {
+		if s.Elapsed < 200*time.Millisecond {
+			fmt.Fprintf(stderr, "[%d/%d] %s\n", s.Step, s.Steps, s.Case)
+		}
+	}
+	return r
 }
 
 // loadMatrix is the built-in matrix, or the one in dir.
@@ -154,25 +166,6 @@ func loadMatrix(dir string, reg *impls.Registry) (*matrix.Matrix, error) {
 		src = os.DirFS(dir)
 	}
 	return matrix.Load(src, reg)
-}
-
-// runMatrix runs plan within budget (0: no limit), saying on stderr what
-// it starts; interrupted: the budget ran out (what ran is in the outcome).
-func runMatrix(ctx context.Context, plan runner.Plan, budget time.Duration, parallel bool, maxCases int, stderr io.Writer) (out *runner.Outcome, interrupted bool, err error) {
-	runCtx := ctx
-	if budget > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeoutCause(ctx, budget, fmt.Errorf("the --budget of %v ran out", budget))
-		defer cancel()
-	}
-	r := &runner.Runner{Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }, Parallel: parallel, MaxCases: maxCases}
-	r.Progress = func(s runner.Status) {
-		if s.Elapsed < 200*time.Millisecond {
-			fmt.Fprintf(stderr, "[%d/%d] %s\n", s.Step, s.Steps, s.Case)
-		}
-	}
-	out, err = r.Run(runCtx, plan)
-	return out, err != nil && ctx.Err() == nil && runCtx.Err() != nil, err
 }
 
 // matrixVerdict prints the matrix's verdict and returns its exit code:
@@ -201,25 +194,6 @@ func countApplies(cells []matrix.Cell) int {
 		}
 	}
 	return n
-}
-
-// What a case costs beyond the time it runs (its clients start and stop,
-// the servers' health is checked, the history is judged, plots drawn), as
-// measured on a 2-core machine: the estimate printed at the start of a
-// matrix adds it to every case, and clusterStart to every start of the
-// servers.
-const caseOverhead = 1500 * time.Millisecond
-
-// clusterStart is what a start of the servers a group of cases asks for
-// costs: its slowest kind's (cluster.StartCost).
-func clusterStart(docker bool) func([]runner.Case) time.Duration {
-	return func(group []runner.Case) time.Duration {
-		ss := make([]impls.Server, len(group))
-		for i, c := range group {
-			ss[i] = c.Approach.Server
-		}
-		return cluster.StartCost(docker, ss...)
-	}
 }
 
 // roughly rounds an estimate to what it can promise: minutes past ten

@@ -109,7 +109,7 @@ func (f shardFlag) spec(cmd string, stderr io.Writer) (s shard.Spec, ok bool, co
 // starts left out (every shard starts its own).
 func caseCost(p runner.Plan, c runner.Case) time.Duration {
 	one := runner.Plan{Cases: []runner.Case{c}, EndWhenAnswered: p.EndWhenAnswered}
-	return runner.Estimate(one, false, 0, caseOverhead, func([]runner.Case) time.Duration { return 0 })
+	return runner.Estimate(one, false, 0, runner.CaseOverhead, func([]runner.Case) time.Duration { return 0 })
 }
 
 // shardItems are p's cases as items to split, each at its cost, grouped

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/runner"
@@ -59,7 +60,7 @@ func TestShardRealMatrixPlan(t *testing.T) {
 		// What a shard takes is its plan's estimate run side by side,
 		// not its cases' sum: the servers' lanes decide it.
 		est := func(p runner.Plan) time.Duration {
-			return runner.Estimate(p, true, 0, caseOverhead, clusterStart(false))
+			return runner.Estimate(p, true, 0, runner.CaseOverhead, runner.ClusterStart(false))
 		}
 		var ests []time.Duration
 		for k := 1; k <= 4; k++ {
@@ -124,13 +125,16 @@ func TestTakeShard(t *testing.T) {
 // seed; fewer, every approach under a seed of the shard's own.
 func TestShardExplore(t *testing.T) {
 	var stderr bytes.Buffer
-	id := exploreIdentity{Approaches: []string{"a", "b", "c"}, Budget: time.Minute, Seed: 5}
+	whole := func() explore.Config {
+		return explore.Config{Approaches: []string{"a", "b", "c"}, Budget: time.Minute, Seed: 5}
+	}
 	flagOf := func(s string) shardFlag { return shardFlag{s: &s} }
 	seen := map[string]int{}
 	plans := map[string]bool{}
 	for k := 1; k <= 2; k++ {
-		as, seed := listFlag{"a", "b", "c"}, uint64(5)
-		rec, code := shardExplore(&as, &seed, id, flagOf(fmt.Sprintf("%d/2", k)), nil, &stderr)
+		cfg := whole()
+		rec, code := shardExplore(&cfg, flagOf(fmt.Sprintf("%d/2", k)), &stderr)
+		as, seed := cfg.Approaches, cfg.Seed
 		if code >= 0 || rec == nil || seed != 5 || len(as) == 0 {
 			t.Fatalf("shard %d/2 of 3 approaches: %v, seed %d, exit %d\n%s", k, as, seed, code, stderr.String())
 		}
@@ -147,11 +151,11 @@ func TestShardExplore(t *testing.T) {
 	}
 	seeds := map[uint64]bool{}
 	for k := 1; k <= 4; k++ {
-		as, seed := listFlag{"a", "b", "c"}, uint64(5)
-		if _, code := shardExplore(&as, &seed, id, flagOf(fmt.Sprintf("%d/4", k)), nil, &stderr); code >= 0 || len(as) != 3 {
-			t.Fatalf("shard %d/4 of 3 approaches: %v, exit %d", k, as, code)
+		cfg := whole()
+		if _, code := shardExplore(&cfg, flagOf(fmt.Sprintf("%d/4", k)), &stderr); code >= 0 || len(cfg.Approaches) != 3 {
+			t.Fatalf("shard %d/4 of 3 approaches: %v, exit %d", k, cfg.Approaches, code)
 		}
-		seeds[seed] = true
+		seeds[cfg.Seed] = true
 	}
 	if len(seeds) != 4 || !seeds[5] {
 		t.Errorf("4 shards of 3 approaches explore under seeds %v: want 4, the first 5", seeds)

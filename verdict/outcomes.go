@@ -121,7 +121,7 @@ var table = []Row{
 		Meaning: "a lease was renewed after its holder had released it (a watchdog outliving the release)",
 		Found:   "a lease was renewed after its holder had released it: the key stays alive with no holder"},
 	{Outcome: Blocked, Liveness: true, Abbrev: "blk", Legend: "blocked until a human intervenes",
-		Meaning: "clients kept asking but nobody was granted the lock in the stretch after the last fault"},
+		Meaning: "clients kept asking but nobody was granted the lock in the stretch after the last fault: an acquire ended there ungranted (refused, or answered indeterminate when its deadline struck mid-call) and none succeeded"},
 	{Outcome: Unavailable, Liveness: true, Abbrev: "unav", Legend: "unavailable",
 		Meaning: "the lock service refused to answer"},
 }

@@ -39,8 +39,15 @@ func TestMain(m *testing.M) {
 func registry() *impls.Registry {
 	r := impls.NewRegistry()
 	r.Register(memlock.NewService(1).Approach("memory"))
+	if dir := os.Getenv(flakyDirEnv); dir != "" {
+		r.Register(flakyApproach(dir))
+	}
 	return r
 }
+
+// flakyDirEnv hands a test's flaky approach's marker directory to its
+// worker processes.
+const flakyDirEnv = "LOCKLAB_FLEET_TEST_FLAKY"
 
 // events collects what a fleet records, and which slot each process took.
 type events struct {
@@ -321,5 +328,53 @@ func TestWorkerDrawsDoNotDependOnProcBase(t *testing.T) {
 	a, b := keys(procBase), keys(procBase+117)
 	if strings.Join(a, " ") != strings.Join(b, " ") {
 		t.Errorf("keys drawn with ProcBase %d: %v; with %d: %v", procBase, a, procBase+117, b)
+	}
+}
+
+// flakyApproach is memory whose first connect of each client fails, as a
+// starved machine's first pings time out: the marker files in dir say
+// which clients have failed once.
+func flakyApproach(dir string) impls.Approach {
+	a := memlock.NewService(1).Approach("flaky")
+	inner := a.New
+	a.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		marker := filepath.Join(dir, strconv.Itoa(env.ClientID))
+		if _, err := os.Stat(marker); err != nil {
+			_ = os.WriteFile(marker, nil, 0o644)
+			return nil, fmt.Errorf("flaky: %w: first connect refused", impls.ErrUnavailable)
+		}
+		return inner(ctx, env)
+	}
+	return a
+}
+
+// A first worker that cannot connect is started again: the case runs, and
+// each slot's client records as its own process id, every event of it
+// from the try that connected.
+func TestFirstWorkerStartedAgainAfterAFailedConnect(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(flakyDirEnv, dir)
+	cfg, rec := config(t, true, 2, 300*time.Millisecond)
+	cfg.Approach = flakyApproach(dir)
+	ctx := context.Background()
+	f, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Acquired == 0 {
+		t.Fatalf("no grants: %+v", st)
+	}
+	for slot := range 2 {
+		if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(procBase+slot))); err != nil {
+			t.Errorf("client %d never failed a connect: %v", slot, err)
+		}
+		if n := rec.count(procBase+slot, history.Acquire); n == 0 {
+			t.Errorf("process %d recorded no acquire", procBase+slot)
+		}
 	}
 }

@@ -348,33 +348,38 @@ func flakyApproach(dir string) impls.Approach {
 	return a
 }
 
-// A first worker that cannot connect is started again: the case runs, and
-// each slot's client records as its own process id, every event of it
-// from the try that connected.
-func TestFirstWorkerStartedAgainAfterAFailedConnect(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv(flakyDirEnv, dir)
-	cfg, rec := config(t, true, 2, 300*time.Millisecond)
-	cfg.Approach = flakyApproach(dir)
-	ctx := context.Background()
-	f, err := New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Acquired == 0 {
-		t.Fatalf("no grants: %+v", st)
-	}
-	for slot := range 2 {
-		if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(procBase+slot))); err != nil {
-			t.Errorf("client %d never failed a connect: %v", slot, err)
-		}
-		if n := rec.count(procBase+slot, history.Acquire); n == 0 {
-			t.Errorf("process %d recorded no acquire", procBase+slot)
-		}
+// A first client that cannot connect is connected again: the case runs,
+// and each slot's client records as its own process id, every event of it
+// from the try that connected. Worker processes say only that they could
+// not connect; goroutines' clients are tried again while unavailable.
+func TestFirstClientConnectedAgainAfterAFailedConnect(t *testing.T) {
+	for _, processes := range []bool{true, false} {
+		t.Run(fmt.Sprintf("processes=%v", processes), func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv(flakyDirEnv, dir)
+			cfg, rec := config(t, processes, 2, 300*time.Millisecond)
+			cfg.Approach = flakyApproach(dir)
+			ctx := context.Background()
+			f, err := New(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			st, err := f.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Acquired == 0 {
+				t.Fatalf("no grants: %+v", st)
+			}
+			for slot := range 2 {
+				if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(procBase+slot))); err != nil {
+					t.Errorf("client %d never failed a connect: %v", slot, err)
+				}
+				if n := rec.count(procBase+slot, history.Acquire); n == 0 {
+					t.Errorf("process %d recorded no acquire", procBase+slot)
+				}
+			}
+		})
 	}
 }

@@ -101,6 +101,23 @@ func (g *goroutines) Close() {
 	}
 }
 
+// connectFirst is a first client's connect, tried again (firstTries in
+// all) while the server is unavailable: on a starved machine its first
+// requests may time out.
+func connectFirst(ctx context.Context, connect workload.Connect, slot, proc int) (workload.Client, error) {
+	for tries := 1; ; tries++ {
+		c, err := connect(ctx, slot, proc)
+		if err == nil || !errors.Is(err, impls.ErrUnavailable) || tries >= firstTries {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return c, err
+		case <-time.After(firstRetryPause):
+		}
+	}
+}
+
 // connectAll connects n clients through connect, in parallel (at most 16
 // at a time), within timeout: slot i records as process procBase+i.
 func connectAll(ctx context.Context, timeout time.Duration, n, procBase int, connect workload.Connect) ([]workload.Client, error) {
@@ -116,7 +133,7 @@ func connectAll(ctx context.Context, timeout time.Duration, n, procBase int, con
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			clients[i], errs[i] = connect(ctx, i, procBase+i)
+			clients[i], errs[i] = connectFirst(ctx, connect, i, procBase+i)
 		}(i)
 	}
 	wg.Wait()

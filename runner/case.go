@@ -396,6 +396,9 @@ func (r *caseRun) judge(ctx context.Context) {
 	obs := verdict.Observe(r.verdict, r.rec.check != nil, live)
 	res := verdict.Compare(r.c.Expect, obs)
 	res = verdict.LabStalled(res, r.c.Expect, r.decisive(), r.stalls)
+	if len(r.plan) > 0 && !r.nem.started() {
+		res = verdict.NotInjected(res, r.c.Expect, injectionErrors(run.Faults))
+	}
 	if ctx.Err() != nil {
 		res = cutShort(res)
 	}
@@ -409,6 +412,24 @@ func (r *caseRun) judge(ctx context.Context) {
 	if r.rec.check != nil {
 		run.Deciding, run.Incidents = report.IncidentLines(report.Incidents(r.verdict, r.rec.at, r.last), res.Deciding(), run.Faults, r.first, 10)
 	}
+}
+
+// injectionErrors says why the case's faults were not injected: the
+// first injection's error, and how many failed.
+func injectionErrors(faults []report.Fault) string {
+	var errs []string
+	for _, f := range faults {
+		if f.Error != "" {
+			errs = append(errs, f.Error)
+		}
+	}
+	switch len(errs) {
+	case 0:
+		return "no injection was due before the case ended"
+	case 1:
+		return errs[0]
+	}
+	return fmt.Sprintf("%s; %d injections failed in all", errs[0], len(errs))
 }
 
 // firstViolationAt is how long after the first fault (or the start) the

@@ -368,3 +368,20 @@ func TestScenarioPlanKnowsWhatTheMatrixPredicts(t *testing.T) {
 		}
 	}
 }
+
+// A case whose fault never took effect (the holder of a key nobody uses
+// is to be hung) never asked its question: its missed violation is
+// undecided, not the lock's contradiction.
+func TestFaultNeverInjectedIsUndecided(t *testing.T) {
+	p := memoryPlan(t, memlock.NewService(1), 1, 3500*time.Millisecond)
+	p.Cases[0].Faults = []chaos.Step{step(t, "client-hang", chaos.Selector{Client: chaos.ClientHolder, Key: "5"}, 200*time.Millisecond, 500*time.Millisecond, nil)}
+	p.Cases[0].Expect = verdict.Expect("test", verdict.DoubleGrantOutlived)
+	out, err := (&Runner{}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Results.Runs[0]
+	if r.Status != verdict.Undecided || !strings.Contains(r.Explanation, "never took effect") || !strings.Contains(r.Explanation, "nobody held") {
+		t.Fatalf("status %q (%s), want undecided: the fault never took effect", r.Status, r.Explanation)
+	}
+}

@@ -1,0 +1,39 @@
+package verdict
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNotInjected(t *testing.T) {
+	const why = "nobody held k0 within 2s"
+	obs := func(checked bool, kinds ...Outcome) Observed {
+		o := Observed{Counts: map[Outcome]int{}, Checked: checked}
+		for _, k := range kinds {
+			o.Counts[k]++
+		}
+		return o
+	}
+	for _, tt := range []struct {
+		name   string
+		e      Expectation
+		obs    Observed
+		status Status
+	}{
+		{"expected violation missed", Expect("", DoubleGrantOutlived), obs(true), Undecided},
+		{"expected violation showed anyway", Expect("", DoubleGrantOutlived), obs(true, DoubleGrantOutlived), Agrees},
+		{"expected safe, nothing unsafe", Expect("", Safe), obs(true), Undecided},
+		{"expected safe and blocked, never blocked", Expect("", Safe, Blocked), obs(true), Undecided},
+		{"expected safe, a double grant anyway", Expect("", Safe), obs(true, DoubleGrantBothValid), Contradicts},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NotInjected(Compare(tt.e, tt.obs), tt.e, why)
+			if r.Status != tt.status {
+				t.Errorf("status %s, want %s (%s)", r.Status, tt.status, r.Text)
+			}
+			if tt.status == Undecided && (r.Missed || !strings.Contains(r.Text, why)) {
+				t.Errorf("undecided, but missed %v, text %q", r.Missed, r.Text)
+			}
+		})
+	}
+}

@@ -396,7 +396,7 @@ func (r *caseRun) judge(ctx context.Context) {
 	obs := verdict.Observe(r.verdict, r.rec.check != nil, live)
 	res := verdict.Compare(r.c.Expect, obs)
 	res = verdict.LabStalled(res, r.c.Expect, r.decisive(), r.stalls)
-	if len(r.plan) > 0 && !r.nem.started() {
+	if len(r.plan) > 0 && !r.nem.asked() {
 		res = verdict.NotInjected(res, r.c.Expect, injectionErrors(run.Faults))
 	}
 	if ctx.Err() != nil {
@@ -423,10 +423,15 @@ func injectionErrors(faults []report.Fault) string {
 			errs = append(errs, f.Error)
 		}
 	}
-	switch len(errs) {
-	case 0:
+	cut := len(faults) - len(errs)
+	switch {
+	case len(errs) == 0 && cut == 0:
 		return "no injection was due before the case ended"
-	case 1:
+	case len(errs) == 0:
+		return "each injection was cut short by the end of the case"
+	case cut > 0:
+		return fmt.Sprintf("%s; the others were cut short by the end of the case", errs[0])
+	case len(errs) == 1:
 		return errs[0]
 	}
 	return fmt.Sprintf("%s; %d injections failed in all", errs[0], len(errs))

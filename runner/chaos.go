@@ -29,7 +29,22 @@ type nemesisRecorder struct {
 	evs    []history.Event
 	first  int64 // when the first injection took effect; 0: none did
 	last   int64 // when the last one did
+	// began are the injections in force (by id): when each took effect
+	// and how long it was planned to last (0: until healed at the end).
+	began map[int64]plannedSpan
+	// full: an injection ran its planned length (or was instantaneous,
+	// or planned until the end): the case asked its question.
+	full bool
 }
+
+type plannedSpan struct {
+	at  int64
+	dur time.Duration
+}
+
+// fullLength is how much of its planned length an injection must have
+// run to count as made: the end of the run cuts the last one short.
+const fullLength = 0.9
 
 func (n *nemesisRecorder) Nemesis(typ history.Type, v history.NemesisValue) {
 	v.ID += n.idBase
@@ -44,7 +59,27 @@ func (n *nemesisRecorder) Nemesis(typ history.Type, v history.NemesisValue) {
 			n.first = ev.T
 		}
 		n.last = ev.T
+		planned, _ := time.ParseDuration(v.For)
+		if n.began == nil {
+			n.began = map[int64]plannedSpan{}
+		}
+		n.began[v.ID] = plannedSpan{at: ev.T, dur: planned}
 	}
+	if v.Op == history.NemesisStop && typ != history.Invoke {
+		if b, ok := n.began[v.ID]; ok {
+			delete(n.began, v.ID)
+			ran := time.Duration(ev.T - b.at)
+			n.full = n.full || v.Instant || b.dur == 0 || float64(ran) >= fullLength*float64(b.dur)
+		}
+	}
+}
+
+// asked reports whether an injection took effect for its planned length
+// (one still in force counts: it is healed at the end, or answered).
+func (n *nemesisRecorder) asked() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.full || len(n.began) > 0
 }
 
 // started reports whether a fault has taken effect.

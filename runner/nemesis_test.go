@@ -1,0 +1,73 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/locklab/locklab/history"
+)
+
+// fakeClock is a clock a test sets.
+type fakeClock struct{ t int64 }
+
+func (c *fakeClock) Nanos() int64 { return c.t }
+
+// A case asked its question when an injection ran its planned length, was
+// instantaneous, or was planned until the end; not when every one failed
+// or was cut short by the end of the case.
+func TestNemesisAsked(t *testing.T) {
+	const s = int64(1e9)
+	type ev struct {
+		at  int64
+		typ history.Type
+		v   history.NemesisValue
+	}
+	start := func(id int64, at int64, dur string) []ev {
+		v := history.NemesisValue{ID: id, Op: history.NemesisStart, Fault: "client-pause", For: dur}
+		return []ev{{at, history.Invoke, v}, {at, history.OK, v}}
+	}
+	stop := func(id, at int64, instant bool) ev {
+		return ev{at, history.OK, history.NemesisValue{ID: id, Op: history.NemesisStop, Fault: "client-pause", Instant: instant}}
+	}
+	failed := func(id, at int64) []ev {
+		v := history.NemesisValue{ID: id, Op: history.NemesisStart, Fault: "client-pause", For: "3s", Error: "nobody held k0 within 2s"}
+		return []ev{{at, history.Invoke, v}, {at, history.Fail, v}}
+	}
+	cat := func(parts ...any) []ev {
+		var out []ev
+		for _, p := range parts {
+			switch x := p.(type) {
+			case ev:
+				out = append(out, x)
+			case []ev:
+				out = append(out, x...)
+			}
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		evs  []ev
+		want bool
+	}{
+		{"ran its length", cat(start(1, 1*s, "3s"), stop(1, 4*s, false)), true},
+		{"cut short by the end", cat(start(1, 5*s, "3s"), stop(1, 6*s, false)), false},
+		{"failed", failed(1, 3*s), false},
+		{"failed, then cut short", cat(failed(1, 3*s), start(2, 5*s, "3s"), stop(2, 6*s, false)), false},
+		{"failed, then ran", cat(failed(1, 3*s), start(2, 3*s, "1s"), stop(2, 4*s, false)), true},
+		{"instantaneous", cat(start(1, 1*s, ""), stop(1, 1*s, true)), true},
+		{"until the end", cat(start(1, 1*s, ""), stop(1, 2*s, false)), true},
+		{"nothing", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &fakeClock{}
+			n := &nemesisRecorder{rec: history.Discard{}, clk: clk}
+			for _, e := range tt.evs {
+				clk.t = e.at
+				n.Nemesis(e.typ, e.v)
+			}
+			if got := n.asked(); got != tt.want {
+				t.Errorf("asked = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

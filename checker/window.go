@@ -16,11 +16,13 @@ type Window struct {
 
 // window of a double grant. Had its first holder let go Need sooner, the
 // second grant would have found the lock free (outlived: the holder's
-// tenure past the second grant), or its belief would not have overlapped
-// the second holder's (both valid: the overlap of the two believed
-// leases, or of the tenures where a holder believed in none). A holder
-// that never let go, or a grant the mutex model calls never released,
-// gives no bound.
+// tenure past the second grant), or its belief would have ended before
+// the second grant (both valid: its believed lease past the second
+// grant, or its tenure where it believed in none). Need runs to the
+// first holder's end, not to the second's: a stall held the first back,
+// and a second tenure of 40 ms inside a 3 s pause does not make 40 ms of
+// stall enough. A holder that never let go, or a grant the mutex model
+// calls never released, gives no bound.
 func (d DoubleGrant) window() *Window {
 	w := &Window{From: d.Held.Start, To: d.Second.Start}
 	if d.Kind == NeverReleased || d.Held.End == Open {
@@ -32,7 +34,7 @@ func (d DoubleGrant) window() *Window {
 		}
 		return iv.End
 	}
-	over := min(end(d.Held), end(d.Second))
+	over := end(d.Held)
 	if over == Open || over <= d.Second.Start {
 		return w
 	}

@@ -259,6 +259,9 @@ func Compare(e Expectation, o Observed) Result {
 	case wantSafe && len(bad) > 0:
 		r.Status = Contradicts
 		r.Text = fmt.Sprintf("expected safe, observed %s", joinOutcomes(bad))
+	case ExpectsViolation(r.Missing) && o.NothingGranted:
+		r.Status = Undecided
+		r.Text = fmt.Sprintf("expected %s, but no client was ever granted the lock: there was no grant to break", e)
 	case len(r.Missing) > 0 && o.Checked:
 		r.Status, r.Missed = Contradicts, true
 		r.Text = fmt.Sprintf("expected %s, never observed %s", e, joinOutcomes(r.Missing))

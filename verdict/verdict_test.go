@@ -43,6 +43,8 @@ func TestCompare(t *testing.T) {
 		{"expected violation, not recorded", Expect("", LostUpdate), obs(false), Undecided, false},
 		{"safe but nothing granted", Expect("", Safe), Observed{Counts: map[Outcome]int{}, Checked: true, NothingGranted: true}, Undecided, false},
 		{"safe and blocked, nothing granted", Expect("", Safe, Blocked), Observed{Counts: map[Outcome]int{Blocked: 1}, Checked: true, NothingGranted: true}, Undecided, false},
+		{"a violation expected, nothing granted", Expect("", DoubleGrantBothValid), Observed{Counts: map[Outcome]int{}, Checked: true, NothingGranted: true}, Undecided, false},
+		{"a violation expected, granted, not shown", Expect("", DoubleGrantBothValid), obs(true), Contradicts, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

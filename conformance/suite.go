@@ -752,7 +752,8 @@ func (s *suite) crashedHolderFreedAfterSession(t T) {
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
 	stalls := stall.NewWatch(wctx)
-	lag := s.serverLag(t, key+"-pace")
+	server := s.watchPace(t, key+"-pace")
+	defer server.stop()
 	start := time.Now()
 	a.Close() // crash: the connection drops, the session is not closed
 	ctx, cancel := context.WithTimeout(context.Background(), after+10*time.Second)
@@ -765,51 +766,77 @@ func (s *suite) crashedHolderFreedAfterSession(t T) {
 	// Late by as long as this process or the server stood still: a
 	// starved server expires a session late (an etcd under load freed
 	// a 2 s lease after 7.7 s).
-	still, slow := stalls.Within(start, start.Add(took)), lag()
+	still, slow := stalls.Within(start, start.Add(took)), server.lateWithin(start, start.Add(took))
 	if took < after/2 || took > after+3*time.Second+still+slow {
 		t.Errorf("lock of a crashed holder freed after %v, want about the session timeout %v (this process still for %v, the server's round trips late by %v)", took, after, still, slow)
 	}
 	release(t, lease)
 }
 
-// serverLag times round trips to the server until the returned func is
-// called, one try every 100 ms on a key another client holds, and then
-// says how far they ran past the quickest, summed: how long the server (or
-// the way to it) stood still, as a client sees it.
-func (s *suite) serverLag(t T, key string) (stop func() time.Duration) {
+// pace times round trips to the server, one try every 100 ms on a key
+// another client holds, until stop: how far they ran past the quickest is
+// how long the server (or the way to it) stood still, as a client sees
+// it. A container starved with its cgroup answers late while this process
+// runs on.
+type pace struct {
+	mu       sync.Mutex
+	samples  []paceSample
+	quickest time.Duration
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+type paceSample struct {
+	at  time.Time
+	rtt time.Duration
+}
+
+func (s *suite) watchPace(t T, key string) *pace {
 	holder, prober := s.locker(t, 11), s.locker(t, 12)
 	held := acquire(t, holder, key, impls.AcquireOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
-	lag := make(chan time.Duration, 1)
+	p := &pace{cancel: cancel, done: make(chan struct{})}
 	go func() {
-		quickest, total := time.Duration(0), time.Duration(0)
-		var rtts []time.Duration
+		defer close(p.done)
+		defer func() { _ = held.Release(context.Background()) }()
 		for ctx.Err() == nil {
 			start := time.Now()
 			if l, err := tryAcquire(prober, key); err == nil {
 				_ = l.Release(context.Background()) // the holder's lease ran out: still a round trip
 			}
 			rtt := time.Since(start)
-			rtts = append(rtts, rtt)
-			if quickest == 0 || rtt < quickest {
-				quickest = rtt
+			p.mu.Lock()
+			p.samples = append(p.samples, paceSample{start, rtt})
+			if p.quickest == 0 || rtt < p.quickest {
+				p.quickest = rtt
 			}
+			p.mu.Unlock()
 			select {
 			case <-ctx.Done():
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		for _, rtt := range rtts {
-			total += rtt - quickest
-		}
-		lag <- total
 	}()
-	return func() time.Duration {
-		cancel()
-		d := <-lag
-		_ = held.Release(context.Background())
-		return d
+	return p
+}
+
+// lateWithin sums how far the round trips that overlap [from, to] ran past
+// the quickest.
+func (p *pace) lateWithin(from, to time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var late time.Duration
+	for _, x := range p.samples {
+		if x.at.Before(to) && x.at.Add(x.rtt).After(from) {
+			late += x.rtt - p.quickest
+		}
 	}
+	return late
+}
+
+func (p *pace) stop() {
+	p.cancel()
+	<-p.done
 }
 
 // crashedHolderFreedOnDisconnect: the server frees a lock as soon as the
@@ -1019,6 +1046,8 @@ func (s *suite) blockingHandOff(t T) {
 	// the lease had expired"), is done again: it says nothing of how a
 	// waiter is woken. Availability and expiry have tests of their own.
 	lost := 0
+	server := s.watchPace(t, s.key(t)+"-pace")
+	defer server.stop()
 	for len(all) < 5 {
 		released, granted, err := handOff(ctx, a, b, s.key(t), 300*time.Millisecond)
 		if (errors.Is(err, impls.ErrUnavailable) || errors.Is(err, impls.ErrNotHeld)) && lost < 3 {
@@ -1044,10 +1073,10 @@ func (s *suite) blockingHandOff(t T) {
 		}
 		release(t, lease)
 		rt := time.Since(rtStart)
-		still := stalls.Within(released, granted)
+		still, late := stalls.Within(released, granted), server.lateWithin(released, granted)
 		all = append(all, d)
-		if bound := handOffBound(rt, still); d > bound {
-			slow = append(slow, fmt.Sprintf("%v (bound %v: round trip %v, this process still for %v)", d, bound, rt, still))
+		if bound := handOffBound(rt, still+late); d > bound {
+			slow = append(slow, fmt.Sprintf("%v (bound %v: round trip %v, this process still for %v, the server's round trips late by %v)", d, bound, rt, still, late))
 		}
 	}
 	t.Logf("hand-offs: %v", all)
@@ -1059,7 +1088,7 @@ func (s *suite) blockingHandOff(t T) {
 // handOffBound is what a notified hand-off may take: 100 ms, a few round
 // trips on an idle machine; three times the uncontended acquire and
 // release measured beside it (the release, the wake-up, the acquire); and
-// the time this process stood still meanwhile. A waiter that polls slowly
+// the time this process or the server stood still meanwhile. A waiter that polls slowly
 // or misses its notification waits for its own timer, which none of these
 // grow with.
 func handOffBound(roundTrip, still time.Duration) time.Duration {

@@ -89,7 +89,8 @@ func (f *Finding) scenario(r *Result) []byte {
 		}
 		line("This schedule showed it in %d of its %d runs here.", sh.Hits, sh.Tries)
 	}
-	line("locklab run on this file runs it again: exit 0 when it shows it again.")
+	line("locklab run on this file runs it again: exit 0 when it shows it again. The search ran its cases side by")
+	line("side: a race may need that load to be won (locklab run --runs 5 --parallel %d runs it so).", max(2, r.Parallel))
 	stated := f.Stated
 	if stated == "" {
 		stated = f.Class

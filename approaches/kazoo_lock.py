@@ -16,6 +16,15 @@ def send(msg):
 
 hello = json.loads(sys.stdin.readline())
 opts = hello.get("options") or {}
+# answer: what a failed acquire is reported as. "adapter" (the default): not-acquired only when the connection
+# never changed during the attempt, else info. "library": not-acquired whenever kazoo said no (False or
+# LockTimeout), as an application hears it and goes on in the same process with the same session: the adapter's
+# info would retire the client, whose process exit ends the session, and the server would delete a contender
+# node the failed acquire's cleanup left behind (python-zk/kazoo#732, regressions/kazoo-732).
+answer = opts.get("answer", "adapter")
+if answer not in ("adapter", "library"):
+    send({"type": "error", "reason": "option answer: %r: want adapter or library" % answer})
+    os._exit(1)
 leases, lost, changes = {}, {}, [0]  # acquire id -> Lock; lease -> state it was lost in; state changes seen
 
 def listen(state):  # kazoo's event thread: must not block
@@ -42,13 +51,19 @@ worker = concurrent.futures.ThreadPoolExecutor(1)
 
 def acquire(req):
     lock = zk.Lock(root + "/" + req["key"], identifier="client-%d" % hello["client"])
-    before, budget = changes[0], max(req["timeout_ms"] - 300, 0) / 1000
+    before, budget = changes[0], max(req["timeout_ms"] - 300, 0)
+    # lock_timeout_ms: a shorter timeout for kazoo's own wait. kazoo returns after it plus its cleanup, whose
+    # delete may wait for a lost connection to be noticed (2/3 of the session timeout): room for kazoo's answer
+    # to come before the request's deadline rather than the adapter's info.
+    budget = min(budget, opts.get("lock_timeout_ms", budget)) / 1000
     try:
         # the timeout also bounds kazoo's own retries (retry.deadline) when wait is False
-        got = lock.acquire(blocking=req["wait"], timeout=budget)
-    except LockTimeout:
-        got = False  # the waiting node was deleted again (best-effort cleanup)
+        got, said = lock.acquire(blocking=req["wait"], timeout=budget), "acquire returned False"
+    except LockTimeout as e:
+        got, said = False, "LockTimeout: %s" % e  # kazoo deleted the waiting node again (best-effort cleanup: see answer)
     if not got:
+        if answer == "library":  # kazoo's word, whatever the connection did meanwhile (see answer above)
+            return {"type": "fail", "error": "not-acquired", "reason": "kazoo: " + said}
         # False also comes after retries ran out on a lost connection, when the cleanup may have failed
         # and our node may still be queued: certain only if the connection never changed meanwhile.
         if changes[0] == before:

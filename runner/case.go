@@ -399,6 +399,9 @@ func (r *caseRun) judge(ctx context.Context) {
 	if len(r.plan) > 0 && !r.nem.asked() {
 		res = verdict.NotInjected(res, r.c.Expect, injectionErrors(run.Faults))
 	}
+	if r.nem.first != 0 && !r.rec.grantedSince(r.nem.first) {
+		res = verdict.NoGrantAfterFault(res)
+	}
 	if ctx.Err() != nil {
 		res = cutShort(res)
 	}

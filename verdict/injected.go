@@ -17,3 +17,19 @@ func NotInjected(r Result, e Expectation, why string) Result {
 	r.Text = "inconclusive: the fault never took effect (" + why + "); " + r.Text
 	return r
 }
+
+// NoGrantAfterFault judges r again knowing that nobody was granted the
+// lock from the time the first fault took effect to the end of the case:
+// a double grant, and what follows from one, needed a grant there. An
+// expected violation that did not show is undecided then (a starved
+// server grants nobody for seconds); a violation that showed stands. Over
+// repeated runs a lock that truly blocks under the fault reads undecided
+// in every run, which no gate passes.
+func NoGrantAfterFault(r Result) Result {
+	if r.Status != Contradicts || !r.Missed || !ExpectsViolation(r.Missing) {
+		return r
+	}
+	r.Status, r.Missed = Undecided, false
+	r.Text = "inconclusive: nobody was granted the lock after the fault took effect, so no second grant could show; " + r.Text
+	return r
+}

@@ -37,3 +37,31 @@ func TestNotInjected(t *testing.T) {
 		})
 	}
 }
+
+func TestNoGrantAfterFault(t *testing.T) {
+	obs := func(kinds ...Outcome) Observed {
+		o := Observed{Counts: map[Outcome]int{}, Checked: true}
+		for _, k := range kinds {
+			o.Counts[k]++
+		}
+		return o
+	}
+	for _, tt := range []struct {
+		name   string
+		e      Expectation
+		obs    Observed
+		status Status
+	}{
+		{"an expected double grant missed", Expect("", DoubleGrantOutlived, LostUpdate), obs(), Undecided},
+		{"shown anyway", Expect("", DoubleGrantOutlived), obs(DoubleGrantOutlived), Agrees},
+		{"expected safe, clean", Expect("", Safe), obs(), Agrees},
+		{"expected safe, a double grant", Expect("", Safe), obs(DoubleGrantBothValid), Contradicts},
+		{"expected blocked, not seen", Expect("", Safe, Blocked), obs(), Contradicts},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := NoGrantAfterFault(Compare(tt.e, tt.obs)); r.Status != tt.status {
+				t.Errorf("status %s, want %s (%s)", r.Status, tt.status, r.Text)
+			}
+		})
+	}
+}

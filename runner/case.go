@@ -397,7 +397,7 @@ func (r *caseRun) judge(ctx context.Context) {
 	res := verdict.Compare(r.c.Expect, obs)
 	res = verdict.LabStalled(res, r.c.Expect, r.decisive(), r.stalls)
 	if len(r.plan) > 0 && !r.nem.asked() {
-		res = verdict.NotInjected(res, r.c.Expect, injectionErrors(run.Faults))
+		res = verdict.NotInjected(res, injectionErrors(run.Faults))
 	}
 	if r.nem.first != 0 && !r.rec.grantedSince(r.nem.first) {
 		res = verdict.NoGrantAfterFault(res)

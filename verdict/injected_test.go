@@ -22,12 +22,12 @@ func TestNotInjected(t *testing.T) {
 	}{
 		{"expected violation missed", Expect("", DoubleGrantOutlived), obs(true), Undecided},
 		{"expected violation showed anyway", Expect("", DoubleGrantOutlived), obs(true, DoubleGrantOutlived), Agrees},
-		{"expected safe, nothing unsafe", Expect("", Safe), obs(true), Undecided},
+		{"expected safe, nothing unsafe", Expect("", Safe), obs(true), Agrees},
 		{"expected safe and blocked, never blocked", Expect("", Safe, Blocked), obs(true), Undecided},
 		{"expected safe, a double grant anyway", Expect("", Safe), obs(true, DoubleGrantBothValid), Contradicts},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NotInjected(Compare(tt.e, tt.obs), tt.e, why)
+			r := NotInjected(Compare(tt.e, tt.obs), why)
 			if r.Status != tt.status {
 				t.Errorf("status %s, want %s (%s)", r.Status, tt.status, r.Text)
 			}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/matrix"
 )
@@ -35,13 +36,7 @@ func TestFitRuns(t *testing.T) {
 // FitMatrix plans the runs that fit the budget, with their estimate and
 // that of the runs asked for; without a budget, those asked for.
 func TestFitMatrix(t *testing.T) {
-	reg := all.Registry()
-	m, err := matrix.Load(matrix.Shipped, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := MatrixOptions{Approaches: []string{"redis-setnx-px-lua", "zk-sequential"}, Faults: []string{"none", "client-pause"}, Runs: 4}
-	perCase := func(p Plan) time.Duration { return time.Duration(len(p.Cases)) * time.Second }
+	reg, m, opt, perCase := fitFixture(t)
 	for _, tc := range []struct {
 		budget              time.Duration
 		runs                int
@@ -69,4 +64,17 @@ func TestFitMatrix(t *testing.T) {
 	if _, err := FitMatrix(reg, m, MatrixOptions{Runs: 0}, time.Minute, perCase); err == nil {
 		t.Error("no error for --runs 0")
 	}
+}
+
+// fitFixture is the shipped matrix, two approaches by two faults at 4 runs,
+// and an estimate of a second a case: what the fit tests plan.
+func fitFixture(t *testing.T) (*impls.Registry, *matrix.Matrix, MatrixOptions, func(Plan) time.Duration) {
+	t.Helper()
+	reg := all.Registry()
+	m, err := matrix.Load(matrix.Shipped, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := MatrixOptions{Approaches: []string{"redis-setnx-px-lua", "zk-sequential"}, Faults: []string{"none", "client-pause"}, Runs: 4}
+	return reg, m, opt, func(p Plan) time.Duration { return time.Duration(len(p.Cases)) * time.Second }
 }

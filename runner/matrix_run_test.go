@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/impls/memlock"
 	"github.com/locklab/locklab/internal/errtest"
-	"github.com/locklab/locklab/matrix"
 )
 
 func TestMatrixOptionsValidate(t *testing.T) {
@@ -54,13 +52,7 @@ func TestMatrixRunOptionsValidate(t *testing.T) {
 // Fit fits an unsharded plan to the budget; a shard plans every run, its
 // estimate its share, and says when that share runs past the budget.
 func TestMatrixRunOptionsFit(t *testing.T) {
-	reg := all.Registry()
-	m, err := matrix.Load(matrix.Shipped, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := MatrixOptions{Approaches: []string{"redis-setnx-px-lua", "zk-sequential"}, Faults: []string{"none", "client-pause"}, Runs: 4}
-	perCase := func(p Plan) time.Duration { return time.Duration(len(p.Cases)) * time.Second }
+	reg, m, opt, perCase := fitFixture(t)
 	for _, tc := range []struct {
 		name       string
 		budget     time.Duration

@@ -5,15 +5,18 @@ import (
 	"testing"
 )
 
+// observed is a checked case that saw kinds.
+func observed(kinds ...Outcome) Observed {
+	o := Observed{Counts: map[Outcome]int{}, Checked: true}
+	for _, k := range kinds {
+		o.Counts[k]++
+	}
+	return o
+}
+
 func TestNotInjected(t *testing.T) {
 	const why = "nobody held k0 within 2s"
-	obs := func(checked bool, kinds ...Outcome) Observed {
-		o := Observed{Counts: map[Outcome]int{}, Checked: checked}
-		for _, k := range kinds {
-			o.Counts[k]++
-		}
-		return o
-	}
+	obs := func(_ bool, kinds ...Outcome) Observed { return observed(kinds...) }
 	for _, tt := range []struct {
 		name   string
 		e      Expectation
@@ -39,13 +42,7 @@ func TestNotInjected(t *testing.T) {
 }
 
 func TestNoGrantAfterFault(t *testing.T) {
-	obs := func(kinds ...Outcome) Observed {
-		o := Observed{Counts: map[Outcome]int{}, Checked: true}
-		for _, k := range kinds {
-			o.Counts[k]++
-		}
-		return o
-	}
+	obs := observed
 	for _, tt := range []struct {
 		name   string
 		e      Expectation

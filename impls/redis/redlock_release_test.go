@@ -28,9 +28,18 @@ func TestRedlockReleaseNeedsAMajority(t *testing.T) {
 	if err := stale.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A release answers once a majority let go; the stragglers' deletes
+	// may still be in flight (on a loaded machine two of five were, and
+	// B met three refusals). Wait for every node to have let go first.
+	nodes := testCluster.DirectEndpoints()[impls.Redis].Addrs
+	for deadline := time.Now().Add(5 * time.Second); keyOnAny(ctx, nodes, key); {
+		if time.Now().After(deadline) {
+			t.Fatal("A's release did not reach every node within 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	// The leftover: A's token back on the last node, as if its delete had
 	// not reached it.
-	nodes := testCluster.DirectEndpoints()[impls.Redis].Addrs
 	last := newClientNoPing(nodes[len(nodes)-1])
 	defer last.Close()
 	if err := last.Set(ctx, key, stale.(*lease).token, 10*time.Second).Err(); err != nil {
@@ -46,4 +55,17 @@ func TestRedlockReleaseNeedsAMajority(t *testing.T) {
 	if err := held.Release(ctx); err != nil {
 		t.Fatalf("B's release after the refused one: %v (B's lock must be intact)", err)
 	}
+}
+
+// keyOnAny reports whether any Redis node at addrs has key.
+func keyOnAny(ctx context.Context, addrs []string, key string) bool {
+	for _, a := range addrs {
+		c := newClientNoPing(a)
+		n, err := c.Exists(ctx, key).Result()
+		c.Close()
+		if err != nil || n == 1 {
+			return true
+		}
+	}
+	return false
 }

@@ -101,21 +101,15 @@ func (g *goroutines) Close() {
 	}
 }
 
-// connectFirst is a first client's connect, tried again (firstTries in
-// all) while the server is unavailable: on a starved machine its first
-// requests may time out.
-func connectFirst(ctx context.Context, connect workload.Connect, slot, proc int) (workload.Client, error) {
-	for tries := 1; ; tries++ {
-		c, err := connect(ctx, slot, proc)
-		if err == nil || !errors.Is(err, impls.ErrUnavailable) || tries >= firstTries {
-			return c, err
-		}
-		select {
-		case <-ctx.Done():
-			return c, err
-		case <-time.After(firstRetryPause):
-		}
-	}
+// connectFirst is a first client's connect, tried again while the server
+// is unavailable (startAgain): on a starved machine its first requests may
+// time out.
+func connectFirst(ctx context.Context, connect workload.Connect, slot, proc int) (c workload.Client, err error) {
+	startAgain(ctx, func(int) bool {
+		c, err = connect(ctx, slot, proc)
+		return errors.Is(err, impls.ErrUnavailable)
+	})
+	return c, err
 }
 
 // connectAll connects n clients through connect, in parallel (at most 16

@@ -180,38 +180,62 @@ func (f *workers) run(ctx context.Context) (workload.Stats, error) {
 
 func (f *workers) over() bool { return f.cfg.Mono.Nanos() >= f.endMono.Load() }
 
-// firstTries is how many times a slot's first worker is started before
-// the case fails for want of it: on a starved machine a client's first
-// requests time out (seen: redlock's pings of its five nodes, at a load
-// of 29, ending a 1,760-run matrix with exit 3 after 500 s).
+// firstTries is how many times a slot's first client is started before
+// the case fails for want of it, firstRetryPause apart: on a starved
+// machine a client's first requests time out (seen: redlock's pings of its
+// five nodes, at a load of 29, ending a 1,760-run matrix with exit 3 after
+// 500 s).
 const (
 	firstTries      = 3
 	firstRetryPause = 500 * time.Millisecond
 )
+
+// startAgain calls start (try 1, 2, ...) until it says not again, or
+// firstTries were made, or ctx ends.
+func startAgain(ctx context.Context, start func(try int) (again bool)) {
+	for try := 1; start(try) && try < firstTries; try++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(firstRetryPause):
+		}
+	}
+}
+
+// runFirst is runWorker for a slot's first worker, started again (as the
+// same process id: it recorded nothing) while it could not connect.
+func (f *workers) runFirst(ctx context.Context, s *workerSlot, proc int, ready func()) (end *workerEnd, fatal string, killedAt int64, err error) {
+	saidReady := false // it connected: what failed after may have been recorded
+	said := func() { saidReady = true; ready() }
+	startAgain(ctx, func(try int) bool {
+		end, fatal, killedAt, err = f.runWorker(ctx, s, proc, true, said)
+		again := !saidReady && err == nil && fatal != "" && ctx.Err() == nil
+		if again && try < firstTries {
+			fmt.Fprintf(f.log, "worker %d: %s; starting it again (try %d of %d)\n", proc, fatal, try+1, firstTries)
+		}
+		return again
+	})
+	return end, fatal, killedAt, err
+}
 
 func (f *workers) runSlot(ctx context.Context, s *workerSlot) (workload.Stats, error) {
 	st := workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram()}
 	proc := f.cfg.Workload.ProcBase + s.index
 	// The first worker is ready once it says so or ends; replacements
 	// start after Run and do not wait.
-	slotReady := sync.OnceFunc(f.ready.Done)
-	saidReady := false // the worker connected: what failed after may have been recorded
-	ready := func() { saidReady = true; slotReady() }
-	for first, tries := true, 1; ; first = false {
-		if !first {
+	ready := sync.OnceFunc(f.ready.Done)
+	for first := true; ; first = false {
+		var (
+			end       *workerEnd
+			fatal     string
+			crashedAt int64
+			err       error
+		)
+		if first {
+			end, fatal, crashedAt, err = f.runFirst(ctx, s, proc, ready)
+		} else {
 			proc = int(f.nextProc.Add(1) - 1)
-		}
-		end, fatal, crashedAt, err := f.runWorker(ctx, s, proc, first, ready)
-		for first && !saidReady && err == nil && fatal != "" && tries < firstTries && ctx.Err() == nil {
-			// It never connected, so recorded nothing: the next try is
-			// the same process id.
-			fmt.Fprintf(f.log, "worker %d: %s; starting it again (try %d of %d)\n", proc, fatal, tries+1, firstTries)
-			tries++
-			select {
-			case <-ctx.Done():
-			case <-time.After(firstRetryPause):
-			}
-			end, fatal, crashedAt, err = f.runWorker(ctx, s, proc, first, ready)
+			end, fatal, crashedAt, err = f.runWorker(ctx, s, proc, false, ready)
 		}
 		if first && (err != nil || fatal != "") {
 			f.startFailed.Store(true)

@@ -109,13 +109,6 @@ func keyOnAll(ctx context.Context, admin *goredis.Client, others []string, key s
 	if n, err := admin.Exists(ctx, key).Result(); err != nil || n != 1 {
 		return false
 	}
-	for _, a := range others {
-		c := newClientNoPing(a)
-		n, err := c.Exists(ctx, key).Result()
-		c.Close()
-		if err != nil || n != 1 {
-			return false
-		}
-	}
-	return true
+	n, err := nodesWithKey(ctx, others, key)
+	return err == nil && n == len(others)
 }

@@ -32,7 +32,9 @@ images:
 # The Docker tests run against the images scripts/images.sh builds (reused
 # when their packages are current: a few seconds).
 # Two packages run at a time, the longest first, so the run does not end
-# on one long package alone. Inside a package the long tests with servers
+# on one long package alone. Three at a time made the suite its own load
+# (a load average of 26-33 on an idle 2-core machine, ZooKeeper and etcd
+# ensembles and JVMs of three packages at once): cmd/locklab took 717 s. Inside a package the long tests with servers
 # of their own run side by side (-parallel 4: they mostly wait on their
 # servers; the Sentinel failover cases wait most of their 33 s), and the
 # conformance suites run their server kinds side by side. ./regressions

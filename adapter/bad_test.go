@@ -50,6 +50,8 @@ func TestBadAdapters(t *testing.T) {
 		{mode: "bad-error-code", did: `error "busy", not one of`},
 		{mode: "exit-mid-request", did: "exited (exit status 3) while request 1 (acquire) was outstanding"},
 		{mode: "long-line", did: "printed a line longer than"},
+		{mode: "renewed-unasked", did: "sent renewed for lease 1 with no renewing before it"},
+		{mode: "renewing-twice", did: "sent renewing for lease 1 while its previous renewal was unanswered"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			pidfile := filepath.Join(t.TempDir(), "pid")
@@ -76,9 +78,9 @@ func TestBadAdapters(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 				_, err = l.Acquire(ctx, "k", impls.AcquireOptions{Try: true})
 				cancel()
-				if tc.mode == "answer-twice" && err == nil {
-					// The second answer may come in after the first call
-					// returned: the next call finds the adapter broken.
+				if err == nil && (tc.mode == "answer-twice" || strings.HasPrefix(tc.mode, "renew")) {
+					// The mistake after the answer may come in after the
+					// call returned: the next call finds the adapter broken.
 					_, err = l.Acquire(context.Background(), "k", impls.AcquireOptions{Try: true})
 				}
 			}

@@ -60,15 +60,23 @@ type Locker struct {
 	lastID  int64            // the last request id sent
 	pending *call            // the request outstanding, if any
 	leases  map[int64]*lease // granted and not released, by acquire id
-	paused  bool             // stopped by Pause
-	pausedT time.Time        // when, if paused
-	pauses  time.Duration    // time spent paused before pausedT
-	dead    chan struct{}    // closed by end
-	deadErr error            // why: an *Error, ErrCrashed, or errClosed
-	exited  chan struct{}    // closed once the process was waited for
-	killed  atomic.Bool      // by Kill: its exit is a crash, not a mistake
-	closing atomic.Bool      // by Close: its exit is expected
-	started atomic.Bool      // said ready
+	// released are the last leases released, whose watchdog's late
+	// renewals are still told to their holder (a renewal sent after the
+	// release returned is a bug the suite looks for).
+	released [releasedKept]*lease
+	nextGone int
+	paused   bool          // stopped by Pause
+	pausedT  time.Time     // when, if paused
+	pauses   time.Duration // time spent paused before pausedT
+	dead     chan struct{} // closed by end
+	deadErr  error         // why: an *Error, ErrCrashed, or errClosed
+	exited   chan struct{} // closed once the process was waited for
+	killed   atomic.Bool   // by Kill: its exit is a crash, not a mistake
+	closing  atomic.Bool   // by Close: its exit is expected
+	started  atomic.Bool   // said ready
+	// clockFile is the adapter's libfaketime offset file; "": its clock
+	// is the machine's.
+	clockFile string
 	// heard is when the adapter last showed its session alive (the
 	// client's clock, Unix ns; see reachedServer): for a session lock, its
 	// last heartbeat as far as locklab can tell.
@@ -83,7 +91,8 @@ type call struct {
 	pausedAt time.Duration // the process's paused time when it was sent
 	answer   chan Message  // the answer, from the reader
 	msg      Message
-	lease    *lease // an acquire's lease, made when its ok was read
+	lease    *lease              // an acquire's lease, made when its ok was read
+	onRenew  func(impls.Renewal) // an acquire's: told of its lease's renewals
 	err      error
 }
 
@@ -110,9 +119,23 @@ func Start(ctx context.Context, spec *Spec, env impls.Env) (*Locker, error) {
 			return nil, fmt.Errorf("adapter log: %w", err)
 		}
 	}
-	if err := l.startProcess(); err != nil {
+	var clockEnv []string
+	if env.ProcessClock {
+		var err error
+		if clockEnv, err = l.processClock(); err != nil {
+			l.release()
+			return nil, err
+		}
+	}
+	if err := l.startProcess(clockEnv); err != nil {
 		l.release()
+		if l.clockFile != "" {
+			os.RemoveAll(filepath.Dir(l.clockFile))
+		}
 		return nil, l.mistake(fmt.Sprintf("could not be started: %v", err))
+	}
+	if l.clockFile != "" {
+		go l.followClock()
 	}
 	go l.read()
 	if err := l.handshake(ctx, hello); err != nil {
@@ -124,9 +147,12 @@ func Start(ctx context.Context, spec *Spec, env impls.Env) (*Locker, error) {
 	return l, nil
 }
 
-func (l *Locker) startProcess() error {
+func (l *Locker) startProcess(env []string) error {
 	cmd := exec.Command(l.spec.Argv[0], l.spec.Argv[1:]...)
 	cmd.Dir = l.spec.Dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr io.Writer = &l.stderr
 	if l.log != nil {
 		stderr = io.MultiWriter(l.log, &l.stderr)
@@ -196,9 +222,10 @@ func (l *Locker) handshake(ctx context.Context, hello Hello) error {
 			}
 		default:
 		}
-		return l.deadErr
+		return l.told()
 	case <-t.C:
-		return l.fail(fmt.Sprintf("sent no ready within its start-timeout (%v)", l.spec.StartTimeout))
+		l.fail(fmt.Sprintf("sent no ready within its start-timeout (%v)", l.spec.StartTimeout))
+		return l.told()
 	case <-ctx.Done():
 		// The caller gave up first (the run ended, its connect deadline
 		// passed while the server was down): not the adapter's mistake,
@@ -237,6 +264,8 @@ func (l *Locker) read() {
 				err = l.answer(m)
 			case TypeLost:
 				l.lost(m.Lease)
+			case TypeRenewing, TypeRenewed:
+				err = l.renewal(m)
 			}
 		}
 		if err != nil {
@@ -294,7 +323,7 @@ func (l *Locker) answer(m Message) error {
 	if c.req.Op == OpAcquire && m.Type == TypeOK {
 		// The lease exists from here: a lost event right after the ok
 		// finds it.
-		c.lease = &lease{l: l, id: c.req.ID, key: c.req.Key, token: m.Token, hasToken: m.HasToken}
+		c.lease = &lease{l: l, id: c.req.ID, key: c.req.Key, token: m.Token, hasToken: m.HasToken, onRenew: c.onRenew}
 		if l.spec.Caps.LossSignal {
 			c.lease.lost = make(chan struct{})
 		}
@@ -315,17 +344,77 @@ func (l *Locker) lost(id int64) {
 	}
 }
 
+// releasedKept is how many released leases still hear their renewals.
+const releasedKept = 16
+
+// renewal tells a lease's holder of a renewal its library made on its
+// own: `renewing` as it is sent, `renewed` once answered, one at a time.
+// Those of a lease not held and not among the last released are ignored,
+// as a `lost` is.
+func (l *Locker) renewal(m Message) error {
+	l.mu.Lock()
+	ls := l.leases[m.Lease]
+	for _, gone := range l.released {
+		if ls == nil && gone != nil && gone.id == m.Lease {
+			ls = gone
+		}
+	}
+	l.mu.Unlock()
+	if ls == nil {
+		return nil
+	}
+	now := l.clk.Now()
+	ls.mu.Lock()
+	sent := ls.renewSent
+	var r impls.Renewal
+	switch {
+	case m.Type == TypeRenewing && !sent.IsZero():
+		ls.mu.Unlock()
+		return fmt.Errorf("sent renewing for lease %d while its previous renewal was unanswered", m.Lease)
+	case m.Type == TypeRenewing:
+		ls.renewSent = now
+	case sent.IsZero():
+		ls.mu.Unlock()
+		return fmt.Errorf("sent renewed for lease %d with no renewing before it", m.Lease)
+	default:
+		ls.renewSent = time.Time{}
+		r.Done = true
+		switch m.Error {
+		case RenewNotHeld:
+			r.Err = fmt.Errorf("renewal: %w: %s", impls.ErrNotHeld, m.Reason)
+		case RenewUnknown:
+			r.Err = fmt.Errorf("renewal: %w: %s", impls.ErrIndeterminate, m.Reason)
+		default:
+			// Counted from when the renewal was told sent: the belief errs short.
+			if m.ValidMs >= 0 {
+				ls.until = sent.Add(time.Duration(m.ValidMs * float64(time.Millisecond)))
+			}
+			r.ValidUntil = ls.until
+			l.heard.Store(now.UnixNano())
+		}
+	}
+	onRenew := ls.onRenew
+	ls.mu.Unlock()
+	if onRenew != nil {
+		onRenew(r)
+	}
+	return nil
+}
+
 // do sends one request and waits for its answer: until its context ends
 // by cancellation (the answer still comes first for the next request),
 // or up to timeout_ms plus the grace (else the adapter is broken).
-func (l *Locker) do(ctx context.Context, req Request) (*call, error) {
+func (l *Locker) do(ctx context.Context, req Request) (*call, error) { return l.send(ctx, req, nil) }
+
+// send is do for an acquire whose lease's renewals go to onRenew.
+func (l *Locker) send(ctx context.Context, req Request, onRenew func(impls.Renewal)) (*call, error) {
 	if err := l.deadError(); err != nil {
 		return nil, err
 	}
 	select {
 	case l.turn <- struct{}{}:
 	case <-l.dead:
-		return nil, l.deadErr
+		return nil, l.told()
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: the adapter's previous request is still unanswered (%v)", impls.ErrUnavailable, ctx.Err())
 	}
@@ -334,7 +423,7 @@ func (l *Locker) do(ctx context.Context, req Request) (*call, error) {
 		timeout = max(time.Until(dl), 0)
 	}
 	req.Type, req.TimeoutMs = "request", timeout.Milliseconds()
-	c := &call{answer: make(chan Message, 1)}
+	c := &call{answer: make(chan Message, 1), onRenew: onRenew}
 	l.mu.Lock()
 	l.lastID++
 	req.ID = l.lastID
@@ -376,7 +465,7 @@ func (l *Locker) await(ctx context.Context, c *call) bool {
 			case m := <-c.answer:
 				c.msg = m
 			default:
-				c.err = l.deadErr
+				c.err = l.told()
 			}
 			return true
 		case <-t.C:
@@ -384,8 +473,9 @@ func (l *Locker) await(ctx context.Context, c *call) bool {
 				t.Reset(d) // a pause moved the limit
 				continue
 			}
-			c.err = l.fail(fmt.Sprintf("gave no answer to request %d (%s) within its timeout_ms (%d) plus %v",
+			l.fail(fmt.Sprintf("gave no answer to request %d (%s) within its timeout_ms (%d) plus %v",
 				c.req.ID, c.req.Op, c.req.TimeoutMs, l.grace()))
+			c.err = l.told()
 			return true
 		case <-cancelled:
 			if errors.Is(ctx.Err(), context.Canceled) {
@@ -443,6 +533,7 @@ func (l *Locker) mistakeAfterExit(did string) error {
 	err := l.mistake(did)
 	l.end(err)
 	l.kill()
+	l.told()
 	return err
 }
 
@@ -464,11 +555,27 @@ func (l *Locker) end(err error) error {
 func (l *Locker) deadError() error {
 	select {
 	case <-l.dead:
-		return l.deadErr
+		return l.told()
 	default:
 		return nil
 	}
 }
+
+// told is the reason the adapter is gone, for a caller: once the process
+// was waited for (within exitSettle), so that the stderr the error quotes
+// was read to its end (the broken adapter was killed: it exits at once).
+func (l *Locker) told() error {
+	t := time.NewTimer(exitSettle)
+	defer t.Stop()
+	select {
+	case <-l.exited:
+	case <-t.C:
+	}
+	return l.deadErr
+}
+
+// exitSettle bounds told's wait for a killed adapter's exit.
+const exitSettle = time.Second
 
 // signal sends sig to the adapter's process group: an adapter that is a
 // script starting the real program (a JVM) is stopped or killed whole.
@@ -500,7 +607,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 	if len(key) == 0 || len(key) > MaxKey {
 		return nil, fmt.Errorf("%w: a lock key is 1..%d bytes (docs/protocol.md), got %d", impls.ErrInvalidKey, MaxKey, len(key))
 	}
-	c, err := l.do(ctx, Request{Op: OpAcquire, Key: key, TTLMs: opt.TTL.Milliseconds(), Wait: !opt.Try})
+	c, err := l.send(ctx, Request{Op: OpAcquire, Key: key, TTLMs: opt.TTL.Milliseconds(), Wait: !opt.Try}, opt.OnRenew)
 	if err != nil {
 		return nil, err
 	}
@@ -611,8 +718,11 @@ type lease struct {
 	hasToken bool
 	lost     chan struct{} // nil unless the approach has a loss signal
 	lostOnce sync.Once
+	onRenew  func(impls.Renewal) // the acquire's, or nil
 	mu       sync.Mutex
 	until    time.Time
+	// renewSent is when the outstanding renewal was told sent; zero: none.
+	renewSent time.Time
 }
 
 func (ls *lease) Key() string           { return ls.key }
@@ -665,9 +775,12 @@ func (ls *lease) markLost() {
 }
 
 func (ls *lease) forget() {
-	ls.l.mu.Lock()
-	delete(ls.l.leases, ls.id)
-	ls.l.mu.Unlock()
+	l := ls.l
+	l.mu.Lock()
+	delete(l.leases, ls.id)
+	l.released[l.nextGone] = ls
+	l.nextGone = (l.nextGone + 1) % releasedKept
+	l.mu.Unlock()
 }
 
 func (ls *lease) Release(ctx context.Context) error {

@@ -70,6 +70,16 @@ const (
 	TypeFail  = "fail"
 	TypeInfo  = "info"
 	TypeLost  = "lost"
+	// TypeRenewing and TypeRenewed tell a renewal the library made on its
+	// own (a watchdog), as it is sent and once it is answered.
+	TypeRenewing = "renewing"
+	TypeRenewed  = "renewed"
+)
+
+// Error codes of a renewed event whose renewal did not renew.
+const (
+	RenewNotHeld = "not-held" // refused: the lease was gone
+	RenewUnknown = "unknown"  // no answer came
 )
 
 // Error codes of a fail answer.
@@ -86,13 +96,14 @@ type Message struct {
 	Type     string
 	Protocol int    // ready
 	ID       int64  // ok, fail, info
-	Lease    int64  // lost
-	Error    string // fail: one of the Fail codes
+	Lease    int64  // lost, renewing, renewed
+	Error    string // fail: one of the Fail codes; renewed: a Renew code or ""
 	Reason   string // error, fail, info, lost
 	// Token is an ok's fencing token; HasToken says whether it had one.
 	Token    uint64
 	HasToken bool
-	// ValidMs is an ok's remaining lease time in milliseconds; -1: none.
+	// ValidMs is an ok's or a renewed's remaining lease time in
+	// milliseconds; -1: none.
 	ValidMs float64
 }
 
@@ -161,8 +172,20 @@ func parse(line []byte, scan func([]byte, *wireMessage) bool) (Message, error) {
 				err = fmt.Errorf("error %q, not one of not-acquired, not-held, unavailable, unsupported, invalid-key", m.Error)
 			}
 		}
-	case TypeLost:
+	case TypeLost, TypeRenewing:
 		m.Lease, err = integer(w.Lease, "lease")
+	case TypeRenewed:
+		if m.Lease, err = integer(w.Lease, "lease"); err != nil {
+			break
+		}
+		if w.Error != nil {
+			m.Error = *w.Error
+			if m.Error != RenewNotHeld && m.Error != RenewUnknown {
+				err = fmt.Errorf("error %q, not one of not-held, unknown", m.Error)
+				break
+			}
+		}
+		m.ValidMs, err = parseValidMs(w.ValidMs)
 	default:
 		return m, fmt.Errorf("printed a message of a type locklab does not know (%q): %s", m.Type, quote(line))
 	}
@@ -190,20 +213,27 @@ func (m *Message) parseOK(w wireMessage) error {
 		}
 		m.Token, m.HasToken = t, true
 	}
-	if present(w.ValidMs) {
-		var v float64
-		var err error
-		if isInteger(w.ValidMs) {
-			v, err = strconv.ParseFloat(string(w.ValidMs), 64) // as encoding/json reads a number
-		} else {
-			err = json.Unmarshal(w.ValidMs, &v)
-		}
-		if err != nil || v < 0 {
-			return fmt.Errorf("valid_ms %s is not a non-negative number", w.ValidMs)
-		}
-		m.ValidMs = v
+	var err error
+	m.ValidMs, err = parseValidMs(w.ValidMs)
+	return err
+}
+
+// parseValidMs reads a valid_ms field: a non-negative number, or -1 when absent.
+func parseValidMs(raw json.RawMessage) (float64, error) {
+	if !present(raw) {
+		return -1, nil
 	}
-	return nil
+	var v float64
+	var err error
+	if isInteger(raw) {
+		v, err = strconv.ParseFloat(string(raw), 64) // as encoding/json reads a number
+	} else {
+		err = json.Unmarshal(raw, &v)
+	}
+	if err != nil || v < 0 {
+		return -1, fmt.Errorf("valid_ms %s is not a non-negative number", raw)
+	}
+	return v, nil
 }
 
 // isNumber says whether a present field is a JSON number (json.Number

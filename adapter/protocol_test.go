@@ -21,6 +21,11 @@ func TestParse(t *testing.T) {
 		{line: `{"type":"info","id":5,"reason":"timeout"}`, want: Message{Type: TypeInfo, ID: 5, Reason: "timeout", ValidMs: -1}},
 		{line: `{"type":"lost","lease":7,"reason":"session expired"}`, want: Message{Type: TypeLost, Lease: 7, Reason: "session expired", ValidMs: -1}},
 		{line: ` {"type":"ok","id":1} `, want: Message{Type: TypeOK, ID: 1, ValidMs: -1}},
+		{line: `{"type":"renewing","lease":7}`, want: Message{Type: TypeRenewing, Lease: 7, ValidMs: -1}},
+		{line: `{"type":"renewed","lease":7,"valid_ms":900}`, want: Message{Type: TypeRenewed, Lease: 7, ValidMs: 900}},
+		{line: `{"type":"renewed","lease":7}`, want: Message{Type: TypeRenewed, Lease: 7, ValidMs: -1}},
+		{line: `{"type":"renewed","lease":7,"error":"not-held","reason":"gone"}`, want: Message{Type: TypeRenewed, Lease: 7, Error: RenewNotHeld, Reason: "gone", ValidMs: -1}},
+		{line: `{"type":"renewed","lease":7,"error":"unknown"}`, want: Message{Type: TypeRenewed, Lease: 7, Error: RenewUnknown, ValidMs: -1}},
 
 		{line: `hello`, err: "not a JSON object"},
 		{line: ``, err: "not a JSON object"},
@@ -41,6 +46,10 @@ func TestParse(t *testing.T) {
 		{line: `{"type":"fail","id":1}`, err: "no error code"},
 		{line: `{"type":"fail","id":1,"error":"busy"}`, err: `error "busy"`},
 		{line: `{"type":"lost"}`, err: "no lease"},
+		{line: `{"type":"renewing"}`, err: "no lease"},
+		{line: `{"type":"renewed","valid_ms":5}`, err: "no lease"},
+		{line: `{"type":"renewed","lease":7,"error":"busy"}`, err: `error "busy", not one of not-held, unknown`},
+		{line: `{"type":"renewed","lease":7,"valid_ms":-2}`, err: "valid_ms -2"},
 		{line: `{"type":7}`, err: "not a JSON object"},
 	} {
 		m, err := Parse([]byte(tc.line))

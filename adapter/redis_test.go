@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/conformance"
 	"os"
+	"path"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +166,58 @@ func BenchmarkCycleSideBySide(b *testing.B) {
 	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "in-process-ns/cycle")
 	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "adapter-ns/cycle")
 	b.ReportMetric(float64(spent[0])/float64(spent[1]), "adapter/in-process")
+}
+
+// TestAdapterWatchdogConforms runs the suite's watchdog tests through the
+// protocol: a watchdog's renewals told as events keep the holder's belief
+// and are reported as the built-in's are; a lock that declares a watchdog
+// and has none fails.
+func TestAdapterWatchdogConforms(t *testing.T) {
+	t.Setenv("LOCKLAB", os.Args[0])
+	c, err := cluster.StartLocal(context.Background(), cluster.ForServers(impls.Redis))
+	if err != nil {
+		t.Fatalf("start redis: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	noWatchdog := reference(t)
+	noWatchdog.Name, noWatchdog.Caps.Watchdog = "ref-no-watchdog", true
+	watchdog, err := Load("testdata/reference-watchdog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		spec *Spec
+		want map[string]conformance.Status // by test
+	}{
+		{watchdog, map[string]conformance.Status{"WatchdogKeepsTheLock": conformance.Passed, "WatchdogStopsAtRelease": conformance.Passed}},
+		{noWatchdog, map[string]conformance.Status{"WatchdogKeepsTheLock": conformance.Failed}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec.Name, func(t *testing.T) {
+			h, err := conformance.HarnessFor(c, tt.spec.Approach())
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := conformance.Standalone{Match: func(name string) bool { return tt.want[path.Base(name)] != "" }}
+			results, err := run.Run(context.Background(), tt.spec.Name, func(t conformance.T) { conformance.RunT(t, h) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := 0
+			for _, r := range results {
+				want, ok := tt.want[path.Base(r.Name)]
+				if !ok {
+					continue
+				}
+				ran++
+				t.Logf("%s: %s: %s", r.Name, r.Status, strings.Join(r.Output, "; "))
+				if r.Status != want {
+					t.Errorf("%s: %s, want %s", r.Name, r.Status, want)
+				}
+			}
+			if ran != len(tt.want) {
+				t.Fatalf("%d of the %d tests ran: %v", ran, len(tt.want), results)
+			}
+		})
+	}
 }

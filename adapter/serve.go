@@ -41,7 +41,7 @@ func Serve(ctx context.Context, a impls.Approach, in io.Reader, out io.Writer) e
 		_ = w.send(reply{Type: TypeError, Reason: err.Error()})
 		return err
 	}
-	s := &server{l: l, w: w, clk: clk, leases: map[int64]impls.Lease{}, stopLost: map[int64]func(){}}
+	s := &server{l: l, w: w, clk: clk, leases: map[int64]impls.Lease{}, stopLost: map[int64]func(){}, relays: map[int64]*relay{}}
 	defer s.stopAll()
 	if err := w.send(reply{Type: TypeReady, Protocol: Version}); err != nil {
 		l.Close()
@@ -60,6 +60,7 @@ func Serve(ctx context.Context, a impls.Approach, in io.Reader, out io.Writer) e
 			l.Close()
 			return err
 		}
+		s.answered(r.ID)
 	}
 	// Whether by close or the end of in: drop the connections, release
 	// nothing, as a crashed holder would.
@@ -74,6 +75,56 @@ type server struct {
 	mu       sync.Mutex
 	leases   map[int64]impls.Lease // by the acquire's id
 	stopLost map[int64]func()
+	relays   map[int64]*relay // an acquire's renewals, until its answer is out
+}
+
+// relay tells one lease's renewals as events, once the acquire's ok is
+// out (a renewal the watchdog made before it is not told, nor its answer).
+type relay struct {
+	w       *lineWriter
+	clk     clock.Clock
+	id      int64
+	sentAt  time.Time // the told renewal's, for valid_ms
+	mu      sync.Mutex
+	open    bool
+	skipped bool // a renewal was not told: neither is its answer
+}
+
+func (r *relay) renewed(x impls.Renewal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.open || (x.Done && r.skipped) {
+		r.skipped = !x.Done
+		return
+	}
+	ev := reply{Type: TypeRenewing, Lease: r.id, ValidMs: -1}
+	if !x.Done {
+		r.sentAt = r.clk.Now()
+	} else {
+		ev.Type = TypeRenewed
+		switch {
+		case errors.Is(x.Err, impls.ErrNotHeld):
+			ev.Error, ev.Reason = RenewNotHeld, x.Err.Error()
+		case x.Err != nil:
+			ev.Error, ev.Reason = RenewUnknown, x.Err.Error()
+		case !x.ValidUntil.IsZero():
+			ev.ValidMs = max(x.ValidUntil.Sub(r.sentAt).Milliseconds(), 0)
+		}
+	}
+	_ = r.w.send(ev)
+}
+
+// answered opens the relay of the request id, if it was an acquire.
+func (s *server) answered(id int64) {
+	s.mu.Lock()
+	r := s.relays[id]
+	delete(s.relays, id)
+	s.mu.Unlock()
+	if r != nil {
+		r.mu.Lock()
+		r.open = true
+		r.mu.Unlock()
+	}
 }
 
 // serve answers one request.
@@ -84,7 +135,11 @@ func (s *server) serve(ctx context.Context, r Request) reply {
 	answer := reply{Type: TypeOK, ID: r.ID, ValidMs: -1}
 	switch r.Op {
 	case OpAcquire:
-		ls, err := s.l.Acquire(ctx, r.Key, impls.AcquireOptions{TTL: time.Duration(r.TTLMs) * time.Millisecond, Try: !r.Wait})
+		rel := &relay{w: s.w, clk: s.clk, id: r.ID}
+		s.mu.Lock()
+		s.relays[r.ID] = rel
+		s.mu.Unlock()
+		ls, err := s.l.Acquire(ctx, r.Key, impls.AcquireOptions{TTL: time.Duration(r.TTLMs) * time.Millisecond, Try: !r.Wait, OnRenew: rel.renewed})
 		if err != nil {
 			return failure(r.ID, err)
 		}
@@ -249,7 +304,7 @@ func (r reply) appendLine(b []byte) []byte {
 		b = append(b, `,"token":`...)
 		b = strconv.AppendUint(b, r.Token, 10)
 	}
-	if r.ValidMs >= 0 && r.Type == TypeOK {
+	if r.ValidMs >= 0 && (r.Type == TypeOK || r.Type == TypeRenewed) {
 		b = append(b, `,"valid_ms":`...)
 		b = strconv.AppendInt(b, r.ValidMs, 10)
 	}

@@ -28,15 +28,37 @@ public class CuratorMutex {
         if (!m.find()) return null;
         return m.group(2) != null ? m.group(2).replaceAll("\\\\(.)", "$1") : m.group(1);
     }
+    // A client (not started) of the servers and session timeout the hello names.
+    static CuratorFramework client(String hello) {
+        Matcher zk = Pattern.compile("\"zookeeper\"\\s*:\\s*\\[([^\\]]*)\\]").matcher(hello);
+        String hosts = zk.find() ? zk.group(1).replaceAll("[\"\\s]", "") : "";
+        String st = field(hello, "session_timeout_ms");
+        int session = st == null ? 2000 : Integer.parseInt(st);  // ZooKeeper bounds it by its tickTime
+        return CuratorFrameworkFactory.builder().connectString(hosts).sessionTimeoutMs(session)
+            .connectionTimeoutMs(Math.min(session, 2000)).retryPolicy(new ExponentialBackoffRetry(100, 3)).build();
+    }
+    // The answer to one request, its call run on the worker (the answer's type and fields, no id).
+    static String answer(CuratorFramework client, ExecutorService worker, String op, long timeout, Callable<String> call)
+            throws InterruptedException {
+        try {
+            // disconnected: Curator would wait to connect, nothing is sent (not on the worker: it may be busy)
+            return "acquire".equals(op) && !client.getZookeeperClient().isConnected()
+                ? "\"fail\",\"error\":\"unavailable\",\"reason\":\"not connected to zookeeper\""
+                : worker.submit(call).get(timeout, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {  // the call goes on in the background
+            return "\"info\",\"reason\":\"no answer from zookeeper in time\"";
+        } catch (ExecutionException e) {  // connection loss, session expired: the node may exist or not
+            Throwable c = e.getCause();
+            return c instanceof IllegalMonitorStateException ? "\"fail\",\"error\":\"not-held\",\"reason\":" + q(c.getMessage())
+                : c instanceof IllegalArgumentException ? "\"fail\",\"error\":\"invalid-key\",\"reason\":" + q(c.getMessage())
+                : "\"info\",\"reason\":" + q(c.toString());
+        }
+    }
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String hello = in.readLine();
-        Matcher zk = Pattern.compile("\"zookeeper\"\\s*:\\s*\\[([^\\]]*)\\]").matcher(hello);
-        String hosts = zk.find() ? zk.group(1).replaceAll("[\"\\s]", "") : "";
-        String st = field(hello, "session_timeout_ms"), root = Objects.requireNonNullElse(field(hello, "root"), "/locklab/curator");
-        int session = st == null ? 2000 : Integer.parseInt(st);  // ZooKeeper bounds it by its tickTime
-        CuratorFramework client = CuratorFrameworkFactory.builder().connectString(hosts).sessionTimeoutMs(session)
-            .connectionTimeoutMs(Math.min(session, 2000)).retryPolicy(new ExponentialBackoffRetry(100, 3)).build();
+        String root = Objects.requireNonNullElse(field(hello, "root"), "/locklab/curator");
+        CuratorFramework client = client(hello);
         client.getConnectionStateListenable().addListener((c, state) -> {
             if (state != ConnectionState.SUSPENDED && state != ConnectionState.LOST) return;
             for (Long lease : leases.keySet()) {  // SUSPENDED: the session may expire any moment; LOST: it did
@@ -78,21 +100,7 @@ public class CuratorMutex {
                 }
                 return "\"fail\",\"error\":\"unsupported\",\"reason\":" + q("no " + op + " in InterProcessMutex");
             };
-            String ans;
-            try {
-                // disconnected: Curator would wait to connect, nothing is sent (not on the worker: it may be busy)
-                ans = "acquire".equals(op) && !client.getZookeeperClient().isConnected()
-                    ? "\"fail\",\"error\":\"unavailable\",\"reason\":\"not connected to zookeeper\""
-                    : worker.submit(call).get(timeout, TimeUnit.MILLISECONDS);
-            } catch (TimeoutException e) {  // the call goes on in the background
-                ans = "\"info\",\"reason\":\"no answer from zookeeper in time\"";
-            } catch (ExecutionException e) {  // connection loss, session expired: the node may exist or not
-                Throwable c = e.getCause();
-                ans = c instanceof IllegalMonitorStateException ? "\"fail\",\"error\":\"not-held\",\"reason\":" + q(c.getMessage())
-                    : c instanceof IllegalArgumentException ? "\"fail\",\"error\":\"invalid-key\",\"reason\":" + q(c.getMessage())
-                    : "\"info\",\"reason\":" + q(c.toString());
-            }
-            send("{\"type\":" + ans + ",\"id\":" + id + "}");
+            send("{\"type\":" + answer(client, worker, op, timeout, call) + ",\"id\":" + id + "}");
         }
         Runtime.getRuntime().halt(0);
     }

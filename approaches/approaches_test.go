@@ -5,12 +5,16 @@ package approaches_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/adapter"
+	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/locklabtest"
 	"github.com/locklab/locklab/runner"
@@ -89,4 +93,76 @@ func TestEachAdapterConforms(t *testing.T) {
 			locklabtest.TestLocker(t, a)
 		})
 	}
+}
+
+// A client-clock fault on a client that is an adapter moves the wall clock
+// its process reads, not only the lease clock locklab keeps for it: the
+// wall-clock adapter (adapter/testdata) tells its time.time() in every
+// refusal, an hour ahead while the fault holds and the machine's before.
+func TestClientClockMovesTheAdaptersWallClock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script, err := filepath.Abs("../adapter/testdata/wall_clock_adapter.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "wall-clock.yaml")
+	spec := "name: wall-clock\ncommand: [/usr/bin/python3, " + script + "]\nserver: redis\nnodes: 1\ncapabilities: [ttl]\n"
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := impls.NewRegistry()
+	if err := adapter.Register(reg, []string{file}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenario.Parse([]byte(`
+name: wall-clock
+approaches: [wall-clock]
+workload: {kind: mutex, clients: 1, keys: 1, hold: 10ms, ttl: 1s, think: 50ms}
+duration: 5s
+faults:
+  - {fault: client-clock, target: {client: "0"}, at: 1s, for: 3s, offset: 1h}
+`), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := runner.ScenarioPlan(reg, s, runner.ScenarioOptions{ResultsDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := (&runner.Runner{Log: t.Logf}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl.zst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The adapter's time against the machine's when it answered (the
+	// history's stamps are CLOCK_MONOTONIC: compare offsets, not times).
+	told := regexp.MustCompile(`not acquired: ([0-9.]+)`)
+	var ahead, level int
+	for _, ev := range evs {
+		if ev.F != history.Acquire || ev.Type != history.Fail {
+			continue
+		}
+		m := told.FindStringSubmatch(ev.Error)
+		if m == nil {
+			continue
+		}
+		f, perr := strconv.ParseFloat(m[1], 64)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		switch off := time.Until(time.Unix(0, int64(f*float64(time.Second)))); {
+		case off > 50*time.Minute:
+			ahead++
+		case off.Abs() < time.Minute:
+			level++
+		}
+	}
+	if ahead == 0 || level == 0 {
+		t.Fatalf("refusals telling a clock an hour ahead: %d, telling the machine's: %d; want both", ahead, level)
+	}
+	t.Logf("%d refusals an hour ahead, %d at the machine's time", ahead, level)
 }

@@ -83,7 +83,9 @@ for line in sys.stdin:
     try:
         ans = worker.submit(fn, req).result(req.get("timeout_ms", 5000) / 1000) if fn else \
             {"type": "fail", "error": "unsupported", "reason": "unknown op"}
-    except (concurrent.futures.TimeoutError, Etcd3Exception, grpc.RpcError) as e:
+    except (concurrent.futures.TimeoutError, Etcd3Exception, grpc.RpcError, AttributeError) as e:
+        # AttributeError: python-etcd3 0.12.0's watch_once hands back the gRPC error it was given as if it were a
+        # watch response (client.py line 723, kragniz/python-etcd3#1026) when the watch stream breaks mid-wait.
         with gate:  # unavailable or deadline exceeded: did the deciding call go out (its reply maybe lost)?
             stage["given_up"], sent = True, stage["sent"]
         why = "no answer from etcd in time" if isinstance(e, concurrent.futures.TimeoutError) else "%s: %s" % (type(e).__name__, e)

@@ -30,6 +30,7 @@ type ClientClock struct {
 const driftTick = 10 * time.Millisecond
 
 func (ClientClock) Kind() string   { return "client-clock" }
+func (ClientClock) Needs() Needs   { return Needs{ClientClock: true} }
 func (ClientClock) Threat() string { return ThreatClockJump }
 
 // Ranges: a drift now and then (one in five), else a jump of half a

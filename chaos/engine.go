@@ -159,6 +159,9 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 			}
 			return
 		}
+		if !sleepUntil(ctx, time.Now().Add(time.Duration(p.When.After))) {
+			return
+		}
 	}
 	// Resolve before the invoke: finding the holder of a key may wait, and
 	// the invoke should mark when the fault is being applied, to what.

@@ -259,6 +259,38 @@ func TestEngineTrigger(t *testing.T) {
 	}
 }
 
+// timedProc notes when it was paused.
+type timedProc struct {
+	fakeProc
+	paused chan time.Time
+}
+
+func (p *timedProc) Pause() error { p.paused <- time.Now(); return p.fakeProc.Pause() }
+
+// TestEngineTriggerAfter: `when: {holding: k, after: d}` injects d past the
+// moment the holder was found, never sooner.
+func TestEngineTriggerAfter(t *testing.T) {
+	p := &timedProc{paused: make(chan time.Time, 1)}
+	lab := fakeLab{"holder": {Kind: TargetClient, Name: "client 5", Process: p}}
+	const after = 150 * time.Millisecond
+	steps := plan(t, time.Second, Step{Fault: &ClientPause{}, Target: Selector{Client: ClientHolder, Key: "k0"},
+		When: &When{Holding: "k0", After: Duration(after)}, For: ms(10)})
+	w := make(chanWaiter)
+	done := make(chan error)
+	go func() { done <- NewEngine(lab, &memRecorder{}, w).Run(context.Background(), time.Now(), steps) }()
+	found := time.Now()
+	close(w)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d := (<-p.paused).Sub(found); d < after {
+		t.Fatalf("injected %v after the holder was found, want at least %v", d, after)
+	}
+	if s := steps[0].When.String(); s != "holding k0, after 150ms" {
+		t.Errorf("String() = %q", s)
+	}
+}
+
 // slowProc takes a while to pause, like a server that must stop every
 // thread.
 type slowProc struct{ fakeProc }

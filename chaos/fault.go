@@ -51,6 +51,10 @@ type Needs struct {
 	// ServerClock: it moves servers' wall clocks, which only servers run
 	// under libfaketime from their start allow.
 	ServerClock bool
+	// ClientClock: it moves a client's clock, which a client that is a
+	// process of its own (an adapter) reads only when started under
+	// libfaketime.
+	ClientClock bool
 	// Links: it acts on network links, which only clients that connect
 	// through the proxies allow (a bench connects straight to the servers
 	// otherwise: a proxy costs about a round trip's time).

@@ -102,15 +102,19 @@ func ResolveNodes[N Node](ctx context.Context, nodesOf func(server string) []N, 
 			out[i] = cands[j]
 		}
 		return out, nil
-	case NodeLeader, NodeFollower:
+	case NodeLeader, NodeFollower, NodeFollowers:
+		want := sel.Node // the role asked for
+		if sel.Node == NodeFollowers {
+			want = NodeFollower
+		}
 		var match []N
 		for _, n := range cands {
-			if role, err := n.Role(ctx); err == nil && role == sel.Node {
+			if role, err := n.Role(ctx); err == nil && role == want {
 				match = append(match, n)
 			}
 		}
 		if len(match) == 0 {
-			return nil, fmt.Errorf("target %s: no %s %s answers now: %w", sel, server, sel.Node, ErrNoTarget)
+			return nil, fmt.Errorf("target %s: no %s %s answers now: %w", sel, server, want, ErrNoTarget)
 		}
 		if sel.Node == NodeFollower {
 			match = match[rng.IntN(len(match)):][:1]

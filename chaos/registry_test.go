@@ -216,8 +216,8 @@ func TestToxicsRollBack(t *testing.T) {
 func TestFaultsDeclareTheirNeeds(t *testing.T) {
 	want := map[string]Needs{
 		"client-pause": {ClientProcess: true}, "client-crash": {ClientProcess: true}, "client-hang": {ClientProcess: true},
-		"server-clock": {ServerClock: true},
-		"partition":    {Links: true}, "drop-replies": {Links: true}, "slow-replies": {Links: true},
+		"server-clock": {ServerClock: true}, "client-clock": {ClientClock: true},
+		"partition": {Links: true}, "drop-replies": {Links: true}, "slow-replies": {Links: true},
 	}
 	for _, k := range Kinds() {
 		f, err := New(k)

@@ -15,6 +15,7 @@ import (
 //	every: 6s  (at: first)      periodically; the first at `at`, else at `every`
 //	random: {mean: 5s}          at random, exponential gaps of that mean, from `at`
 //	when: {holding: k0}         once, as soon as some client holds k0 (not before `at`)
+//	when: {holding: k0, after: 1s}  once, 1s after some client was found holding k0
 //
 // jitter (with at or every) moves each time by a uniform amount in
 // [-jitter, +jitter]. for is how long each injection lasts before its heal;
@@ -39,9 +40,19 @@ type Random struct {
 // When makes a step event-driven: it fires once, when the condition holds.
 type When struct {
 	Holding string `yaml:"holding"` // some client holds this key
+	// After: this long past the moment a holder was found. A fault aimed at
+	// what the other clients do while one holds (a waiter's timeout) keeps
+	// its distance from the grant however late the grant came; `at` counts
+	// from the start of the run.
+	After Duration `yaml:"after"`
 }
 
-func (w When) String() string { return "holding " + w.Holding }
+func (w When) String() string {
+	if w.After > 0 {
+		return "holding " + w.Holding + ", after " + time.Duration(w.After).String()
+	}
+	return "holding " + w.Holding
+}
 
 // Planned is one injection in a compiled plan.
 type Planned struct {
@@ -93,6 +104,9 @@ func (s Step) Validate() error {
 		kinds++
 		if s.When.Holding == "" {
 			return errors.New("when: give holding: KEY")
+		}
+		if s.When.After < 0 {
+			return errors.New("when: after must not be negative")
 		}
 	}
 	if kinds > 1 {

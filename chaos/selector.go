@@ -17,7 +17,7 @@ import (
 //
 // node picks among the nodes of server (or all nodes without it): first
 // (the node a single-node approach uses), one, minority, majority, all,
-// leader, follower, or a node's name; nodes names
+// leader, follower (one), followers (every one), or a node's name; nodes names
 // them. client is a client number, random, holder (of key) or waiter (a
 // client waiting for key: its acquire asked, not answered).
 type Selector struct {
@@ -37,6 +37,9 @@ const (
 	NodeAll      = "all"
 	NodeLeader   = "leader"
 	NodeFollower = "follower"
+	// NodeFollowers is every follower at once: the leader left alone, without
+	// its quorum (two steps of follower would ask a paused node its role).
+	NodeFollowers = "followers"
 )
 
 // Client selection modes; anything else in Selector.Client is a client.

@@ -115,7 +115,7 @@ func TestZooKeeperSessionAcrossHoldingPartition(t *testing.T) {
 
 // TestRoles: a ZooKeeper ensemble and an etcd cluster each have exactly one
 // leader, the others follow, and a Redis node stands alone; ResolveNodes
-// finds them by role.
+// finds them by role (followers: both).
 func TestRoles(t *testing.T) {
 	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.ZooKeeper: 3, impls.Etcd: 3, impls.Redis: 1}})
 	ctx := context.Background()
@@ -139,6 +139,15 @@ func TestRoles(t *testing.T) {
 			}
 			if r, _ := leader[0].Role(ctx); r != cluster.RoleLeader {
 				t.Fatalf("resolved leader %s has role %s", leader[0].Name, r)
+			}
+			followers, err := ResolveNodes(ctx, nodesOf(c), "", Selector{Node: NodeFollowers, Server: server}, nil)
+			if err != nil || len(followers) != 2 {
+				t.Fatalf("followers: %v %v, want both", followers, err)
+			}
+			for _, f := range followers {
+				if r, _ := f.Role(ctx); r != cluster.RoleFollower || f == leader[0] {
+					t.Fatalf("resolved follower %s has role %s", f.Name, r)
+				}
 			}
 			l2, err := c.Leader(ctx, serverKind(server))
 			if err != nil || l2 != leader[0] {

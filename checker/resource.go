@@ -49,6 +49,34 @@ type resourceState struct {
 	lastProc int
 	lastT    int64 // the last write's time
 	maxT     int64 // the time of the write that carried maxToken
+	// recent are the key's last balances written, oldest first, with
+	// when: a lost update's write was late by its distance from the
+	// first write that replaced the balance it read, not from the last.
+	recent []written
+}
+
+type written struct {
+	balance int64
+	t       int64
+}
+
+// keepWritten is how many balances a key remembers: a lost update reads a
+// balance a few writes old (the double grant's overlap), and one older
+// than these is late by more than the oldest's distance anyway.
+const keepWritten = 32
+
+// replacedAt is when the balance read was first replaced by another
+// (the oldest remembered write when it is older than those; 0: unknown).
+func (st resourceState) replacedAt(read int64) int64 {
+	for j := len(st.recent) - 2; j >= 0; j-- {
+		if st.recent[j].balance == read {
+			return st.recent[j+1].t
+		}
+	}
+	if len(st.recent) > 0 {
+		return st.recent[0].t
+	}
+	return 0
 }
 
 // NewResources returns an empty checker.
@@ -98,9 +126,13 @@ func (r *Resources) Add(ev history.Event) {
 			if st.known && *v.Read != st.balance {
 				r.violations = append(r.violations, Violation{Kind: LostUpdate, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},
 					Text: fmt.Sprintf("client %d wrote %s = %d at %s from a read of %d, but the balance was %d (written by client %d): that update is lost",
-						ev.Proc, ev.Key, *v.Balance, r.rel(ev.T), *v.Read, st.balance, st.lastProc), Window: late(st.lastT, ev.T)})
+						ev.Proc, ev.Key, *v.Balance, r.rel(ev.T), *v.Read, st.balance, st.lastProc), Window: late(st.replacedAt(*v.Read), ev.T)})
 			}
 			st.balance, st.known = *v.Balance, true
+			if len(st.recent) == keepWritten {
+				st.recent = append(st.recent[:0], st.recent[1:]...)
+			}
+			st.recent = append(st.recent, written{*v.Balance, ev.T})
 		}
 		if v.Processed != nil && *v.Processed > 1 {
 			r.violations = append(r.violations, Violation{Kind: DuplicateTask, Key: ev.Key, Events: []int64{st.lastIdx, ev.Index},

@@ -1,6 +1,11 @@
 package checker
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/locklab/locklab/history"
+)
 
 // How long the lab must have stood still to have made a double grant: the
 // first holder's end past the second grant, however short the second
@@ -31,6 +36,49 @@ func TestDoubleGrantWindowNeed(t *testing.T) {
 			}
 			if w.From != tt.d.Held.Start && tt.d.Kind != BothValid {
 				t.Errorf("from %d, want the first grant %d", w.From, tt.d.Held.Start)
+			}
+		})
+	}
+}
+
+// How late a lost update's write came: behind the first write that replaced
+// the balance it read, however many writes followed that one.
+func TestLostUpdateWindowNeed(t *testing.T) {
+	const ms = int64(1e6)
+	write := func(proc int, at, read, balance int64) history.Event {
+		v, _ := json.Marshal(map[string]int64{"read": read, "balance": balance})
+		return history.Event{Proc: proc, Type: history.OK, F: history.Write, Key: "k", T: at * ms, Value: v}
+	}
+	for _, tt := range []struct {
+		name   string
+		writes []history.Event
+		need   int64 // ms; 0: no window
+	}{
+		{"the last write replaced what was read",
+			[]history.Event{write(0, 1000, 0, 10), write(1, 1300, 0, 20)}, 300},
+		{"three writes since the one that replaced it",
+			[]history.Event{write(0, 1000, 0, 10), write(0, 1100, 10, 11), write(0, 1200, 11, 12), write(0, 1250, 12, 13), write(1, 1400, 10, 20)}, 300},
+		{"read older than every write remembered: the oldest's distance",
+			append(func() []history.Event {
+				var w []history.Event
+				for i := int64(0); i < keepWritten+5; i++ {
+					w = append(w, write(0, 1000+10*i, i, i+1))
+				}
+				return w
+			}(), write(1, 2000, 0, 99)), 2000 - (1000 + 10*5)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewResources()
+			for i, ev := range tt.writes {
+				ev.Index = int64(i)
+				r.Add(ev)
+			}
+			vs := r.found(sweep{})
+			if len(vs) != 1 || vs[0].Kind != LostUpdate || vs[0].Window == nil {
+				t.Fatalf("violations %+v, want one lost update with a window", vs)
+			}
+			if got := vs[0].Window.Need / ms; got != tt.need {
+				t.Errorf("need %d ms, want %d ms", got, tt.need)
 			}
 		})
 	}

@@ -92,6 +92,20 @@ func (n *Node) Pid() int {
 	return n.proc.cmd.Process.Pid
 }
 
+// LocalProcesses are the server process locklab runs on this machine and
+// those under it (PostgreSQL's backends); none for a container's server or
+// one locklab does not run.
+func (n *Node) LocalProcesses() []int {
+	if n.ctr != nil {
+		return nil
+	}
+	pid := n.Pid()
+	if pid == 0 {
+		return nil
+	}
+	return append([]int{pid}, descendants(pid)...)
+}
+
 // Pause stops the server process (SIGSTOP): it keeps its sockets but answers nothing.
 func (n *Node) Pause() error {
 	if n.ctr != nil {

@@ -460,18 +460,13 @@ func (d *dockerSession) create(ctx context.Context, s containerSpec, cmd []strin
 	return ctr, err
 }
 
-// createOnHost makes and starts a container from the Redis image that
-// runs argv on the host's network (no network of the session, no port to
-// publish: the server binds 127.0.0.1 itself), as the locklab user, with
-// dir mounted at the same path. The Sentinel topology runs so.
-func (d *dockerSession) createOnHost(ctx context.Context, name string, argv []string, dir string) (*dockerContainer, error) {
-	return d.createOnHostFrom(ctx, impls.RedisSentinel, name, argv, dir)
-}
-
-// createOnHostFrom is createOnHost from the image of kind s: the
-// replicated MariaDB topology runs on the host's network for the reasons
-// the Sentinel topology does (the replica replicates through a proxy in
-// locklab, at a 127.0.0.1 address), from the MariaDB image.
+// createOnHostFrom makes and starts a container from the image of kind s
+// that runs argv on the host's network (no network of the session, no port
+// to publish: the server binds 127.0.0.1 itself), as the locklab user, with
+// dir mounted at the same path. The Sentinel topology runs so (its
+// Sentinels announce 127.0.0.1 addresses), and the replicated MariaDB
+// topology for the same reasons (the replica replicates through a proxy in
+// locklab, at a 127.0.0.1 address).
 func (d *dockerSession) createOnHostFrom(ctx context.Context, s impls.Server, name string, argv []string, dir string) (*dockerContainer, error) {
 	id, err := d.eng.Run(ctx, containers.Spec{
 		Image: d.imageOf(s), Name: "locklab-" + d.id + "-" + name,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/internal/faketime"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,21 +34,17 @@ import (
 //     clock).
 
 const (
-	libFakeTime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-	libTCMalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 	// fakeTimeFile is the offset file's name in the node's directory.
 	fakeTimeFile   = "faketime.rc"
-	fakeTimeEnvKey = "FAKETIME_TIMESTAMP_FILE="
+	fakeTimeEnvKey = faketime.FileVar + "="
 )
 
 // fakeTimeEnv writes a zero offset into dir's offset file and returns the
 // environment that starts a server under libfaketime reading it.
 // withTCMalloc preloads tcmalloc first (for jemalloc-linked Redis).
 func fakeTimeEnv(dir string, withTCMalloc bool) ([]string, error) {
-	for _, lib := range preloads(withTCMalloc) {
-		if _, err := os.Stat(lib); err != nil {
-			return nil, fmt.Errorf("server clock faults need %s: install the Debian packages faketime and libtcmalloc-minimal4", lib)
-		}
+	if err := faketime.Installed(withTCMalloc); err != nil {
+		return nil, fmt.Errorf("server %w", err)
 	}
 	file := filepath.Join(dir, fakeTimeFile)
 	if err := writeOffset(file, 0); err != nil {
@@ -57,49 +54,16 @@ func fakeTimeEnv(dir string, withTCMalloc bool) ([]string, error) {
 }
 
 // preloads are the libraries a server under libfaketime preloads, in order.
-func preloads(withTCMalloc bool) []string {
-	if withTCMalloc {
-		return []string{libTCMalloc, libFakeTime}
-	}
-	return []string{libFakeTime}
-}
+func preloads(withTCMalloc bool) []string { return faketime.Preloads(withTCMalloc) }
 
 // fakeTimeVars is the environment that puts a server under libfaketime
-// reading its offset from file (a path as the server sees it).
+// reading its offset from file (a path as the server sees it): Redis
+// re-reads it at every clock call, a JVM once a second.
 func fakeTimeVars(file string, withTCMalloc bool) []string {
-	cache := "FAKETIME_NO_CACHE=1"
-	if !withTCMalloc {
-		// The JVM reads the wall clock so often that re-reading the file
-		// at every call starves it (a ZooKeeper ensemble never formed):
-		// re-read it once a second instead; a jump lands within 1 s.
-		cache = "FAKETIME_CACHE_DURATION=1"
-	}
-	return []string{
-		"LD_PRELOAD=" + strings.Join(preloads(withTCMalloc), " "),
-		fakeTimeEnvKey + file,
-		cache,
-		"FAKETIME_DONT_FAKE_MONOTONIC=1",
-		// The "monotonic fix" shifts the deadlines of condition waits on
-		// the monotonic clock by the fake offset; with that clock not
-		// faked it only makes them wrong, and the JVM's timed waits
-		// spin: a ZooKeeper ensemble used 2 cores while idle, 0.03
-		// without it (measured side by side here).
-		"FAKETIME_FORCE_MONOTONIC_FIX=0",
-	}
+	return faketime.Vars(file, withTCMalloc, withTCMalloc)
 }
 
-// writeOffset replaces the offset file at once (rename), so libfaketime
-// never reads a half-written offset.
-func writeOffset(file string, d time.Duration) error {
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(offsetString(d)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("clock offset: %w", err)
-	}
-	if err := os.Rename(tmp, file); err != nil {
-		return fmt.Errorf("clock offset: %w", err)
-	}
-	return nil
-}
+func writeOffset(file string, d time.Duration) error { return faketime.Write(file, d) }
 
 // ErrNoFakeTime: the node's clock cannot be moved.
 var ErrNoFakeTime = errors.New("server clock cannot be moved")

@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/internal/faketime"
 	"io"
 	"net"
 	"os/exec"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -320,16 +320,8 @@ func (l *limitedBuffer) Bytes() []byte {
 	return bytes.Clone(l.b.Bytes())
 }
 
-// offsetString is an offset as libfaketime reads it: "+1.5" is 1.5 s
-// ahead, "-2" behind; seconds with a decimal point keep millisecond
-// offsets exact.
-func offsetString(d time.Duration) string {
-	s := strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
-	if d >= 0 {
-		s = "+" + s
-	}
-	return s
-}
+// offsetString is an offset as libfaketime reads it (faketime.Offset).
+func offsetString(d time.Duration) string { return faketime.Offset(d) }
 
 // decodeFaultTimeout reads fault-timeout.
 func decodeFaultTimeout(v *yaml.Node) (time.Duration, error) {

@@ -34,6 +34,9 @@ type Kind struct {
 	// replica, three Sentinels), so a fault aims at a role (node: leader,
 	// the primary), not at a count of alike nodes.
 	Topology bool
+	// FailsOver: the failover fault can promote its replica (Sentinel's
+	// election); the nodes say which of them can be failed over.
+	FailsOver bool
 	// Lanes: its nodes are servers of their own that start in a fraction
 	// of a second, so a parallel run starts more of them than Nodes for its
 	// cases to run side by side: a node of their own for its approaches

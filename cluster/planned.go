@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/locklab/locklab/impls"
@@ -99,10 +100,16 @@ func (p PlannedNode) CanSetClock() error {
 func (PlannedNode) SetClockOffset(time.Duration) error  { return errPlanned }
 func (PlannedNode) ClockOffset() (time.Duration, error) { return 0, errPlanned }
 
-// CanFailover: only the Sentinel topology fails over.
+// CanFailover: only a kind that fails over, run by locklab.
 func (p PlannedNode) CanFailover() error {
-	if p.kind.Server != impls.RedisSentinel || p.external {
-		return fmt.Errorf("a %s node is not a Redis of the Sentinel topology locklab runs", p.kind.Server)
+	if !p.kind.FailsOver || p.external {
+		var can []string
+		for _, k := range Kinds() {
+			if k.FailsOver {
+				can = append(can, string(k.Server))
+			}
+		}
+		return fmt.Errorf("a %s node cannot be failed over (only %s, run by locklab)", p.kind.Server, strings.Join(can, ", "))
 	}
 	return nil
 }

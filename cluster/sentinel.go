@@ -37,6 +37,7 @@ func sentinelKind() Kind {
 		Nodes:       1,
 		OnRequest:   true,
 		Topology:    true,
+		FailsOver:   true,
 		hostNetwork: true,
 		Binaries:    []Binary{{"redis-server", "redis-server"}},
 		ImageFrom:   impls.Redis,
@@ -162,7 +163,7 @@ func (c *Cluster) startSentinelData(ctx context.Context, name string, extra ...s
 // Its directory is mounted at the same path.
 func (c *Cluster) runSentinelNode(ctx context.Context, n *Node, argv []string, ports []int, logName, dir string) error {
 	if c.docker != nil {
-		ctr, err := c.docker.createOnHost(ctx, n.Name, argv, dir)
+		ctr, err := c.docker.createOnHostFrom(ctx, impls.RedisSentinel, n.Name, argv, dir)
 		n.ctr = ctr
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)

@@ -66,48 +66,67 @@ func RunT(t T, h Harness) {
 		h.Contenders = 16
 	}
 	s := &suite{h: h, prefix: "conf-" + randomHex(4) + "-"}
-	a, w := h.Approach, h.Approach.Weak
 	// Every promise shows in `go test -v`: the tests that do not apply to
 	// this approach are listed as skipped, with the declaration that rules
 	// them out (impls/all pins the declarations).
-	only := func(cond bool, name, why string, f func(T)) {
-		if cond {
-			t.Run(name, f)
-			return
+	for _, c := range s.checks() {
+		if c.applies {
+			t.Run(c.name, c.run)
+			continue
 		}
-		t.Run(name, func(t T) { t.Skip(why) })
+		why := c.why
+		t.Run(c.name, func(t T) { t.Skip(why) })
 	}
-	only(w.RacyAcquire, "RacyAcquireShowsDoubleGrant", "not declared racy", s.racyAcquireShowsDoubleGrant)
-	only(a.Safe && !w.RacyAcquire, "MutualExclusion", "not declared safe", s.mutualExclusion)
-	only(w.ReleaseNotOwnerChecked, "StaleReleaseDeletesOthersLock", "release declared owner-checked", s.staleReleaseDeletesOthersLock)
-	only(!w.ReleaseNotOwnerChecked, "NonOwnerReleaseRefused", "declared weak: release not owner-checked", s.nonOwnerReleaseRefused)
-	t.Run("TryDoesNotWait", s.tryDoesNotWait)
-	t.Run("CancelReturnsPromptly", s.cancelReturnsPromptly)
-	t.Run("TimeoutIsIndeterminate", s.timeoutIsIndeterminate)
-	only(a.Caps.TTL, "CrashedHolderFreedAfterTTL", "no TTL declared", s.crashedHolderFreedAfterTTL)
-	// A watchdog keeps a live holder's lease: no holder outlives it here.
-	only(a.Caps.TTL && !a.Caps.Watchdog && !w.ReleaseNotOwnerChecked && !w.ReleaseCheckNotAtomic, "ExpiredHolderReleaseRefused",
-		"no TTL, or a watchdog keeps live holders' leases, or release declared not owner-checked or not atomic", s.expiredHolderReleaseRefused)
-	only(a.Caps.TTL, "ValidUntilOnTheClientsClock", "no TTL declared", s.validUntilOnTheClientsClock)
-	only(a.CrashFreedAfter > 0, "CrashedHolderFreedAfterSession", "no session timeout declared", s.crashedHolderFreedAfterSession)
-	only(a.Caps.FreedOnDisconnect, "CrashedHolderFreedOnDisconnect", "not declared freed on disconnect", s.crashedHolderFreedOnDisconnect)
-	only(w.NoExpiry, "CrashedHolderBlocksForever", "not declared without expiry", s.crashedHolderBlocksForever)
-	only(w.ReapsLiveHolder, "LiveHolderReaped", "not declared to reap live holders", s.liveHolderReaped)
-	only(a.Caps.Reentrant, "ReentrantAcquire", "not declared reentrant", s.reentrantAcquire)
-	only(!a.Caps.Reentrant, "ReentryRefused", "declared reentrant", s.reentryRefused)
-	only(w.ReleaseCheckNotAtomic, "SlowReleaseDeletesNextHoldersLock", "release declared atomic", s.slowReleaseDeletesNextHoldersLock)
-	only(a.Caps.Fair, "FairGrantOrder", "not declared fair", s.fairGrantOrder)
-	only(a.Caps.LossSignal, "LossSignalled", "no loss signal declared", s.lossSignalled)
-	only(a.Caps.Blocking, "BlockingHandOff", "not declared blocking (waiters poll)", s.blockingHandOff)
-	only(a.Caps.Renewal, "ExtendKeepsTheLock", "no renewal declared", s.extendKeepsTheLock)
-	only(!a.Caps.Renewal, "ExtendUnsupported", "renewal declared", s.extendUnsupported)
-	only(a.Caps.Watchdog, "WatchdogKeepsTheLock", "no watchdog declared", s.watchdogKeepsTheLock)
-	only(a.Caps.Watchdog, "WatchdogStopsAtRelease", "no watchdog declared", s.watchdogStopsAtRelease)
-	only(a.Caps.Fencing, "FencingTokensIncrease", "no fencing declared", s.fencingTokensIncrease)
-	only(a.Caps.FaultTolerant, "SurvivesMinorityLoss", "not declared fault-tolerant", s.survivesMinorityLoss)
-	t.Run("InvalidKeyRejected", s.invalidKeyRejected)
-	// Last: it restarts every server of its kind.
-	t.Run("ServerDownIsUnavailable", s.serverDownIsUnavailable)
+}
+
+// check is one test of the suite: docs/conform.md says what each asserts.
+type check struct {
+	name    string
+	applies bool
+	why     string // why it does not apply
+	run     func(T)
+}
+
+// checks are the suite's tests in the order they run.
+func (s *suite) checks() []check {
+	a, w := s.h.Approach, s.h.Approach.Weak
+	always := func(name string, f func(T)) check { return check{name: name, applies: true, run: f} }
+	only := func(cond bool, name, why string, f func(T)) check {
+		return check{name: name, applies: cond, why: why, run: f}
+	}
+	return []check{
+		only(w.RacyAcquire, "RacyAcquireShowsDoubleGrant", "not declared racy", s.racyAcquireShowsDoubleGrant),
+		only(a.Safe && !w.RacyAcquire, "MutualExclusion", "not declared safe", s.mutualExclusion),
+		only(w.ReleaseNotOwnerChecked, "StaleReleaseDeletesOthersLock", "release declared owner-checked", s.staleReleaseDeletesOthersLock),
+		only(!w.ReleaseNotOwnerChecked, "NonOwnerReleaseRefused", "declared weak: release not owner-checked", s.nonOwnerReleaseRefused),
+		always("TryDoesNotWait", s.tryDoesNotWait),
+		always("CancelReturnsPromptly", s.cancelReturnsPromptly),
+		always("TimeoutIsIndeterminate", s.timeoutIsIndeterminate),
+		only(a.Caps.TTL, "CrashedHolderFreedAfterTTL", "no TTL declared", s.crashedHolderFreedAfterTTL),
+		// A watchdog keeps a live holder's lease: no holder outlives it here.
+		only(a.Caps.TTL && !a.Caps.Watchdog && !w.ReleaseNotOwnerChecked && !w.ReleaseCheckNotAtomic, "ExpiredHolderReleaseRefused",
+			"no TTL, or a watchdog keeps live holders' leases, or release declared not owner-checked or not atomic", s.expiredHolderReleaseRefused),
+		only(a.Caps.TTL, "ValidUntilOnTheClientsClock", "no TTL declared", s.validUntilOnTheClientsClock),
+		only(a.CrashFreedAfter > 0, "CrashedHolderFreedAfterSession", "no session timeout declared", s.crashedHolderFreedAfterSession),
+		only(a.Caps.FreedOnDisconnect, "CrashedHolderFreedOnDisconnect", "not declared freed on disconnect", s.crashedHolderFreedOnDisconnect),
+		only(w.NoExpiry, "CrashedHolderBlocksForever", "not declared without expiry", s.crashedHolderBlocksForever),
+		only(w.ReapsLiveHolder, "LiveHolderReaped", "not declared to reap live holders", s.liveHolderReaped),
+		only(a.Caps.Reentrant, "ReentrantAcquire", "not declared reentrant", s.reentrantAcquire),
+		only(!a.Caps.Reentrant, "ReentryRefused", "declared reentrant", s.reentryRefused),
+		only(w.ReleaseCheckNotAtomic, "SlowReleaseDeletesNextHoldersLock", "release declared atomic", s.slowReleaseDeletesNextHoldersLock),
+		only(a.Caps.Fair, "FairGrantOrder", "not declared fair", s.fairGrantOrder),
+		only(a.Caps.LossSignal, "LossSignalled", "no loss signal declared", s.lossSignalled),
+		only(a.Caps.Blocking, "BlockingHandOff", "not declared blocking (waiters poll)", s.blockingHandOff),
+		only(a.Caps.Renewal, "ExtendKeepsTheLock", "no renewal declared", s.extendKeepsTheLock),
+		only(!a.Caps.Renewal, "ExtendUnsupported", "renewal declared", s.extendUnsupported),
+		only(a.Caps.Watchdog, "WatchdogKeepsTheLock", "no watchdog declared", s.watchdogKeepsTheLock),
+		only(a.Caps.Watchdog, "WatchdogStopsAtRelease", "no watchdog declared", s.watchdogStopsAtRelease),
+		only(a.Caps.Fencing, "FencingTokensIncrease", "no fencing declared", s.fencingTokensIncrease),
+		only(a.Caps.FaultTolerant, "SurvivesMinorityLoss", "not declared fault-tolerant", s.survivesMinorityLoss),
+		always("InvalidKeyRejected", s.invalidKeyRejected),
+		// Last: it restarts every server of its kind.
+		always("ServerDownIsUnavailable", s.serverDownIsUnavailable),
+	}
 }
 
 type suite struct {
@@ -316,6 +335,15 @@ func (c *contention) contender(proc int, l impls.Locker) {
 			l, proc = next, id
 			continue
 		}
+		if errors.Is(err, impls.ErrNotAcquired) {
+			// Refused while waiting, before its deadline: a ZooKeeper
+			// session that expired under a loaded machine took the
+			// waiter's queue node with it. Nothing is held; the cycle is
+			// lost (too few completed still fails) and the next one asks
+			// again.
+			c.t.Logf("contender %d refused: %v", proc, err)
+			continue
+		}
 		if err != nil {
 			c.errs <- err
 			return
@@ -497,6 +525,8 @@ func (s *suite) cancelReturnsPromptly(t T) {
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
 	stalls := stall.NewWatch(wctx)
+	server := s.watchPace(t, key+"-pace")
+	defer server.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	start := time.Now()
@@ -514,21 +544,26 @@ func (s *suite) cancelReturnsPromptly(t T) {
 	if !errors.Is(err, impls.ErrNotAcquired) && !errors.Is(err, impls.ErrIndeterminate) {
 		t.Errorf("err = %v, want ErrNotAcquired or ErrIndeterminate", err)
 	}
-	if took > wait+slack+still {
+	// So is the server's: a client may wait out a call the server is
+	// late to answer (its container starved: round trips of 1.2 s at a
+	// load of 16), which the pace's own round trips show.
+	slow := server.lateWithin(start, start.Add(took))
+	if took > wait+slack+still+slow {
 		// The server's pace may have changed meanwhile (its container
 		// starved): a round trip as it answers now counts too.
 		rtt = max(rtt, roundTrip(t, b, key))
 		slack = min(max(250*time.Millisecond, 4*rtt), time.Second)
 	}
-	if took > wait+slack+still {
-		t.Errorf("returned %v after a %v deadline (slack %v: 4 round trips of %v, between 250ms and 1s; this process still for %v)", took, wait, slack, rtt, still)
+	if took > wait+slack+still+slow {
+		t.Errorf("returned %v after a %v deadline (slack %v: 4 round trips of %v, between 250ms and 1s; this process still for %v, the server's round trips late by %v)", took, wait, slack, rtt, still, slow)
 	}
 }
 
 // timeoutIsIndeterminate: when the replies are lost the client must not
 // claim the acquire failed unless it can prove nothing took effect. It says
-// "indeterminate" (and for a single-write acquire the lock is then indeed
-// held), or "not acquired" when its transaction provably rolled back, in
+// "indeterminate" (the lock then held or free: a single write took it, an
+// acquire of several commands may have lost a reply before its deciding
+// one), or "not acquired" when its transaction provably rolled back, in
 // which case the lock must be free once the network heals.
 func (s *suite) timeoutIsIndeterminate(t T) {
 	if s.h.DropReplies == nil {
@@ -600,8 +635,17 @@ func (s *suite) timeoutIsIndeterminate(t T) {
 			release(t, lease)
 			return
 		}
-		if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
-			t.Fatalf("the indeterminate acquire took effect on the server, so the key must be held: err = %v", err)
+		// Either state is honest: the single command that takes the lock
+		// ran and the key is held, or an acquire of several commands (a
+		// reap before the insert, an INCR before the SET NX) lost the
+		// first one's reply and never sent the one that decides.
+		lease, err := tryAcquire(b, key)
+		switch {
+		case err == nil:
+			t.Logf("the indeterminate acquire had not taken the lock (its deciding command was never sent)")
+			release(t, lease)
+		case !errors.Is(err, impls.ErrNotAcquired):
+			t.Fatalf("try after an indeterminate acquire: err = %v, want granted or ErrNotAcquired", err)
 		}
 	default:
 		t.Fatalf("acquire with replies dropped: err = %v, want ErrIndeterminate (or a provable ErrNotAcquired or ErrUnavailable)", err)
@@ -617,6 +661,8 @@ func (s *suite) crashedHolderFreedAfterTTL(t T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stalls := stall.NewWatch(ctx)
+	server := s.watchPace(t, key+"-pace")
+	defer server.stop()
 	start := time.Now()
 	lease := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
 	granted := time.Since(start)
@@ -629,11 +675,14 @@ func (s *suite) crashedHolderFreedAfterTTL(t T) {
 	// Never before the TTL (that would free a live holder), and not much
 	// after it: a second for the waiter's polling, plus a few times the
 	// acquire's own round trip, which a loaded machine stretches, and
-	// however long this process stood still.
-	still := stalls.Within(start, start.Add(took))
-	late := ttl + time.Second + 4*granted + still
+	// however long this process or the server stood still (Redlock's
+	// waiter in containers at a load of 16: 0.33 s past a bound that
+	// counted this process alone).
+	still, slow := stalls.Within(start, start.Add(took)), server.lateWithin(start, start.Add(took))
+	late := ttl + time.Second + 4*granted + still + slow
 	if took < ttl-100*time.Millisecond || took > late {
-		t.Errorf("lock of a crashed holder freed after %v, want between %v and %v (acquire took %v, %v standing still)", took, ttl-100*time.Millisecond, late, granted, still)
+		t.Errorf("lock of a crashed holder freed after %v, want between %v and %v (acquire took %v, this process still for %v, the server's round trips late by %v)",
+			took, ttl-100*time.Millisecond, late, granted, still, slow)
 	}
 	release(t, lease2)
 }
@@ -756,9 +805,25 @@ func (s *suite) crashedHolderFreedAfterSession(t T) {
 	defer server.stop()
 	start := time.Now()
 	a.Close() // crash: the connection drops, the session is not closed
-	ctx, cancel := context.WithTimeout(context.Background(), after+10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*after+10*time.Second)
 	defer cancel()
-	lease, err := b.Acquire(ctx, key, impls.AcquireOptions{})
+	// A waiter whose own connection closed under a loaded machine (an
+	// indeterminate acquire: its queue node may stand) is replaced, as the
+	// lab replaces its clients; what it may have left stands one session
+	// more, which the bound allows.
+	var lease impls.Lease
+	var err error
+	replaced := 0
+	for {
+		lease, err = b.Acquire(ctx, key, impls.AcquireOptions{})
+		if !errors.Is(err, impls.ErrIndeterminate) || replaced == 2 || ctx.Err() != nil {
+			break
+		}
+		t.Logf("the waiter's acquire was indeterminate (%v): a new waiter", err)
+		b.Close()
+		replaced++
+		b = s.locker(t, 2+replaced)
+	}
 	if err != nil {
 		t.Fatalf("lock of a crashed holder never freed: %v", err)
 	}
@@ -767,8 +832,8 @@ func (s *suite) crashedHolderFreedAfterSession(t T) {
 	// starved server expires a session late (an etcd under load freed
 	// a 2 s lease after 7.7 s).
 	still, slow := stalls.Within(start, start.Add(took)), server.lateWithin(start, start.Add(took))
-	if took < after/2 || took > after+3*time.Second+still+slow {
-		t.Errorf("lock of a crashed holder freed after %v, want about the session timeout %v (this process still for %v, the server's round trips late by %v)", took, after, still, slow)
+	if bound := after + time.Duration(replaced)*after + 3*time.Second + still + slow; took < after/2 || took > bound {
+		t.Errorf("lock of a crashed holder freed after %v, want about the session timeout %v (%d waiters replaced; this process still for %v, the server's round trips late by %v)", took, after, replaced, still, slow)
 	}
 	release(t, lease)
 }
@@ -793,7 +858,7 @@ type paceSample struct {
 
 func (s *suite) watchPace(t T, key string) *pace {
 	holder, prober := s.locker(t, 11), s.locker(t, 12)
-	held := acquire(t, holder, key, impls.AcquireOptions{})
+	held := paceHold(t, holder, key)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pace{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -801,7 +866,7 @@ func (s *suite) watchPace(t T, key string) *pace {
 		defer func() { _ = held.Release(context.Background()) }()
 		for ctx.Err() == nil {
 			start := time.Now()
-			if l, err := tryAcquire(prober, key); err == nil {
+			if l, err := tryAcquire(prober, held.Key()); err == nil {
 				_ = l.Release(context.Background()) // the holder's lease ran out: still a round trip
 			}
 			rtt := time.Since(start)
@@ -818,6 +883,26 @@ func (s *suite) watchPace(t T, key string) *pace {
 		}
 	}()
 	return p
+}
+
+// paceHold takes the key the pace's prober is refused on. The pace is the
+// test's own yardstick, not what it checks: an answer lost on a starved
+// server ("zk: connection closed" at a load of 17) is tried again on a new
+// key, three times at most.
+func paceHold(t T, holder impls.Locker, key string) impls.Lease {
+	t.Helper()
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lease, err := holder.Acquire(ctx, fmt.Sprintf("%s-%d", key, try), impls.AcquireOptions{})
+		cancel()
+		if err == nil {
+			return lease
+		}
+		if try == 3 || !errors.Is(err, impls.ErrIndeterminate) && !errors.Is(err, impls.ErrUnavailable) {
+			t.Fatalf("acquire %s (the pace's key): %v", key, err)
+		}
+		t.Logf("acquire %s (the pace's key), try %d: %v: again", key, try, err)
+	}
 }
 
 // lateWithin sums how far the round trips that overlap [from, to] ran past
@@ -1132,11 +1217,35 @@ func (s *suite) extendKeepsTheLock(t T) {
 	}
 	time.Sleep(ttl + ttl/2) // past the original TTL
 	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
-		t.Fatalf("extended lock was free after its first TTL: err = %v", err)
+		if !errors.Is(err, impls.ErrIndeterminate) {
+			t.Fatalf("extended lock was free after its first TTL: err = %v", err)
+		}
+		stillHeld(t, lease, err, 6*ttl)
 	}
 	release(t, lease)
 	if err := lease.Extend(ctx, time.Second); !errors.Is(err, impls.ErrNotHeld) {
 		t.Fatalf("extend after release: err = %v, want ErrNotHeld", err)
+	}
+}
+
+// stillHeld asks whether lease still holds after a try whose answers were
+// lost (tried, an indeterminate error): the holder's extend succeeds only
+// while it holds the lock, whatever the lost try did. Another try would
+// not do: where the lost one took a node, it would be refused there too.
+// An extend whose own answers are lost is asked again, three times at most.
+func stillHeld(t T, lease impls.Lease, tried error, ttl time.Duration) {
+	t.Helper()
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := lease.Extend(ctx, ttl)
+		cancel()
+		switch {
+		case err == nil:
+			t.Logf("a try on the held lock was indeterminate (%v); its holder's extend says it still holds", tried)
+			return
+		case !errors.Is(err, impls.ErrIndeterminate) || try == 3:
+			t.Fatalf("extended lock was free after its first TTL: a try was indeterminate (%v), then the holder's extend: %v", tried, err)
+		}
 	}
 }
 
@@ -1149,23 +1258,67 @@ func (s *suite) extendUnsupported(t T) {
 	}
 }
 
-// fencingTokensIncrease: each successive holder's token is larger.
+// waiterAsks is long enough for a waiter's first request to reach the
+// server on a loaded machine, and short beside the test's 10 s waits.
+const waiterAsks = 300 * time.Millisecond
+
+// fencingTokensIncrease: tokens grow in the order of grants, also for a
+// waiter that asked before a grant it then waited across: a token drawn
+// when the request arrives, not when the lock is granted, goes backwards
+// there, though every grant alone looks right.
 func (s *suite) fencingTokensIncrease(t T) {
 	key := s.key(t)
-	ls := []impls.Locker{s.locker(t, 1), s.locker(t, 2), s.locker(t, 3)}
+	a, b := s.locker(t, 1), s.locker(t, 2)
 	var last uint64
-	for i := 0; i < 9; i++ {
-		lease := acquire(t, ls[i%3], key, impls.AcquireOptions{})
+	grants := 0
+	granted := func(who string, lease impls.Lease) {
+		t.Helper()
 		tok, ok := lease.Token()
 		if !ok {
 			t.Fatal("approach declares fencing but the lease has no token")
 		}
-		if i > 0 && tok <= last {
-			t.Fatalf("holder %d got token %d after token %d", i, tok, last)
+		if grants > 0 && tok <= last {
+			t.Fatalf("grant %d (%s) got token %d after token %d", grants+1, who, tok, last)
 		}
 		last = tok
-		release(t, lease)
+		grants++
 	}
+	type answer struct {
+		lease impls.Lease
+		err   error
+	}
+	acrossGrants := 0
+	for range 3 {
+		held := acquire(t, a, key, impls.AcquireOptions{})
+		granted("a", held)
+		waited := make(chan answer, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			l, err := b.Acquire(ctx, key, impls.AcquireOptions{})
+			waited <- answer{l, err}
+		}()
+		// b asks while a holds; then a lets go and asks again at once: a
+		// lock that does not queue its waiters grants a ahead of b.
+		time.Sleep(waiterAsks)
+		release(t, held)
+		again, err := tryAcquire(a, key)
+		switch {
+		case err == nil:
+			granted("a again, b waiting", again)
+			acrossGrants++
+			release(t, again)
+		case !errors.Is(err, impls.ErrNotAcquired):
+			t.Fatalf("a's try after its release: %v", err)
+		}
+		w := <-waited
+		if w.err != nil {
+			t.Fatalf("b's wait: %v", w.err)
+		}
+		granted("b, the waiter", w.lease)
+		release(t, w.lease)
+	}
+	t.Logf("%d grants, %d of them while b waited", grants, acrossGrants)
 }
 
 // restartAll brings every node back, failing the test if one does not come.

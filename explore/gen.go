@@ -48,9 +48,10 @@ const (
 	grain = 10 * time.Millisecond
 	// maxFor bounds a fault's length, in multiples of the time scale.
 	maxFor = 3
-	// A run lasts 2.5 to 4 times the scale, within these bounds: long
-	// enough for a lease to run out and be granted again after a fault,
-	// short enough for a search to run many.
+	// A run lasts 2.5 to 4 times the scale, within these bounds (and
+	// longer where its faults end late: recovery): long enough for a lease
+	// to run out and be granted again after a fault, short enough for a
+	// search to run many.
 	minDuration, maxDuration = 3 * time.Second, 8 * time.Second
 )
 
@@ -117,7 +118,27 @@ func Generate(p Profile, seed uint64, i int) Schedule {
 			}
 		}
 	}
+	recovery(p, &s)
 	return s
+}
+
+// recovery lengthens s so that it runs on past its last fault by the time
+// the approach takes to free a lock whose holder is gone (its TTL, else
+// its session), plus one and a half time scales (starved's margin and
+// window): a lock that should have come free is seen not to, as Jepsen's
+// final phase after the heal does.
+func recovery(p Profile, s *Schedule) {
+	freed := p.Session
+	if p.TTL && s.Workload.TTL > 0 {
+		freed = s.Workload.TTL
+	}
+	var end time.Duration
+	for _, f := range s.Faults {
+		end = max(end, f.End())
+	}
+	if end > 0 {
+		s.Duration = max(s.Duration, round(end+freed+p.Scale(s.Workload)*3/2))
+	}
 }
 
 // pickCount draws how many faults a schedule has: fewer more often.
@@ -253,6 +274,8 @@ func Mutate(p Profile, parent Schedule, seed uint64, j int) Schedule {
 	rng := rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, uint64(j)))
 	s := parent.Clone()
 	s.Seed = rng.Uint64() >> 1
+	// The parent's recovery is laid again after the faults move.
+	s.Duration = min(s.Duration, maxDuration)
 	T := p.Scale(s.Workload)
 	for range 1 + rng.IntN(2) {
 		mutateOnce(p, &s, T, rng)
@@ -273,6 +296,7 @@ func Mutate(p Profile, parent Schedule, seed uint64, j int) Schedule {
 			s.Faults = append(s.Faults, f)
 		}
 	}
+	recovery(p, &s)
 	return s
 }
 

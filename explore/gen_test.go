@@ -190,8 +190,20 @@ func checkBounds(t *testing.T, p Profile, s Schedule) {
 	if w.Clients < minClients || w.Clients > maxClients || w.Keys < 1 || w.Keys > 2 {
 		fail("clients %d, keys %d", w.Clients, w.Keys)
 	}
-	if s.Duration < minDuration || s.Duration > maxDuration {
+	var end time.Duration
+	for _, f := range s.Faults {
+		end = max(end, f.End())
+	}
+	freed := p.Session
+	if p.TTL && w.TTL > 0 {
+		freed = w.TTL
+	}
+	recovered := end + freed + p.Scale(w)*3/2
+	if s.Duration < minDuration || s.Duration > max(maxDuration, round(recovered)) {
 		fail("duration %v", s.Duration)
+	}
+	if end > 0 && s.Duration < round(recovered) {
+		fail("duration %v leaves no recovery after the last fault's end %v (freed after %v)", s.Duration, end, freed)
 	}
 	switch {
 	case w.HonourLease && w.Renew:

@@ -18,7 +18,7 @@ func (e *explorer) examine(srch *Search, s Schedule, n int, name string, res run
 		e.res.Stalled++
 		return nil
 	}
-	ss := sightings(res.Check, res.Events)
+	ss := sightingsOf(res, verdict.FreeingOf(srch.approach, s.Workload.TTL))
 	primary, also := primaries(ss)
 	kinds := faultKinds(res.Events)
 	if len(kinds) == 0 {

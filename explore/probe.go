@@ -13,15 +13,19 @@ import (
 )
 
 // shapes are the targets tried for every fault kind; the runner's check
-// keeps those a kind can act on (a client fault on a client, a network
-// fault on a node's proxy or one client's own links, a server fault on a
-// node).
+// keeps those a kind can act on (a client fault on a client: the holder,
+// a waiter or any; a network fault on a node's proxy or one client's own
+// links; a server fault on a node).
 func shapes(a impls.Approach, serverNodes int) []chaos.Selector {
 	out := []chaos.Selector{
 		{Client: chaos.ClientHolder, Key: "0"},
 		{Client: chaos.ClientRandom},
 		{Client: chaos.ClientHolder, Key: "0", Node: chaos.NodeAll},
 		{Client: chaos.ClientRandom, Node: chaos.NodeAll},
+		// A client while it waits for a key another holds: a lost reply
+		// or a pause there strikes an acquire that may take effect.
+		{Client: chaos.ClientWaiter, Key: "0"},
+		{Client: chaos.ClientWaiter, Key: "0", Node: chaos.NodeAll},
 	}
 	k, err := cluster.KindOf(a.Server)
 	leads := err == nil && k.Leads()

@@ -93,7 +93,7 @@ func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, prefix, doi
 				if r.Run.Case == "" {
 					break // never started: the budget or a Ctrl-C ended the batch
 				}
-				ts = append(ts, trial(r, names[i], c))
+				ts = append(ts, trial(r, names[i], c, verdict.FreeingOf(srch.approach, ss[i].Workload.TTL)))
 			}
 			e.res.ShrinkRuns += len(ts)
 			return ts, nil
@@ -101,13 +101,13 @@ func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, prefix, doi
 }
 
 // trial is what case name's result says of class c.
-func trial(res runner.CaseResult, name string, c verdict.Outcome) Trial {
+func trial(res runner.CaseResult, name string, c verdict.Outcome, f verdict.Freeing) Trial {
 	if res.Verdict.LabStalled {
 		// The lab stood still during what decides it: not a
 		// reproduction (nor anything else).
 		return Trial{Case: name}
 	}
-	for _, x := range sightings(res.Check, res.Events) {
+	for _, x := range sightingsOf(res, f) {
 		if x.Class == c {
 			return Trial{Shown: true, Case: name, Proof: x.Proof, Stated: x.Stated}
 		}

@@ -111,6 +111,9 @@ type Config struct {
 	// stretches a fault paused it on purpose (a client pause is that
 	// fault, not a stall of the lab).
 	Stall *stall.Probe
+	// ProcessClocks: a client that is a process of its own (an adapter)
+	// reads a wall clock that follows its slot's clock (impls.Env).
+	ProcessClocks bool
 }
 
 // New connects cfg's clients, of the kind cfg asks for, and returns once

@@ -65,7 +65,7 @@ func (g *goroutines) connect(ctx context.Context, slot, proc int) (workload.Clie
 	}
 	g.cfg.bind(proc, slot)
 	clk := g.clocks[slot]
-	l, err := g.cfg.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: proc, LogDir: g.cfg.Dir})
+	l, err := g.cfg.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: proc, LogDir: g.cfg.Dir, ProcessClock: g.cfg.ProcessClocks})
 	if err != nil {
 		return workload.Client{}, err
 	}

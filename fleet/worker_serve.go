@@ -79,10 +79,13 @@ func (w *workerSide) probeStalls(ctx context.Context, cancel context.CancelFunc,
 	probed := make(chan struct{})
 	go func() {
 		defer close(probed)
-		st.Stall.Run(ctx, mono.Nanos, func(s stall.Span) {
+		// The send waits on the pipe to locklab: never in the probe's loop.
+		report, drain := stall.Detached(func(s stall.Span) {
 			ev := history.StallEvent(who, s.Start, s.End)
 			w.send(fromWorker{Event: &ev})
 		})
+		defer drain()
+		st.Stall.Run(ctx, mono.Nanos, report)
 	}()
 	return func() { cancel(); <-probed }
 }

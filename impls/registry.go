@@ -107,6 +107,10 @@ type Env struct {
 	// LogDir is a directory where the client may write logs of its own
 	// (the run's results); "": nowhere.
 	LogDir string
+	// ProcessClock: a client that is a process of its own (an adapter)
+	// reads a wall clock that follows Clock, so a client-clock fault moves
+	// what its library reads too (libfaketime).
+	ProcessClock bool
 }
 
 // Weaknesses are the known flaws an approach has on purpose; the

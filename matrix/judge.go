@@ -100,6 +100,8 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 		return Judgement{Known: true, Why: "matrix: " + predicted[0], Because: because}
 	case len(forbidden) == 0 && leaseEnds(a) && (c == verdict.DoubleGrantOutlived || c.FollowsFromDoubleGrant() && !(c.FencedAway() && w.Fenced && a.Caps.Fencing)):
 		return Judgement{Known: true, Why: "a holder outlived its lease: the hazard of every lease (Kleppmann 2016; shared/FAULTS.md §0)"}
+	case len(forbidden) == 0 && c == verdict.Blocked && a.Weak.NoExpiry:
+		return Judgement{Known: true, Why: "the approach declares no expiry: a lock whose holder is gone stays held ([RD], liveness property A)"}
 	}
 	why := fmt.Sprintf("no rule of matrix/expectations.yaml predicts %s for %s under %s", c, a.Name, strings.Join(kinds, " + "))
 	switch {

@@ -59,6 +59,8 @@ func TestKnownOrNew(t *testing.T) {
 		{"the fenced pause still outlives", get("etcd-lease"), []string{"client-pause"}, fenced, verdict.DoubleGrantOutlived, true, "client-pause-fenced"},
 		{"an approach from a file, by its capabilities", stranger, []string{"server-clock"}, mutex, verdict.DoubleGrantBothValid, true, "server-clock-jump, rule cap:ttl"},
 		{"an approach from a file, nothing predicts", stranger, []string{"slow-replies"}, mutex, verdict.DoubleGrantBothValid, false, "slow-replies, rule *"},
+		{"a lock nothing expires stays stuck once its holder is gone", get("redis-setnx"), []string{"drop-replies"}, mutex, verdict.Blocked, true, "declares no expiry"},
+		{"a TTL lock stuck under lost replies is new", get("redis-setnx-px-lua"), []string{"drop-replies"}, mutex, verdict.Blocked, false, "no rule"},
 		{"a phantom release is never predicted", get("redis-setnx-px-lua"), []string{"client-pause"}, mutex, verdict.PhantomRelease, false, "no rule"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -132,7 +132,7 @@ type Run struct {
 
 // Stall is one stall of the lab during a case, as results.json lists it.
 type Stall struct {
-	Who string  `json:"who"`  // "locklab", "worker N", "containers"
+	Who string  `json:"who"`  // "locklab", "worker N", "containers", "server NODE"
 	At  float64 `json:"at_s"` // seconds into the case
 	For float64 `json:"for_s"`
 }

@@ -235,7 +235,7 @@ func (r *caseRun) startFleet(ctx context.Context) error {
 	}
 	clients, err := fleet.New(ctx, fleet.Config{Approach: c.Approach, Workload: r.spec, Processes: c.Processes,
 		Endpoints: r.endpoints, Bind: r.hold.bind, Recorder: r.rec, Mono: env.mono, Progress: r.prog,
-		WorkerArgv: env.workerArgv, Dir: env.dir, Stall: env.stall})
+		WorkerArgv: env.workerArgv, Dir: env.dir, Stall: env.stall, ProcessClocks: c.movesClientClocks()})
 	if err != nil {
 		return infraErr(err)
 	}
@@ -383,7 +383,8 @@ func (r *caseRun) check(ctx context.Context) error {
 
 // judge is step 7: expected versus observed. "Blocked": after the last
 // fault took effect, clients kept asking and nobody was granted the lock
-// again.
+// again; or a key stayed stuck well past when it should have come free
+// (verdict.Starvation, explore's judgement too).
 func (r *caseRun) judge(ctx context.Context) {
 	st, run := r.stats, &r.out.run
 	// A grant counts once it is in the history: a worker killed before it
@@ -391,6 +392,9 @@ func (r *caseRun) judge(ctx context.Context) {
 	// read "no client was ever granted the lock" so, under load).
 	live := verdict.Liveness{Unavailable: st.Unavailable, NothingGranted: st.Acquired == 0 && !r.rec.granted()}
 	if r.nem.last != 0 && (r.rec.blockedSince(r.nem.last) || !r.rec.grantedSince(r.nem.last) && st.Errors > 0) {
+		live.Blocked = true
+	}
+	if r.rec.starved(verdict.FreeingOf(r.c.Approach, r.spec.TTL)) {
 		live.Blocked = true
 	}
 	obs := verdict.Observe(r.verdict, r.rec.check != nil, live)

@@ -29,18 +29,26 @@ type nemesisRecorder struct {
 	evs    []history.Event
 	first  int64 // when the first injection took effect; 0: none did
 	last   int64 // when the last one did
-	// began are the injections in force (by id): when each took effect
-	// and how long it was planned to last (0: until healed at the end).
+	// began are the injections in force (by id): when each took effect,
+	// how long it was planned to last (0: until healed at the end) and
+	// the step they came from.
 	began map[int64]plannedSpan
-	// full: an injection ran its planned length (or was instantaneous,
-	// or planned until the end): the case asked its question.
-	full bool
+	// steps are the fault steps that were due (a fault on a target; the
+	// repeats of an `every` step are one step), each true once one of its
+	// injections ran its planned length (or was instantaneous, or planned
+	// until the end). The case asked its question when every step due
+	// did: a partition that set the stage and a restart that failed never
+	// asked it.
+	steps map[string]bool
 }
 
 type plannedSpan struct {
-	at  int64
-	dur time.Duration
+	at   int64
+	dur  time.Duration
+	step string
 }
+
+func stepOf(v history.NemesisValue) string { return v.Fault + " " + v.Selector }
 
 // fullLength is how much of its planned length an injection must have
 // run to count as made: the end of the run cuts the last one short.
@@ -54,32 +62,49 @@ func (n *nemesisRecorder) Nemesis(typ history.Type, v history.NemesisValue) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.evs = append(n.evs, ev)
+	if v.Op == history.NemesisStart {
+		if n.steps == nil {
+			n.steps, n.began = map[string]bool{}, map[int64]plannedSpan{}
+		}
+		if _, ok := n.steps[stepOf(v)]; !ok {
+			n.steps[stepOf(v)] = false
+		}
+	}
 	if v.Op == history.NemesisStart && typ == history.OK {
 		if n.first == 0 {
 			n.first = ev.T
 		}
 		n.last = ev.T
 		planned, _ := time.ParseDuration(v.For)
-		if n.began == nil {
-			n.began = map[int64]plannedSpan{}
-		}
-		n.began[v.ID] = plannedSpan{at: ev.T, dur: planned}
+		n.began[v.ID] = plannedSpan{at: ev.T, dur: planned, step: stepOf(v)}
 	}
 	if v.Op == history.NemesisStop && typ != history.Invoke {
 		if b, ok := n.began[v.ID]; ok {
 			delete(n.began, v.ID)
 			ran := time.Duration(ev.T - b.at)
-			n.full = n.full || v.Instant || b.dur == 0 || float64(ran) >= fullLength*float64(b.dur)
+			if v.Instant || b.dur == 0 || float64(ran) >= fullLength*float64(b.dur) {
+				n.steps[b.step] = true
+			}
 		}
 	}
 }
 
-// asked reports whether an injection took effect for its planned length
-// (one still in force counts: it is healed at the end, or answered).
+// asked reports whether every fault step that was due took effect for
+// its planned length in one of its injections (one still in force
+// counts: it is healed at the end, or answered).
 func (n *nemesisRecorder) asked() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.full || len(n.began) > 0
+	inForce := map[string]bool{}
+	for _, b := range n.began {
+		inForce[b.step] = true
+	}
+	for step, full := range n.steps {
+		if !full && !inForce[step] {
+			return false
+		}
+	}
+	return len(n.steps) > 0
 }
 
 // started reports whether a fault has taken effect.

@@ -342,7 +342,7 @@ func TestServerFaultsAServerCannotTakeAreRefusedBeforeTheRun(t *testing.T) {
 		{"pg-advisory", "docker", clockJump(), "PostgreSQL is not run under libfaketime"},
 		{"redis-setnx-px-lua", "external", clockJump(), "external"},
 		{"redis-sentinel-lua", "local", failover(), ""},
-		{"redis-setnx-px-lua", "local", failover(), "not a Redis of the Sentinel topology"},
+		{"redis-setnx-px-lua", "local", failover(), "cannot be failed over (only redis-sentinel, run by locklab)"},
 		{"mysql-insert-delete", "docker", dbFailover(), "not a node of a replicated MariaDB topology"},
 		{"redis-sentinel-lua", "local", dbFailover(), "not a node of a replicated MariaDB topology"},
 	} {

@@ -46,11 +46,17 @@ func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
 			for try := 1; ; try++ {
 				var out *Outcome
 				out, evs = runFaultCase(t, c)
+				if v := out.Verdicts[0]; v.Status == verdict.Undecided && try < 3 {
+					// A server that stood still (zk-2 for 3.4 s beside the
+					// containers' tests) leaves the case undecided, by design.
+					t.Logf("try %d was undecided (%s): again", try, v.Text)
+					continue
+				}
 				if v := out.Verdicts[0]; v.Status != verdict.Agrees {
 					t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 				}
 				win, hung = hangWindow(t, evs)
-				if heldAt(evs, hung, win.Start) || try == 3 {
+				if heldThrough(evs, hung, win) || try == 3 {
 					break
 				}
 				t.Logf("try %d: process %d had begun its release when the hang struck; again", try, hung)
@@ -85,6 +91,22 @@ func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heldThrough reports whether proc held a lock when the hang began and
+// asked for no release before it ended: a hung client's steps stand
+// still, so a release inside the window had begun before the hang landed
+// (under load the lab's view of the holder lags its worker's).
+func heldThrough(evs []history.Event, proc int, win history.Window) bool {
+	if !heldAt(evs, proc, win.Start) {
+		return false
+	}
+	for _, ev := range evs {
+		if ev.Proc == proc && ev.F == history.Release && ev.Type == history.Invoke && ev.T > win.Start && ev.T < win.End {
+			return false
+		}
+	}
+	return true
 }
 
 // heldAt reports whether proc held a lock at t: granted, and no release

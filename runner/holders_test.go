@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -185,6 +186,152 @@ func TestHoldersWaiterOf(t *testing.T) {
 			}
 			if err != nil || slot != tt.want {
 				t.Fatalf("waiterOf = %d, %v; want slot %d", slot, err, tt.want)
+			}
+		})
+	}
+}
+
+// recordedSlot stands in for a worker whose crash the fleet records: Kill
+// records the crash in h, as the fleet does once the process is gone.
+type recordedSlot struct {
+	h      *holders
+	proc   int
+	mu     sync.Mutex
+	calls  []string
+	onHang func()
+}
+
+func (s *recordedSlot) note(c string) {
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	s.mu.Unlock()
+}
+func (s *recordedSlot) Pause() error  { s.note("pause"); return nil }
+func (s *recordedSlot) Resume() error { s.note("resume"); return nil }
+func (s *recordedSlot) Unhang() error { s.note("unhang"); return nil }
+func (s *recordedSlot) Hang() error {
+	s.note("hang")
+	if s.onHang != nil {
+		go s.onHang()
+	}
+	return nil
+}
+func (s *recordedSlot) Kill() error {
+	s.note("kill")
+	s.h.see(history.Event{Proc: s.proc, Type: history.Info, F: history.Crash})
+	return nil
+}
+func (s *recordedSlot) called() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.calls, " ")
+}
+
+// A holder crash hangs the holder before it kills it, and kills it only
+// once the history shows it holding: one whose release was on its way is
+// killed at its next grant, so the crash always takes a held lock with it.
+func TestHolderCrashWaitsForAHungHolderToHold(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		later   []history.Event // what arrives after the hang
+		want    string          // process 1's calls
+		crashed bool            // process 1 crashed holding k
+	}{
+		{"holding", nil, "hang kill", true},
+		{"let go, granted again", []history.Event{
+			ev(1, history.Invoke, history.Release, "k"), ev(2, history.OK, history.Acquire, "k"),
+			ev(2, history.Invoke, history.Release, "k"), ev(1, history.OK, history.Acquire, "k")}, "hang kill", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHolders()
+			h.bind(1, 0)
+			a := &recordedSlot{h: h, proc: 1}
+			a.onHang = func() {
+				for _, e := range tt.later {
+					h.see(e)
+				}
+			}
+			r := &resolver{holders: h, slots: []fleet.Slot{{Index: 0, Process: a}}}
+			h.see(ev(1, history.OK, history.Acquire, "k"))
+			p := &holderProcess{r: r, key: "k"}
+			if err := p.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if got := a.called(); got != tt.want {
+				t.Errorf("process 1: %q, want %q", got, tt.want)
+			}
+			if held, _ := h.heldAtCrash(1, "k", time.Second); held != tt.crashed {
+				t.Errorf("crashed holding k: %v, want %v", held, tt.crashed)
+			}
+		})
+	}
+}
+
+// A hung holder that is not granted the key again in time is let go on,
+// and the crash goes to the key's next holder.
+func TestHolderCrashMovesOnFromAHolderNotGrantedAgain(t *testing.T) {
+	h := newHolders()
+	h.bind(1, 0)
+	h.bind(2, 1)
+	a, b := &recordedSlot{h: h, proc: 1}, &recordedSlot{h: h, proc: 2}
+	a.onHang = func() {
+		h.see(ev(1, history.Invoke, history.Release, "k"))
+		h.see(ev(2, history.OK, history.Acquire, "k"))
+	}
+	r := &resolver{holders: h, slots: []fleet.Slot{{Index: 0, Process: a}, {Index: 1, Process: b}}}
+	h.see(ev(1, history.OK, history.Acquire, "k"))
+	p := &holderProcess{r: r, key: "k"}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.called(); got != "hang unhang" {
+		t.Errorf("process 1: %q, want hang unhang", got)
+	}
+	if got := b.called(); got != "hang kill" {
+		t.Errorf("process 2: %q, want hang kill", got)
+	}
+	if held, _ := h.heldAtCrash(2, "k", time.Second); !held {
+		t.Error("process 2 did not crash holding k")
+	}
+}
+
+// Workers' events arrive out of time order: the holder of a key is the
+// one of the latest grant by event time, whatever order they came in.
+func TestHoldersTakeEventsInTimeOrder(t *testing.T) {
+	at := func(proc int, typ history.Type, f string, ms int64) history.Event {
+		e := ev(proc, typ, f, "k")
+		e.T = ms * 1e6
+		return e
+	}
+	for _, tt := range []struct {
+		name   string
+		events []history.Event // in arrival order
+		holder int             // -1: nobody
+	}{
+		// Seen in a loaded matrix: process 1's grant at 1.658 s came
+		// before process 0's grant at 1.645 s and its release at 1.655 s.
+		{"an older grant and its release arrive after a newer grant", []history.Event{
+			at(1, history.OK, history.Acquire, 1658), at(0, history.OK, history.Acquire, 1645),
+			at(0, history.Invoke, history.Release, 1655)}, 1},
+		{"in order", []history.Event{
+			at(0, history.OK, history.Acquire, 1645), at(0, history.Invoke, history.Release, 1655),
+			at(1, history.OK, history.Acquire, 1658)}, 1},
+		{"a grant older than the last release arrives after it", []history.Event{
+			at(1, history.OK, history.Acquire, 1658), at(1, history.Invoke, history.Release, 1670),
+			at(0, history.OK, history.Acquire, 1645)}, -1},
+		{"a newer grant after a release", []history.Event{
+			at(1, history.OK, history.Acquire, 1658), at(1, history.Invoke, history.Release, 1670),
+			at(0, history.OK, history.Acquire, 1675)}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHolders()
+			for _, e := range tt.events {
+				h.see(e)
+			}
+			for _, p := range []int{0, 1} {
+				if got := h.holds(p, "k"); got != (p == tt.holder) {
+					t.Errorf("process %d holds: %v, want holder %d", p, got, tt.holder)
+				}
 			}
 		})
 	}

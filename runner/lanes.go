@@ -334,7 +334,7 @@ func namesNode(c Case) bool {
 // a mode (first, one, majority, leader, ...).
 func namedNode(node string) bool {
 	switch node {
-	case "", chaos.NodeFirst, chaos.NodeOne, chaos.NodeMinority, chaos.NodeMajority, chaos.NodeAll, chaos.NodeLeader, chaos.NodeFollower:
+	case "", chaos.NodeFirst, chaos.NodeOne, chaos.NodeMinority, chaos.NodeMajority, chaos.NodeAll, chaos.NodeLeader, chaos.NodeFollower, chaos.NodeFollowers:
 		return false
 	}
 	return true

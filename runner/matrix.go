@@ -196,10 +196,13 @@ func MatrixResults(cells []matrix.Cell, runs []report.Run, opt MatrixOptions) *r
 				for _, d := range r.Deciding {
 					mc.Explanations = append(mc.Explanations, r.Case+": decided by "+d)
 				}
+			case verdict.Undecided:
+				// Why each undecided run could not decide: a lab stall, a
+				// fault that never took effect, no grant after it.
+				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
 			}
 			if r.LabStalled {
 				mc.LabStalled++
-				mc.Explanations = append(mc.Explanations, r.Case+": "+r.Explanation)
 			}
 			mc.RunCases = append(mc.RunCases, r.Case)
 			page := timelinePage(r.Case)

@@ -137,9 +137,9 @@ func TestMatrixResultsMinCatchRate(t *testing.T) {
 	}
 }
 
-// A cell whose runs the lab stalled in is undecided, and says why: never
-// caught nor missed, never clean.
-func TestMatrixResultsLabStalled(t *testing.T) {
+// A cell whose runs could not decide is undecided, and says why in each
+// run's words: never caught nor missed, never clean.
+func TestMatrixResultsUndecidedSaysWhy(t *testing.T) {
 	reg := all.Registry()
 	m, err := matrix.Load(matrix.Shipped, reg)
 	if err != nil {
@@ -147,18 +147,35 @@ func TestMatrixResultsLabStalled(t *testing.T) {
 	}
 	a, _ := reg.Get("redis-setnx-px-lua")
 	cells := []matrix.Cell{m.Cell(a, "client-pause")}
-	stalled := "inconclusive: the lab stalled (locklab for 1.50 s at 2.00 s) during the events that decide it; expected double-grant:outlived + lost-update, observed double-grant:outlived"
-	runs := []report.Run{{Case: CellCaseName("client-pause", a.Name, 1), Status: verdict.Undecided, LabStalled: true, Explanation: stalled}}
-	mat := MatrixResults(cells, runs, MatrixOptions{Runs: 1})
-	c, _ := mat.Cell(a.Name, "client-pause")
-	if c.Status != verdict.Undecided || c.LabStalled != 1 || c.Caught != 0 || len(c.Explanations) != 1 {
-		t.Fatalf("cell %+v: want undecided, one run the lab stalled in, explained", c)
-	}
-	if _, undecided := MatrixExit(mat); len(undecided) != 1 {
-		t.Errorf("undecided cells %v, want this one", undecided)
-	}
-	if md := string(report.MatrixMarkdown(mat)); !strings.Contains(md, "1 run(s) inconclusive: the lab stalled") {
-		t.Errorf("the matrix does not say the lab stalled:\n%s", md)
+	for _, tc := range []struct {
+		name       string
+		run        report.Run
+		labStalled int
+		mark       string // in matrix.md's table
+	}{
+		{"lab stalled", report.Run{LabStalled: true,
+			Explanation: "inconclusive: the lab stalled (locklab for 1.50 s at 2.00 s) during the events that decide it; expected double-grant:outlived + lost-update, observed double-grant:outlived"},
+			1, "1 run(s) inconclusive: the lab stalled"},
+		{"fault not taken", report.Run{
+			Explanation: "inconclusive: the fault never took effect (0: each of 3 holders let go before its pause landed); expected double-grant:outlived + lost-update, never observed double-grant:outlived"},
+			0, "UNDECIDED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := tc.run
+			run.Case, run.Status = CellCaseName("client-pause", a.Name, 1), verdict.Undecided
+			mat := MatrixResults(cells, []report.Run{run}, MatrixOptions{Runs: 1})
+			c, _ := mat.Cell(a.Name, "client-pause")
+			if c.Status != verdict.Undecided || c.LabStalled != tc.labStalled || c.Caught != 0 {
+				t.Fatalf("cell %+v: want undecided, %d run(s) the lab stalled in", c, tc.labStalled)
+			}
+			if _, undecided := MatrixExit(mat); len(undecided) != 1 {
+				t.Errorf("undecided cells %v, want this one", undecided)
+			}
+			md := string(report.MatrixMarkdown(mat))
+			if !strings.Contains(md, tc.mark) || !strings.Contains(md, "  - "+run.Case+": "+run.Explanation) {
+				t.Errorf("matrix.md does not say %q nor give the run's explanation:\n%s", tc.mark, md)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/locklab/locklab/history"
@@ -11,9 +12,10 @@ type fakeClock struct{ t int64 }
 
 func (c *fakeClock) Nanos() int64 { return c.t }
 
-// A case asked its question when an injection ran its planned length, was
-// instantaneous, or was planned until the end; not when every one failed
-// or was cut short by the end of the case.
+// A case asked its question when each of its fault steps had an injection
+// that ran its planned length, was instantaneous, or was planned until the
+// end; not when every injection of a step failed or was cut short by the
+// end of the case.
 func TestNemesisAsked(t *testing.T) {
 	const s = int64(1e9)
 	type ev struct {
@@ -31,6 +33,14 @@ func TestNemesisAsked(t *testing.T) {
 	failed := func(id, at int64) []ev {
 		v := history.NemesisValue{ID: id, Op: history.NemesisStart, Fault: "client-pause", For: "3s", Error: "nobody held k0 within 2s"}
 		return []ev{{at, history.Invoke, v}, {at, history.Fail, v}}
+	}
+	// other moves events to a second step: a restart beside the pauses.
+	other := func(evs []ev) []ev {
+		out := slices.Clone(evs)
+		for i := range out {
+			out[i].v.Fault, out[i].v.Selector = "server-restart", "{node: redis-2}"
+		}
+		return out
 	}
 	cat := func(parts ...any) []ev {
 		var out []ev
@@ -54,6 +64,9 @@ func TestNemesisAsked(t *testing.T) {
 		{"failed", failed(1, 3*s), false},
 		{"failed, then cut short", cat(failed(1, 3*s), start(2, 5*s, "3s"), stop(2, 6*s, false)), false},
 		{"failed, then ran", cat(failed(1, 3*s), start(2, 3*s, "1s"), stop(2, 4*s, false)), true},
+		{"one step ran, another failed", cat(start(1, 0, ""), other(failed(2, 3*s)), stop(1, 9*s, false)), false},
+		{"two steps ran", cat(start(1, 0, ""), other(start(2, 3*s, "")), stop(1, 9*s, false), other([]ev{stop(2, 3*s, true)})), true},
+		{"one step in force, another failed", cat(start(1, 0, ""), other(failed(2, 3*s))), false},
 		{"instantaneous", cat(start(1, 1*s, ""), stop(1, 1*s, true)), true},
 		{"until the end", cat(start(1, 1*s, ""), stop(1, 2*s, false)), true},
 		{"nothing", nil, false},

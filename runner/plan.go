@@ -114,6 +114,17 @@ func (c Case) ServerOptions() ServerOptions {
 	return o
 }
 
+// movesClientClocks says whether a fault of c moves a client's clock: an
+// adapter's process then reads a clock that follows it.
+func (c Case) movesClientClocks() bool {
+	for _, st := range c.Faults {
+		if chaos.NeedsOf(st.Fault).ClientClock {
+			return true
+		}
+	}
+	return false
+}
+
 // Case is one approach under one setting for one duration.
 type Case struct {
 	Name     string // unique within the plan, safe in file names

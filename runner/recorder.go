@@ -40,6 +40,8 @@ type checkingRecorder struct {
 	stalls []verdict.Stall
 	// times places the checked events in time, for the verdict.
 	times eventTimes
+	// starve follows whether a key stayed stuck ("blocked").
+	starve verdict.Starvation
 }
 
 const maxLatencyPoints = 200_000
@@ -68,6 +70,7 @@ func (r *checkingRecorder) Record(ev history.Event) history.Event {
 		r.first = ev.T
 	}
 	r.last = max(r.last, ev.T)
+	r.starve.Add(ev)
 	if r.keep {
 		r.events = append(r.events, ev)
 	}
@@ -131,6 +134,15 @@ func (r *checkingRecorder) blockedSince(t int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastGrant < t && r.lastRefused >= t
+}
+
+// starved says whether a key stayed stuck well past when f frees it
+// (verdict.Starvation).
+func (r *checkingRecorder) starved(f verdict.Freeing) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.starve.Starved(f)
+	return ok
 }
 
 // granted says whether any acquire succeeded (event times are positive).

@@ -25,9 +25,17 @@ func serverCase(t *testing.T, approach, persistence string, spec workload.Spec, 
 	return c
 }
 
+// agrees runs c until it is decided (three tries at most: an undecided run
+// says the fault never met what it was aimed at, as a restart over only
+// after the hold it struck had ended, 2.3 s for an embedded Redis at a
+// load of 19) and fails unless it came out as expected.
 func agrees(t *testing.T, c Case) *Outcome {
 	t.Helper()
 	out, _ := runFaultCase(t, c)
+	for try := 2; try <= 3 && out.Verdicts[0].Status == verdict.Undecided; try++ {
+		t.Logf("try %d was undecided (%s): again", try-1, out.Verdicts[0].Text)
+		out, _ = runFaultCase(t, c)
+	}
 	if v := out.Verdicts[0]; v.Status != verdict.Agrees {
 		r := out.Results.Runs[0]
 		t.Fatalf("%s: %s: %s\nacquired %d, not acquired %d, indeterminate %d, errors %d (first: %s), replaced %d; faults %+v",
@@ -86,8 +94,12 @@ func TestRedlockRestartWhileHeld(t *testing.T) {
 		{"delayed-restart", "none", 1500 * time.Millisecond, 500 * time.Millisecond, 1700 * time.Millisecond, noDoubleGrant},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The waiter tries for the whole case: one that gave up
+			// mid-round is indeterminate and replaced, and on a loaded
+			// machine its replacement came after the hold the fault
+			// struck had ended.
 			spec := workload.Spec{Clients: 2, Hold: workload.Dist{Kind: "uniform", A: tc.hold, B: tc.hold + 500*time.Millisecond},
-				TTL: tc.ttl, AcquireTimeout: 3 * time.Second, Duration: 6 * time.Second, Seed: 1}
+				TTL: tc.ttl, AcquireTimeout: 6 * time.Second, Duration: 6 * time.Second, Seed: 1}
 			var opts map[string]any
 			if tc.delay > 0 {
 				opts = map[string]any{"delay": tc.delay.String()}
@@ -117,8 +129,9 @@ func TestServerClockJumpWhileHeld(t *testing.T) {
 			when(step(t, "server-clock", chaos.Selector{Node: "redis-0"}, 500*time.Millisecond, 0, jump))))
 	})
 	t.Run("redlock-kleppmann", func(t *testing.T) {
+		// The waiter tries for the whole case (as in TestRedlockRestartWhileHeld).
 		spec := workload.Spec{Clients: 2, Hold: workload.Dist{Kind: "uniform", A: 2 * time.Second, B: 2500 * time.Millisecond},
-			TTL: 10 * time.Second, AcquireTimeout: 3 * time.Second, Duration: 6 * time.Second, Seed: 1}
+			TTL: 10 * time.Second, AcquireTimeout: 6 * time.Second, Duration: 6 * time.Second, Seed: 1}
 		agrees(t, serverCase(t, "redis-redlock", "", spec, bothValid,
 			step(t, "partition", chaos.Selector{Client: "0", Nodes: []string{"redis-3", "redis-4"}}, 0, 0, nil),
 			step(t, "partition", chaos.Selector{Client: "1", Nodes: []string{"redis-0", "redis-1"}}, 0, 0, nil),

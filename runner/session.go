@@ -36,6 +36,8 @@ type session struct {
 	kinds      []impls.Server
 	servers    *cluster.Cluster
 	serversFor ServerOptions
+	// stopServerWatch stops the watch on the servers' waits for a CPU.
+	stopServerWatch func()
 	// In parallel, the approaches of a kind whose nodes make lanes get
 	// nodes of their own, started beside the shared ones: one each for
 	// those that use one node, a second lane of as many for the others.
@@ -137,6 +139,7 @@ func (s *session) ensureServers(ctx context.Context, c Case) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watchContainers(ctx)
+	s.stopServerWatch = s.watchServers(ctx, cl)
 	for kind, v := range cl.Versions {
 		s.res.Versions[string(kind)] = v
 	}
@@ -148,6 +151,10 @@ func (s *session) ensureServers(ctx context.Context, c Case) error {
 }
 
 func (s *session) closeServers() {
+	if s.stopServerWatch != nil {
+		s.stopServerWatch()
+		s.stopServerWatch = nil
+	}
 	if s.servers != nil {
 		s.servers.Close()
 		s.servers = nil

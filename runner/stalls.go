@@ -6,9 +6,11 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/stall"
@@ -88,7 +90,9 @@ func (s *session) watchStalls(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		probe.Run(ctx, s.base.mono.Nanos, func(sp stall.Span) { s.base.lab.add("locklab", sp) })
+		report, drain := stall.Detached(func(sp stall.Span) { s.base.lab.add("locklab", sp) })
+		defer drain()
+		probe.Run(ctx, s.base.mono.Nanos, report)
 	}()
 	return func() { cancel(); <-done }
 }
@@ -120,10 +124,66 @@ func (s *session) watchContainers(ctx context.Context) {
 	}
 }
 
-// stallsOf are a case's stalls: its workers' and those of the lab during
-// it, in time order.
+// watchServers watches the servers locklab runs on this machine for their
+// threads' waits for a CPU (stall.Runqueue) until stop is called: a
+// starved server answers late, and a lease it keeps may run out meanwhile,
+// as in a stall of the lab's own. Each is recorded as the server's
+// ("server redis-0"). Containers have their probe (watchContainers).
+func (s *session) watchServers(ctx context.Context, cl *cluster.Cluster) (stop func()) {
+	probe, lab := s.base.stall, s.base.lab
+	if probe == nil || lab == nil || s.p.Docker != nil {
+		return func() {}
+	}
+	nodes := cl.Nodes()
+	var procs map[string][]int
+	var listed time.Time
+	list := func() map[string][]int {
+		// A server's processes are listed again each second: a restart
+		// gives it a new pid, a connection a new PostgreSQL backend.
+		if time.Since(listed) >= time.Second {
+			procs, listed = map[string][]int{}, time.Now()
+			for _, n := range nodes {
+				if pids := n.LocalProcesses(); len(pids) > 0 {
+					procs[serverStallWho(n.Name)] = pids
+				}
+			}
+		}
+		return procs
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stall.Runqueue{Threshold: probe.Threshold}.Run(ctx, s.base.mono.Nanos, list, lab.add)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// ownStalls are the lab's stalls that bear on a case whose servers'
+// stalls are named in mine: every stall but another server's.
+func ownStalls(lab []verdict.Stall, mine map[string]bool) []verdict.Stall {
+	var out []verdict.Stall
+	for _, s := range lab {
+		if !strings.HasPrefix(s.Who, serverStallWho("")) || mine[s.Who] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// serverStallWho is who a server node's stalls are.
+func serverStallWho(node string) string { return "server " + node }
+
+// stallsOf are a case's stalls: its workers', those of the lab during it
+// and those of its own servers (not another lane's), in time order.
 func (r *caseRun) stallsOf() []verdict.Stall {
-	out := append(r.rec.stallsSeen(), r.env.lab.during(r.first, r.last)...)
+	mine := map[string]bool{}
+	if r.env.servers != nil && r.c.Approach.Server != "" {
+		for _, n := range r.env.nodesOf(r.c.Approach.Server) {
+			mine[serverStallWho(n.Name)] = true
+		}
+	}
+	out := append(r.rec.stallsSeen(), ownStalls(r.env.lab.during(r.first, r.last), mine)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
 	return out
 }

@@ -130,14 +130,69 @@ func Serve(ctx context.Context, p Probe, now func() int64, w io.Writer) error {
 	var werr error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p.Run(ctx, now, func(s Span) {
+	report, drain := Detached(func(s Span) {
 		b, _ := json.Marshal(s) // two integers: cannot fail
-		if _, err := w.Write(append(b, '\n')); err != nil {
+		if _, err := w.Write(append(b, '\n')); err != nil && werr == nil {
 			werr = err
 			cancel()
 		}
 	})
+	p.Run(ctx, now, report)
+	drain()
 	return werr
+}
+
+// Detached hands each span to report from a goroutine of its own, in
+// order, so that the probe never waits on report's output (a write to a
+// pipe someone else drains): a probe held up by its own write would time
+// that wait as the next stall. drain waits until every span queued so far
+// was reported.
+func Detached(report func(Span)) (queue func(Span), drain func()) {
+	var (
+		mu      sync.Mutex
+		pending []Span
+		closed  bool
+	)
+	more := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			mu.Lock()
+			batch, last := pending, closed
+			pending = nil
+			mu.Unlock()
+			for _, s := range batch {
+				report(s)
+			}
+			if last && len(batch) == 0 {
+				return
+			}
+			if len(batch) == 0 {
+				<-more
+			}
+		}
+	}()
+	queue = func(s Span) {
+		mu.Lock()
+		pending = append(pending, s)
+		mu.Unlock()
+		select {
+		case more <- struct{}{}:
+		default:
+		}
+	}
+	drain = func() {
+		mu.Lock()
+		closed = true
+		mu.Unlock()
+		select {
+		case more <- struct{}{}:
+		default:
+		}
+		<-done
+	}
+	return queue, drain
 }
 
 // Read reads the lines Serve writes and hands each stall to fn, until r

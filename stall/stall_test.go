@@ -206,3 +206,34 @@ func TestWatchWithin(t *testing.T) {
 		}
 	}
 }
+
+// A report that blocks does not hold the probe up: the spans queue and come
+// out in order once it is let go, and drain waits for the last.
+func TestDetachedNeverBlocksTheProbe(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var got []Span
+	queue, drain := Detached(func(s Span) {
+		<-release
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+	})
+	// A queue that waited on the report would never return: release is
+	// closed only after the loop.
+	for i := range 100 {
+		queue(Span{Start: int64(i), End: int64(i + 1)})
+	}
+	close(release)
+	drain()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 100 {
+		t.Fatalf("%d spans reported, want 100", len(got))
+	}
+	for i, s := range got {
+		if s.Start != int64(i) {
+			t.Fatalf("span %d out of order: %+v", i, s)
+		}
+	}
+}

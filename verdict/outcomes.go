@@ -59,7 +59,7 @@ type Row struct {
 	// says it.
 	Meaning string
 	// Found is what a case showed, in a found file's words (explore):
-	// every unsafe outcome has them.
+	// every unsafe outcome has them, and blocked (explore finds it too).
 	Found string
 }
 
@@ -121,7 +121,8 @@ var table = []Row{
 		Meaning: "a lease was renewed after its holder had released it (a watchdog outliving the release)",
 		Found:   "a lease was renewed after its holder had released it: the key stays alive with no holder"},
 	{Outcome: Blocked, Liveness: true, Abbrev: "blk", Legend: "blocked until a human intervenes",
-		Meaning: "clients kept asking but nobody was granted the lock in the stretch after the last fault: an acquire ended there ungranted (refused, or answered indeterminate when its deadline struck mid-call) and none succeeded"},
+		Meaning: "clients kept asking but nobody was granted the lock in the stretch after the last fault: an acquire ended there ungranted (refused, or answered indeterminate when its deadline struck mid-call) and none succeeded; or a key stayed stuck well past when it should have come free (after every fault, its last holder's release or its TTL or session, half a time scale more), while clients asked for it",
+		Found:   "the lock stayed taken to the end of the run, well after it should have come free, while clients asked for it: nobody was granted it again"},
 	{Outcome: Unavailable, Liveness: true, Abbrev: "unav", Legend: "unavailable",
 		Meaning: "the lock service refused to answer"},
 }

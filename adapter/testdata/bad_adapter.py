@@ -75,6 +75,13 @@ for line in sys.stdin:
         msg(type="info", id=rid, reason="no answer from the server in time")
     elif mode == "info-at-once":  # not a mistake: the connection dropped under the request
         msg(type="info", id=rid, reason="connection lost")
+    elif mode == "renewed-unasked":
+        msg(type="ok", id=rid)
+        msg(type="renewed", lease=rid, valid_ms=1000)
+    elif mode == "renewing-twice":
+        msg(type="ok", id=rid)
+        msg(type="renewing", lease=rid)
+        msg(type="renewing", lease=rid)
     elif mode == "long-line":
         send('{"type":"info","id":%d,"reason":"%s"}' % (rid, "x" * (2 << 20)))
     else:

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,18 +29,28 @@ func containersOf(t *testing.T, pid int) []string {
 	return strings.Fields(string(out))
 }
 
-// dockerTurns lets one Docker test of this package run at a time, beside
-// the tests that need no Docker: their container starts and restarts queue
-// on the one engine, and with four at once a Redis container's restart
-// took longer than the scenario's holds (no holder left to grant twice).
-var dockerTurns sync.Mutex
-
-// dockerTurn runs the test beside the others once no other Docker test of
-// this package runs.
-func dockerTurn(t *testing.T) {
+// TestDocker runs the tests that start containers one after another, as
+// subtests of one test that runs beside the others: their container starts
+// and restarts queue on the one engine (with four at once a Redis
+// container's restart took longer than the scenario's holds), and one test
+// takes one of -parallel's slots, where six tests waiting their turn on a
+// lock held every slot and kept the others waiting.
+func TestDocker(t *testing.T) {
 	t.Parallel()
-	dockerTurns.Lock()
-	t.Cleanup(dockerTurns.Unlock)
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"RunShowsClockJumpDoubleGrant", dockerRunShowsClockJumpDoubleGrant},
+		{"RunIsolatesTheLeader", dockerRunIsolatesTheLeader},
+		{"SIGINTAndSIGKILLLeaveNoContainer", dockerSIGINTAndSIGKILLLeaveNoContainer},
+		{"ComposeFileRunsWithLocalImages", dockerComposeFileRunsWithLocalImages},
+		{"StallProbeReportsAndDiesWithLocklab", dockerStallProbeReportsAndDiesWithLocklab},
+		{"ServersOnOtherHosts", dockerServersOnOtherHosts},
+		{"EngineOverTCP", dockerEngineOverTCP},
+	} {
+		t.Run(tc.name, tc.test)
+	}
 }
 
 func waitNoContainers(t *testing.T, pid int, within time.Duration) {
@@ -59,24 +68,22 @@ func waitNoContainers(t *testing.T, pid int, within time.Duration) {
 	}
 }
 
-// A shipped scenario runs on the Docker cluster as on the embedded one: a
-// Redis node without persistence, its container killed and started again
-// while a client holds the lock, grants it twice (the run fails when it
-// does not), and results.json says where it ran and on which image.
-//
-// And a Redis server's clock jump (libfaketime in the image, the offset file
-// mounted from the host) expires the lock under its holder: granted twice.
-func TestDockerRunShowsRestartAndClockJumpDoubleGrants(t *testing.T) {
-	dockerTurn(t)
-	for _, scenario := range []string{"redis-restart-no-persistence", "redis-server-clock-jump"} {
-		t.Run(scenario, func(t *testing.T) { dockerDoubleGrant(t, scenario) })
-	}
+// A Redis server's clock jump (libfaketime in the image, the offset file
+// mounted from the host) expires the lock under its holder: granted twice
+// (the run fails when it is not), and results.json says where it ran and on
+// which image. A container's restart, which goes through the engine's API
+// as this does, is shown through the engine over TCP (dockerEngineOverTCP).
+func dockerRunShowsClockJumpDoubleGrant(t *testing.T) {
+	dockerDoubleGrant(t, nil, "redis-server-clock-jump")
 }
 
-func dockerDoubleGrant(t *testing.T, scenario string) {
+// dockerDoubleGrant runs a shipped scenario on redis-setnx-px-lua in
+// containers (the engine named in env, or the local one) and wants its
+// double grant.
+func dockerDoubleGrant(t *testing.T, env []string, scenario string) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
-	code, out, pid := runDecided(t, []string{"TMPDIR=" + tmp}, results, "run", "--cluster", "docker", "--image", "local", "--approach", "redis-setnx-px-lua",
+	code, out, pid := runDecided(t, append([]string{"TMPDIR=" + tmp}, env...), results, "run", "--cluster", "docker", "--image", "local", "--approach", "redis-setnx-px-lua",
 		"--results", results, "--stall-threshold", catchStallThreshold, filepath.Join("..", "..", "scenarios", scenario+".yaml"))
 	if code != exitOK {
 		t.Fatalf("locklab run: exit %d\n%s", code, out)
@@ -100,8 +107,7 @@ func dockerDoubleGrant(t *testing.T, scenario string) {
 // A real partition, in containers only: the shipped scenario isolates the
 // ZooKeeper leader (docker network disconnect) and joins it back, and the
 // history records both.
-func TestDockerRunIsolatesTheLeader(t *testing.T) {
-	dockerTurn(t)
+func dockerRunIsolatesTheLeader(t *testing.T) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
 	out, err := locklab(tmp, "run", "--cluster", "docker", "--image", "local", "--approach", "zk-ephemeral",
@@ -131,8 +137,7 @@ func historyHasFault(t *testing.T, dir, fault string) bool {
 }
 
 // Neither a Ctrl-C nor a SIGKILL of locklab leaves a container behind.
-func TestDockerSIGINTAndSIGKILLLeaveNoContainer(t *testing.T) {
-	dockerTurn(t)
+func dockerSIGINTAndSIGKILLLeaveNoContainer(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			tmp := t.TempDir()
@@ -171,7 +176,7 @@ func signalDockerCluster(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, want i
 // (docker pause) for 1.5 s, as a starved container stands still, its stall
 // reaches the history as the containers', at that time; and its container
 // goes with locklab, killed outright.
-func TestDockerStallProbeReportsAndDiesWithLocklab(t *testing.T) {
+func dockerStallProbeReportsAndDiesWithLocklab(t *testing.T) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
 	cmd := locklab(tmp, "bench", "--cluster", "docker", "--image", "local", "--approaches", "redis-setnx-px-lua",
@@ -229,8 +234,7 @@ func composeCommand(t *testing.T) []string {
 // compose.yaml, with its images pointed at the local ones by its variables,
 // brings up servers that `locklab bench --cluster external --config
 // examples/compose-cluster.yaml` runs every kind of approach against.
-func TestComposeFileRunsWithLocalImages(t *testing.T) {
-	dockerTurn(t)
+func dockerComposeFileRunsWithLocalImages(t *testing.T) {
 	tmp := t.TempDir()
 	compose := composeCommand(t)
 	project := "locklab-compose-test-" + strconv.Itoa(os.Getpid())

@@ -84,14 +84,14 @@ func TestRunSIGINTKeepsResultsAndStopsEverything(t *testing.T) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "r")
 	cmd := locklab(tmp, "run", writeScenario(t, tmp, pauseScenario), "--results", results)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	hist, out := startRunning(t, cmd, results)
 	waitFor(t, "3 workers running", 30*time.Second, func() bool { return len(workersOf()) >= 3 })
-	time.Sleep(2 * time.Second)
+	// Interrupted once a fault took effect, not after a fixed time: under
+	// two busy loops 2 s after the workers started none had (the results
+	// kept no fault).
+	waitFor(t, "a fault in the history", 30*time.Second, func() bool {
+		return bytes.Contains(historyBytes(t, hist), []byte(`"type":"ok","f":"nemesis"`))
+	})
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/internal/starve"
 )
 
 // monoNow reads CLOCK_MONOTONIC, the clock of a history's events.
@@ -300,5 +301,41 @@ expect:
 	}
 	if res.Verdict.Undecided != 1 {
 		t.Errorf("results.json verdict: %+v, want one undecided case", res.Verdict)
+	}
+}
+
+// A server locklab runs that the machine starves (here by a CPU cgroup
+// allowing it 1 ms a second) stood still: the run records it as the
+// server's stall, read from its threads' waits for a CPU.
+func TestStarvedServerIsAStall(t *testing.T) {
+	tmp := enterableTempDir(t)
+	results := filepath.Join(tmp, "results")
+	cmd := locklab(tmp, "bench", "--approaches", "redis-setnx-px-lua", "--clients", "2", "--duration", "4s", "--results", results)
+	hist, out := startRunning(t, cmd, results)
+	var redis []int
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cwd, _ := os.Readlink(filepath.Join(p, "cwd"))
+		comm, _ := os.ReadFile(filepath.Join(p, "comm"))
+		if strings.HasPrefix(cwd, tmp) && strings.TrimSpace(string(comm)) == "redis-server" {
+			n, _ := strconv.Atoi(filepath.Base(p))
+			redis = append(redis, n)
+		}
+	}
+	if len(redis) == 0 {
+		t.Fatalf("no redis-server under %s\n%s", tmp, out)
+	}
+	starve.CPU(t, redis, time.Second)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	var longest time.Duration
+	for _, s := range stallsIn(t, hist) {
+		if strings.HasPrefix(s.who, "server redis") {
+			longest = max(longest, time.Duration(s.end-s.start))
+		}
+	}
+	if longest < 400*time.Millisecond {
+		t.Fatalf("a Redis starved for 1 s: its longest stall recorded %v; stalls %+v", longest, stallsIn(t, hist))
 	}
 }

@@ -26,7 +26,7 @@ import (
 
 // Approaches are the planted approaches.
 func Approaches() []impls.Approach {
-	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply, RenewAfterRelease}
+	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply, RenewAfterRelease, ExpireAfterSet}
 }
 
 // Register adds the planted approaches to reg.
@@ -77,6 +77,15 @@ var ValidityFromReply = approach("planted-validity-from-reply",
 var RenewAfterRelease = approach("planted-renew-after-release",
 	"a watchdog re-asserts the lock until the release's reply is back, and a client holding the key acquires it again",
 	func(l *locker) { l.watchdog = true })
+
+// ExpireAfterSet takes the lock with SETNX and gives it its TTL with a
+// PEXPIRE after (two commands, as the seed articles' first Redis lock
+// does). When the SETNX's reply is lost, or the client dies between the
+// two, the key stays with no TTL: held for ever by nobody, and no client
+// is granted it again.
+var ExpireAfterSet = approach("planted-expire-after-set",
+	"the lock is taken with SETNX and given its TTL by a PEXPIRE sent after",
+	func(l *locker) { l.expireAfter = true })
 
 func approach(name, mistake string, plant func(*locker)) impls.Approach {
 	return impls.Approach{
@@ -132,14 +141,15 @@ return 0`)
 const releaseDeadline = 100 * time.Millisecond
 
 type locker struct {
-	c         *goredis.Client
-	clk       clock.Clock
-	release   func(ctx context.Context, l *lease) error
-	fromReply bool
-	watchdog  bool   // RenewAfterRelease
-	id        string // RenewAfterRelease: the client's id, every lock's value
-	mu        sync.Mutex
-	cache     map[string]string // CachedHold: key -> token of a lock it believes it holds
+	c           *goredis.Client
+	clk         clock.Clock
+	release     func(ctx context.Context, l *lease) error
+	fromReply   bool
+	expireAfter bool   // ExpireAfterSet
+	watchdog    bool   // RenewAfterRelease
+	id          string // RenewAfterRelease: the client's id, every lock's value
+	mu          sync.Mutex
+	cache       map[string]string // CachedHold: key -> token of a lock it believes it holds
 }
 
 type lease struct {
@@ -171,6 +181,19 @@ func (l *locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 				return false, outcome(ctx, "acquire", err)
 			}
 			return n == 1, nil
+		}
+		if l.expireAfter {
+			ok, err := l.c.SetNX(ctx, key, token, 0).Result()
+			if err != nil {
+				return false, outcome(ctx, "SETNX", err)
+			}
+			if !ok {
+				return false, nil
+			}
+			if err := l.c.PExpire(ctx, key, ttl).Err(); err != nil {
+				return false, outcome(ctx, "PEXPIRE", err)
+			}
+			return true, nil
 		}
 		ok, err := l.c.SetNX(ctx, key, token, ttl).Result()
 		if err != nil {

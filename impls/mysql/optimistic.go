@@ -56,7 +56,10 @@ func (l *Optimistic) Acquire(ctx context.Context, key string, opt impls.AcquireO
 			if _, err := l.db.ExecContext(ctx, "INSERT IGNORE INTO locklab_optimistic (lock_key) VALUES (?)", key); err != nil && !isContention(err) {
 				return false, classify(ctx, "INSERT", err)
 			}
-			return false, l.db.QueryRowContext(ctx, "SELECT held, version FROM locklab_optimistic WHERE lock_key = ?", key).Scan(&held, &version)
+			if err := l.db.QueryRowContext(ctx, "SELECT held, version FROM locklab_optimistic WHERE lock_key = ?", key).Scan(&held, &version); err != nil {
+				return false, classify(ctx, "SELECT", err)
+			}
+			return false, nil
 		case err != nil:
 			return false, classify(ctx, "SELECT", err)
 		case held:

@@ -338,15 +338,19 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opt impls.AcquireOpti
 		return nil, err
 	}
 	ttl := ttlOf(opt)
-	token := impls.NewToken()
-	// maybeSet marks nodes that may hold our token: they said yes, or their
-	// answer was lost, and no later unlock confirmed otherwise. sent marks
+	// maybeSet marks nodes that may hold one of our rounds' tokens: they
+	// said yes, or their answer was lost, and no later unlock confirmed
+	// otherwise. sent marks
 	// every node sent our SET in any round: a SET that timed out may still
 	// land after the unlock that cleared maybeSet, so unlocks and the
 	// release go to all of them.
 	maybeSet := make([]bool, len(r.nodes))
 	sent := make([]bool, len(r.nodes))
 	for {
+		// A token of the round's own: a failed round's unlock, still on
+		// its way to a slow node, deletes by token, and must not match
+		// what a later round set there.
+		token := impls.NewToken()
 		start := r.clock.Now()
 		res, landed := r.setAll(ctx, key, token, ttl)
 		for i, ch := range landed {

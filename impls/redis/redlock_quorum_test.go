@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -131,7 +132,15 @@ func (tc quorumCase) run(ctx context.Context, t *testing.T, key string) bool {
 	}
 	start := time.Now()
 	got, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: quorumCaseTTL, Try: true})
-	hedged := time.Since(start) >= hedgeDelay(quorumCaseTTL)
+	took := time.Since(start)
+	hedged := took >= hedgeDelay(quorumCaseTTL)
+	if tc.granted && errors.Is(err, impls.ErrIndeterminate) && took >= nodeTimeout(quorumCaseTTL) {
+		// The round ran out its node timeout with answers missing: the
+		// nodes were slow (at a load of 35: "4 nodes may hold our
+		// token"), which says nothing of which nodes a round asks.
+		t.Logf("acquire: %v after %v, past the node timeout: again", err, took)
+		return false
+	}
 	if (err == nil) != tc.granted {
 		t.Fatalf("acquire: err = %v, want granted %v", err, tc.granted)
 	}

@@ -1,0 +1,75 @@
+package conformance
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/impls/memlock"
+)
+
+// requestTokens draws a lease's token when the request arrives, not at
+// the grant: a waiter that asked before another grant ends up with the
+// smaller token.
+type requestTokens struct {
+	impls.Locker
+	next *atomic.Uint64
+}
+
+func (l requestTokens) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
+	tok := l.next.Add(1)
+	lease, err := l.Locker.Acquire(ctx, key, opt)
+	if err != nil {
+		return nil, err
+	}
+	return tokenLease{lease, tok}, nil
+}
+
+type tokenLease struct {
+	impls.Lease
+	tok uint64
+}
+
+func (l tokenLease) Token() (uint64, bool) { return l.tok, true }
+
+func TestFencingTokensIncrease(t *testing.T) {
+	tests := []struct {
+		name     string
+		atAsking bool
+		want     Status
+	}{
+		{"tokens drawn at the grant", false, Passed},
+		{"tokens drawn when asked", true, Failed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := memlock.NewService(1).Approach("mem")
+			if tt.atAsking {
+				inner, next := a.New, &atomic.Uint64{}
+				a.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+					l, err := inner(ctx, env)
+					return requestTokens{l, next}, err
+				}
+			}
+			s := &suite{h: Harness{Approach: a}, prefix: "fence-"}
+			wantStatus(t, "FencingTokensIncrease", s.fencingTokensIncrease, tt.want)
+		})
+	}
+}
+
+// wantStatus runs one of the suite's tests, as locklab conform does, and
+// fails t unless it ends with want.
+func wantStatus(t *testing.T, name string, f func(T), want Status) {
+	t.Helper()
+	results, err := (&Standalone{}).Run(context.Background(), "mem", func(t T) { t.Run(name, f) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results[0]
+	t.Logf("%s: %s", r.Status, strings.Join(r.Output, "; "))
+	if r.Status != want {
+		t.Fatalf("%s: %s, want %s", r.Name, r.Status, want)
+	}
+}

@@ -75,6 +75,11 @@ type Linear struct {
 	pending map[procKey]pendingOp
 	ops     map[string][]rawOp
 	holding map[procKey]bool // who holds what, for crashes
+	// Re-entries are left out (the model has none): reentries counts a
+	// holder's granted and not yet given back, skipping the call in
+	// flight that asks or gives one back.
+	reentries map[procKey]int
+	skipping  map[procKey]bool
 }
 
 // rawOp is an operation as recorded: no pointers, so a long run costs the
@@ -99,12 +104,15 @@ type pendingOp struct {
 // does (the failed releases that end a tenure under the lease model are
 // left out here, as every failed operation: porcupine only draws).
 func NewLinear(model Model) *Linear {
-	return &Linear{model: model, pending: map[procKey]pendingOp{}, ops: map[string][]rawOp{}, holding: map[procKey]bool{}}
+	return &Linear{model: model, pending: map[procKey]pendingOp{}, ops: map[string][]rawOp{}, holding: map[procKey]bool{},
+		reentries: map[procKey]int{}, skipping: map[procKey]bool{}}
 }
 
 // Add feeds one event, in history order.
 func (l *Linear) Add(ev history.Event) {
 	if ev.F == history.Crash {
+		forget(l.reentries, ev.Proc)
+		forget(l.skipping, ev.Proc)
 		// Under the lease model, a crashed holder's lock is freed by the
 		// server at some time after the crash (a TTL, a session timeout, a
 		// dropped connection), or never: as a release invoked at the crash
@@ -124,6 +132,9 @@ func (l *Linear) Add(ev history.Event) {
 		return
 	}
 	pk := procKey{ev.Proc, ev.Key}
+	if l.reentry(pk, ev) {
+		return
+	}
 	switch {
 	case ev.F == history.Acquire && ev.Type == history.OK:
 		l.holding[pk] = true
@@ -150,6 +161,31 @@ func (l *Linear) Add(ev history.Event) {
 	case history.Fail:
 		delete(l.pending, pk)
 	}
+}
+
+// reentry reports whether ev asks for a re-entry, gives one back, or
+// answers such a call: none of them is the model's.
+func (l *Linear) reentry(pk procKey, ev history.Event) bool {
+	if ev.Type != history.Invoke {
+		if !l.skipping[pk] {
+			return false
+		}
+		delete(l.skipping, pk)
+		if ev.F == history.Acquire && ev.Type == history.OK {
+			l.reentries[pk]++
+		}
+		return true
+	}
+	delete(l.skipping, pk)
+	switch {
+	case ev.F == history.Acquire && ev.Reentry && l.holding[pk]:
+	case ev.F == history.Release && l.reentries[pk] > 0:
+		l.reentries[pk]--
+	default:
+		return false
+	}
+	l.skipping[pk] = true
+	return true
 }
 
 func (l *Linear) add(key string, proc int, p pendingOp, ret int64) {

@@ -254,8 +254,17 @@ type Mutex struct {
 	// order, and every other holder's span must be known.
 	pointChecks []pointCheck
 	phantoms    []Phantom
-	origin      int64
-	seen        bool
+	// Re-entry (an acquire marked history.Event.Reentry, by a holder):
+	// depth counts a holder's re-entries granted and not yet given back,
+	// each by one release before the one that ends its tenure;
+	// reentering is a re-entry asked and not yet answered; inner is a
+	// release that gives one back, in flight (under the mutex model its
+	// answer decides whether it happened).
+	depth      map[procKey]int
+	reentering map[procKey]bool
+	inner      map[procKey]bool
+	origin     int64
+	seen       bool
 }
 
 type releaseCall struct {
@@ -276,7 +285,8 @@ type Phantom struct {
 // NewMutex returns an empty checker judging under model.
 func NewMutex(model Model) *Mutex {
 	return &Mutex{model: model, open: map[procKey]Interval{}, intervals: map[string][]Interval{}, closing: map[procKey]int{},
-		releasing: map[procKey]releaseCall{}, infoAcquire: map[procKey]bool{}, unheld: map[procKey]int64{}, pointRelease: map[procKey]pointRel{}}
+		releasing: map[procKey]releaseCall{}, infoAcquire: map[procKey]bool{}, unheld: map[procKey]int64{}, pointRelease: map[procKey]pointRel{},
+		depth: map[procKey]int{}, reentering: map[procKey]bool{}, inner: map[procKey]bool{}}
 }
 
 // Model is the model the checker judges under.
@@ -305,12 +315,32 @@ func (m *Mutex) Add(ev history.Event) {
 		// earliest (the most permissive choice).
 		m.endRelease(pk)
 		delete(m.closing, pk)
+		m.endInner(pk)
+	}
+	reentry := false
+	if ev.F == history.Acquire && ev.Type != history.Invoke {
+		reentry = m.reentering[pk] || ev.Reentry
+		delete(m.reentering, pk)
+		if iv, held := m.open[pk]; held && reentry && ev.Type == history.OK {
+			m.reenter(pk, iv, ev)
+			return
+		}
 	}
 	switch {
 	case ev.F == history.Crash:
 		m.crash(ev)
+	case ev.F == history.Acquire && ev.Type == history.Invoke:
+		if ev.Reentry {
+			m.reentering[pk] = true
+		}
 	case ev.F == history.Acquire && ev.Type == history.OK:
-		delete(m.infoAcquire, pk)
+		if !reentry {
+			// A re-entry granted to a client that does not hold leaves its
+			// indeterminate acquire as it was: that may take effect later
+			// still, as late as inside a release the re-entry's holds do not
+			// account for (a point release).
+			delete(m.infoAcquire, pk)
+		}
 		m.endRelease(pk) // a grant with no invoke before it: the release it followed is indeterminate
 		if iv, held := m.open[pk]; held {
 			if m.model == ModelMutex {
@@ -347,6 +377,9 @@ func (m *Mutex) Add(ev history.Event) {
 			}
 			m.open[pk] = iv
 		}
+	case ev.F == history.Release && ev.Type != history.Invoke && m.inner[pk]:
+		m.innerAnswered(pk, ev)
+
 	case ev.F == history.Release && ev.Type == history.Fail:
 		m.releaseFailed(pk, ev)
 	case ev.F == history.Release && ev.Type == history.Info:
@@ -368,6 +401,16 @@ func (m *Mutex) Add(ev history.Event) {
 		}
 	case ev.F == history.Release && ev.Type == history.Invoke:
 		iv, held := m.open[pk]
+		if held && m.depth[pk] > 0 {
+			// It gives back a re-entry: the tenure goes on. Under the lease
+			// model it does so at its invocation whatever the answer, as a
+			// tenure's end does; under the mutex model its answer decides.
+			m.inner[pk] = true
+			if m.model == ModelLease {
+				m.depth[pk]--
+			}
+			return
+		}
 		if !held {
 			if m.infoAcquire[pk] {
 				// Its indeterminate acquire took effect after all; a
@@ -395,11 +438,60 @@ func (m *Mutex) Add(ev history.Event) {
 	}
 }
 
+// reenter takes a re-entry granted to pk's holder: one more release
+// before the tenure ends. The grant renews the holder's belief about its
+// lease, as an extend does (a re-entrant lock refreshes its lease).
+func (m *Mutex) reenter(pk procKey, iv Interval, ev history.Event) {
+	delete(m.infoAcquire, pk)
+	m.depth[pk]++
+	if ev.ValidUntil != 0 && !iv.beyond() {
+		iv.ValidUntil = ev.ValidUntil
+		m.open[pk] = iv
+	}
+}
+
+// endInner settles a release of a re-entry that got no answer before its
+// process went on (mutex model: it may have taken effect, the permissive
+// choice).
+func (m *Mutex) endInner(pk procKey) {
+	if !m.inner[pk] {
+		return
+	}
+	delete(m.inner, pk)
+	if m.model == ModelMutex && m.depth[pk] > 0 {
+		m.depth[pk]--
+	}
+}
+
+// innerAnswered takes the answer to a release of a re-entry. Under the
+// mutex model an ok or indeterminate one gave the re-entry back and a
+// failed one never happened; under the lease model it was given back at
+// the invocation, and a "not held" is the holder's news that its lock
+// had gone.
+func (m *Mutex) innerAnswered(pk procKey, ev history.Event) {
+	delete(m.inner, pk)
+	if m.model == ModelMutex {
+		if ev.Type != history.Fail && m.depth[pk] > 0 {
+			m.depth[pk]--
+		}
+		return
+	}
+	if iv, held := m.open[pk]; held && ev.Type == history.Fail && toldNotHeld(ev.Error) && iv.Learned == 0 {
+		iv.Learned = ev.T
+		m.open[pk] = iv
+	}
+}
+
 // crash records that a process died. Under the lease model a crashed
 // holder does nothing more: its tenure ends here, and the server may give
 // the lock to someone else later. Under the mutex model nothing expires:
 // its tenure goes on. What it had in flight stays indeterminate.
 func (m *Mutex) crash(ev history.Event) {
+	forget(m.reentering, ev.Proc)
+	forget(m.inner, ev.Proc)
+	if m.model == ModelLease {
+		forget(m.depth, ev.Proc)
+	}
 	forget(m.pointRelease, ev.Proc)
 	forget(m.infoAcquire, ev.Proc)
 	forget(m.unheld, ev.Proc)

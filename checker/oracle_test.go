@@ -3,6 +3,7 @@ package checker
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/locklab/locklab/history"
@@ -18,9 +19,15 @@ type oracleOp struct {
 	// optional: it may also never take effect (indeterminate).
 	optional bool
 	// ifHeld (lease model): a release answered "not held". It takes effect
-	// at its invocation, freeing the lock if its process holds it, and
-	// does nothing otherwise.
+	// at its invocation, giving back one hold if its process holds the
+	// lock, and does nothing otherwise.
 	ifHeld bool
+	// reentry: an acquire by a process meaning to re-enter: legal when
+	// the lock is free, or held by that process (one hold more).
+	reentry bool
+	// all (lease model): a crash, which ends the tenure whatever the
+	// holds.
+	all bool
 }
 
 // oracleOps reads a history as the model says: under both, an ok op takes
@@ -32,13 +39,13 @@ type oracleOp struct {
 // release invoked at the crash, indeterminate.
 func oracleOps(evs []history.Event, model Model) []oracleOp {
 	type call struct {
-		acquire bool
-		t       int64
+		acquire, reentry bool
+		t                int64
 	}
 	pending := map[int]call{}
 	var ops []oracleOp
 	indeterminate := func(p int, c call) {
-		ops = append(ops, oracleOp{proc: p, acquire: c.acquire, call: c.t, ret: math.MaxInt64, optional: true})
+		ops = append(ops, oracleOp{proc: p, acquire: c.acquire, reentry: c.reentry, call: c.t, ret: math.MaxInt64, optional: true})
 	}
 	for _, e := range evs {
 		if e.F == history.Crash {
@@ -47,7 +54,7 @@ func oracleOps(evs []history.Event, model Model) []oracleOp {
 				indeterminate(e.Proc, c)
 			}
 			if model == ModelLease {
-				indeterminate(e.Proc, call{acquire: false, t: e.T})
+				ops = append(ops, oracleOp{proc: e.Proc, call: e.T, ret: math.MaxInt64, optional: true, all: true})
 			}
 			continue
 		}
@@ -58,14 +65,14 @@ func oracleOps(evs []history.Event, model Model) []oracleOp {
 			if c, ok := pending[e.Proc]; ok {
 				indeterminate(e.Proc, c)
 			}
-			pending[e.Proc] = call{acquire: e.F == history.Acquire, t: e.T}
+			pending[e.Proc] = call{acquire: e.F == history.Acquire, reentry: e.Reentry, t: e.T}
 			continue
 		}
 		c := pending[e.Proc]
 		delete(pending, e.Proc)
 		switch {
 		case e.Type == history.OK:
-			ops = append(ops, oracleOp{proc: e.Proc, acquire: c.acquire, call: c.t, ret: e.T})
+			ops = append(ops, oracleOp{proc: e.Proc, acquire: c.acquire, reentry: c.reentry, call: c.t, ret: e.T})
 		case e.Type == history.Info:
 			indeterminate(e.Proc, c)
 		case !c.acquire && model == ModelLease:
@@ -79,15 +86,16 @@ func oracleOps(evs []history.Event, model Model) []oracleOp {
 }
 
 // oracleLinearizable decides, by exhaustive search, whether some order of
-// the operations is legal for an owner-aware mutex starting free (acquire
-// when free makes the caller the holder; release by the holder frees it),
-// each op at one instant within its window, no later op before an earlier
-// one's instant (Wing and Gong's search). Small histories only: it is
-// exponential.
+// the operations is legal for an owner-aware re-entrant mutex starting
+// free (acquire when free makes the caller the holder, a re-entry by the
+// holder adds a hold; release by the holder gives one back, and the last
+// frees it), each op at one instant within its window, no later op before
+// an earlier one's instant (Wing and Gong's search). Small histories only:
+// it is exponential.
 func oracleLinearizable(ops []oracleOp) bool {
 	placed := make([]bool, len(ops))
-	var search func(holder int, now int64) bool
-	search = func(holder int, now int64) bool {
+	var search func(holder, holds int, now int64) bool
+	search = func(holder, holds int, now int64) bool {
 		// The ops that must take effect bound what can come next: none
 		// may be placed after a must-op's window closed.
 		minRet := int64(math.MaxInt64)
@@ -106,25 +114,29 @@ func oracleLinearizable(ops []oracleOp) bool {
 			if placed[i] || at > o.ret || at > minRet {
 				continue
 			}
-			next := holder
+			next, nextHolds := holder, holds
 			switch {
 			case o.acquire && holder == -1:
-				next = o.proc
+				next, nextHolds = o.proc, 1
+			case o.acquire && o.reentry && holder == o.proc:
+				nextHolds++
+			case !o.acquire && holder == o.proc && (holds == 1 || o.all):
+				next, nextHolds = -1, 0
 			case !o.acquire && holder == o.proc:
-				next = -1
-			case o.ifHeld:
+				nextHolds--
+			case o.ifHeld, o.all:
 			default:
 				continue
 			}
 			placed[i] = true
-			if search(next, at) {
+			if search(next, nextHolds, at) {
 				return true
 			}
 			placed[i] = false
 		}
 		return false
 	}
-	return search(-1, math.MinInt64)
+	return search(-1, 0, math.MinInt64)
 }
 
 // historyKind sets what a random history's lock service and clients do.
@@ -133,6 +145,11 @@ type historyKind struct {
 	expiring  bool // a lease now and then runs out under its holder (a crashed holder's too)
 	crashes   bool // clients now and then crash
 	keepGoing bool // half the clients whose acquire was lost release as if they held
+	// reentrant: holders now and then acquire again (re-entry), and the
+	// service counts holds (a buggy one now and then frees the lock at a
+	// re-entry's release); a client whose re-entry's reply was lost stops
+	// for good, as locklab's do.
+	reentrant bool
 }
 
 // randomHistory builds a small one-key history: each process acquires,
@@ -145,11 +162,12 @@ func randomHistory(rng *rand.Rand, procs int, k historyKind) []history.Event {
 	type state struct {
 		next    int64 // when it may start its next operation
 		holding bool
+		depth   int // re-entries it holds
 		retired bool
 		ops     int
 	}
 	ps := make([]state, procs)
-	holder := -1
+	holder, holds := -1, 0
 	var evs []history.Event
 	t := int64(0)
 	for step := 0; step < 40; step++ {
@@ -171,34 +189,49 @@ func randomHistory(rng *rand.Rand, procs int, k historyKind) []history.Event {
 			}
 			continue
 		}
-		acquire := !s.holding
+		reentry := k.reentrant && s.holding && s.depth < 2 && rng.IntN(3) == 0
+		acquire := !s.holding || reentry
 		f := history.Release
 		if acquire {
 			f = history.Acquire
 		}
-		evs = append(evs, history.Event{Proc: p, Type: history.Invoke, F: f, Key: "k", T: call})
+		evs = append(evs, history.Event{Proc: p, Type: history.Invoke, F: f, Key: "k", T: call, Reentry: reentry})
 		// The service applies the operation (or not) at call+1.
 		applied := false
 		switch {
+		case reentry && holder == p:
+			holds, applied = holds+1, true
 		case acquire && (holder == -1 || (k.buggy && rng.IntN(2) == 0)):
-			holder, applied = p, true
+			holder, holds, applied = p, 1, true
+		case !acquire && holder == p && holds > 1 && !(k.buggy && rng.IntN(3) == 0):
+			holds, applied = holds-1, true
 		case !acquire && (holder == p || (k.buggy && rng.IntN(3) == 0)):
-			holder, applied = -1, true
+			holder, holds, applied = -1, 0, true
 		}
 		ret := call + 2 + int64(rng.IntN(4))
 		switch {
 		case rng.IntN(5) == 0: // the reply is lost
-			evs = append(evs, history.Event{Proc: p, Type: history.Info, F: f, Key: "k", T: ret, Error: "reply lost"})
-			if acquire && k.keepGoing && rng.IntN(2) == 0 {
+			evs = append(evs, history.Event{Proc: p, Type: history.Info, F: f, Key: "k", T: ret, Error: "reply lost", Reentry: reentry})
+			if acquire && !reentry && k.keepGoing && rng.IntN(2) == 0 {
 				s.holding = true // releases next, as if the acquire took effect
 			} else {
 				s.retired = true
 			}
 		case applied:
-			evs = append(evs, history.Event{Proc: p, Type: history.OK, F: f, Key: "k", T: ret})
-			s.holding = acquire
+			evs = append(evs, history.Event{Proc: p, Type: history.OK, F: f, Key: "k", T: ret, Reentry: reentry})
+			switch {
+			case reentry:
+				s.depth++
+			case !acquire && s.depth > 0:
+				s.depth--
+			default:
+				s.holding = acquire
+			}
 		case acquire:
-			evs = append(evs, history.Event{Proc: p, Type: history.Fail, F: f, Key: "k", T: ret, Error: "already held"})
+			evs = append(evs, history.Event{Proc: p, Type: history.Fail, F: f, Key: "k", T: ret, Error: "already held", Reentry: reentry})
+		case s.depth > 0:
+			evs = append(evs, history.Event{Proc: p, Type: history.Fail, F: f, Key: "k", T: ret, Error: "not held"})
+			s.depth-- // gives up that hold and goes on to its next release
 		default:
 			evs = append(evs, history.Event{Proc: p, Type: history.Fail, F: f, Key: "k", T: ret, Error: "not held"})
 			s.holding = false
@@ -223,15 +256,16 @@ func sortEvents(evs []history.Event) {
 
 // The exact check agrees with the brute-force oracle, under each model, on
 // thousands of small histories from correct, expiring and buggy services,
-// with lost replies, refused releases and crashes. Both verdicts come up often under each model, the models disagree on
+// with lost replies, refused releases, crashes and re-entries. Both verdicts come up often under each model, the models disagree on
 // many histories, and the lease model's revocations during a release come
 // up in histories it calls linearizable.
 func TestExactCheckAgreesWithBruteForceOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 7))
 	counts := map[Model]map[bool]int{ModelMutex: {}, ModelLease: {}}
+	reentered := map[Model]map[bool]int{ModelMutex: {}, ModelLease: {}} // histories with a re-entry granted
 	differ, revocations := 0, 0
 	for i := 0; i < 12000; i++ {
-		k := historyKind{buggy: i%2 == 1, keepGoing: i%4 >= 2, expiring: i%3 != 0, crashes: i%5 >= 2}
+		k := historyKind{buggy: i%2 == 1, keepGoing: i%4 >= 2, expiring: i%3 != 0, crashes: i%5 >= 2, reentrant: i%7 >= 4}
 		evs := randomHistory(rng, 2+rng.IntN(3), k)
 		got := map[Model]bool{}
 		for _, model := range Models {
@@ -250,6 +284,9 @@ func TestExactCheckAgreesWithBruteForceOracle(t *testing.T) {
 				revocations += len(v.Anomalies)
 			}
 			counts[model][want]++
+			if slices.ContainsFunc(evs, func(e history.Event) bool { return e.Reentry && e.Type == history.OK }) {
+				reentered[model][want]++
+			}
 		}
 		if got[ModelMutex] != got[ModelLease] {
 			differ++
@@ -260,9 +297,14 @@ func TestExactCheckAgreesWithBruteForceOracle(t *testing.T) {
 			t.Fatalf("model %s: the generator must give both verdicts often: %v", model, counts[model])
 		}
 	}
+	for _, model := range Models {
+		if reentered[model][true] < 300 || reentered[model][false] < 300 {
+			t.Fatalf("model %s: histories with a re-entry granted must come with both verdicts often: %v", model, reentered[model])
+		}
+	}
 	if differ < 500 || revocations < 500 {
 		t.Fatalf("the models disagreed on %d histories, and linearizable lease histories held %d revocations during a release: want many of each", differ, revocations)
 	}
-	t.Logf("agreed on %v; the models disagreed on %d histories; %d revocations during a release reported in linearizable lease histories",
-		counts, differ, revocations)
+	t.Logf("agreed on %v (with a re-entry granted: %v); the models disagreed on %d histories; %d revocations during a release reported in linearizable lease histories",
+		counts, reentered, differ, revocations)
 }

@@ -39,6 +39,11 @@ type Event struct {
 	ValidUntil int64           `json:"valid_until,omitempty"` // believed expiry, CLOCK_MONOTONIC ns; 0 = none
 	T          int64           `json:"t"`                     // CLOCK_MONOTONIC ns
 	Error      string          `json:"error,omitempty"`
+	// Reentry marks an acquire (its invoke and its answer) by a client
+	// that holds the key already and asks again, meaning to: a re-entry,
+	// legal under either model for the re-entrant lock it is asked of.
+	// Each re-entry granted is given back by one more release.
+	Reentry bool `json:"reentry,omitempty"`
 }
 
 // Validate reports what makes an event unusable by the checker.

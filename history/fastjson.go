@@ -78,6 +78,9 @@ func fastDecode(b []byte, ev *Event) bool {
 			ev.Key, p, ok = fastString(b, p)
 		case "error":
 			ev.Error, p, ok = fastString(b, p)
+		case "reentry":
+			ok = p+4 <= len(b) && string(b[p:p+4]) == "true"
+			ev.Reentry, p = ok, p+4
 		case "value":
 			var end int
 			end, ok = skipValue(b, p)

@@ -21,6 +21,8 @@ func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
 		`{"i":1,"proc":2,"type":"ok","f":"acquire","t":3,"extra":true}`,
 		`{"i":1,"proc":2,"type":"ok","f":"acquire","value":{"a":1},"t":3}`,
 		`{"i":1,"proc":2,"type":"ok","f":"acquire","token":-1,"t":3}`,
+		`{"i":1,"proc":2,"type":"ok","f":"acquire","t":3,"reentry":false}`,
+		`{"i":1,"proc":2,"type":"ok","f":"acquire","t":3,"reentry":tru}`,
 	}
 	for n := 0; n < 2000; n++ {
 		ev := Event{Index: rng.Int63n(1e9), Proc: rng.Intn(100) - 1, Type: []Type{Invoke, OK, Fail, Info}[rng.Intn(4)],
@@ -35,6 +37,7 @@ func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
 		if rng.Intn(4) == 0 {
 			ev.Error = "timeout: \u00e9\n"
 		}
+		ev.Reentry = rng.Intn(3) == 0
 		lines = append(lines, string(AppendJSON(nil, &ev)))
 	}
 	for _, line := range lines {

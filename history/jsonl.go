@@ -200,6 +200,9 @@ func AppendJSON(b []byte, ev *Event) []byte {
 		b = append(b, `,"error":`...)
 		b = appendString(b, ev.Error)
 	}
+	if ev.Reentry {
+		b = append(b, `,"reentry":true`...)
+	}
 	return append(b, '}')
 }
 

@@ -20,6 +20,7 @@ func TestWriterRoundTrip(t *testing.T) {
 		{Proc: 1, Type: Invoke, F: Acquire, Key: "k1", T: 10},
 		{Proc: 1, Type: OK, F: Acquire, Key: "k1", Token: tok(7), ValidUntil: 99, T: 20, Value: json.RawMessage(`"owner-a"`)},
 		{Proc: 2, Type: Info, F: Release, Key: "we\"ird\nkey", T: 30, Error: "timeout: é"},
+		{Proc: 1, Type: OK, F: Acquire, Key: "k1", T: 40, Reentry: true},
 	}
 	for _, ev := range in {
 		w.Record(ev)

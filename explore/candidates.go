@@ -139,6 +139,7 @@ func (l *candidateList) plainer(s Schedule) {
 		{w.HonourLease, "a holder that ignores its lease", func(w *workload.Spec) { w.HonourLease = false }},
 		{w.Fenced, "unfenced writes", func(w *workload.Spec) { w.Fenced = false }},
 		{thinks(w), "no think time", func(w *workload.Spec) { w.Think = workload.Dist{} }},
+		{w.Reentry > 0, "no re-entry", func(w *workload.Spec) { w.Reentry = 0 }},
 	}
 	all, n := s.Clone(), 0
 	var whats []string

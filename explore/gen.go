@@ -20,6 +20,9 @@ type Profile struct {
 	ServerNodes, Nodes int
 	TTL                bool // its leases expire (capability ttl)
 	Renewal, Fencing   bool
+	// Reentrant: a holder may acquire again (capability reentrant), so
+	// workloads may re-enter.
+	Reentrant bool
 	// Session is how long after a holder goes silent its lock comes free
 	// when a session (ZooKeeper, an etcd lease) decides it: the time scale
 	// of approaches without a TTL.
@@ -190,8 +193,16 @@ func genWorkload(p Profile, rng *rand.Rand) workload.Spec {
 	if rng.IntN(2) == 0 {
 		w.Think = genThink(w, rng)
 	}
+	if p.Reentrant && rng.IntN(2) == 0 {
+		// Drawn only for a re-entrant lock: the others' schedules of a
+		// seed stay as they were.
+		w.Reentry = genReentry(rng)
+	}
 	return w
 }
+
+// genReentry draws the share of holds that re-enter.
+func genReentry(rng *rand.Rand) float64 { return []float64{0.25, 0.5, 1}[rng.IntN(3)] }
 
 // genThink draws a think time: a short pause after each release, so the
 // key goes to a waiting client instead of back to the one that let go (in
@@ -348,7 +359,11 @@ func mutateOnce(p Profile, s *Schedule, T time.Duration, rng *rand.Rand) {
 }
 
 func mutateWorkload(p Profile, w *workload.Spec, rng *rand.Rand) {
-	switch rng.IntN(8) {
+	settings := 8
+	if p.Reentrant {
+		settings++ // the re-entry: only a re-entrant lock's draws change
+	}
+	switch rng.IntN(settings) {
 	case 0:
 		w.Clients = min(max(w.Clients+[]int{-1, 1}[rng.IntN(2)], minClients), maxClients)
 	case 1:
@@ -376,6 +391,12 @@ func mutateWorkload(p Profile, w *workload.Spec, rng *rand.Rand) {
 			w.Think = workload.Dist{}
 		} else {
 			w.Think = genThink(*w, rng)
+		}
+	case 8:
+		if w.Reentry > 0 {
+			w.Reentry = 0
+		} else {
+			w.Reentry = genReentry(rng)
 		}
 	}
 	w.Hold = genHold(p, *w, rng)

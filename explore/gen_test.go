@@ -128,11 +128,11 @@ func TestGenerateIsSeeded(t *testing.T) {
 // the holder is careful or renews; and it reads back as a scenario file.
 func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 	reg := all.Registry()
-	for _, name := range []string{"redis-setnx-px-lua", "zk-sequential", "etcd-lease", "redis-redlock", "mysql-for-update"} {
+	for _, name := range []string{"redis-setnx-px-lua", "zk-sequential", "etcd-lease", "redis-redlock", "mysql-for-update", "redis-reentrant"} {
 		p := profileOf(t, name)
 		seen := map[string]bool{}
 		counts := map[int]bool{}
-		thinking := 0
+		thinking, reentering := 0, 0
 		for i := range 300 {
 			s := Generate(p, 42, i)
 			if i%2 == 1 {
@@ -143,6 +143,9 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 			if thinks(s.Workload) {
 				thinking++
 			}
+			if s.Workload.Reentry > 0 {
+				reentering++
+			}
 			for _, f := range s.Faults {
 				seen[f.Kind] = true
 			}
@@ -151,7 +154,8 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 				t.Fatalf("%s: schedule %d does not read back: %v\n%s", name, i, err, s.Scenario("t"))
 			}
 			if len(sc.Faults) != len(s.Faults) || sc.Duration != s.Duration || sc.Seed != s.Seed || sc.Workload.Hold != s.Workload.Hold ||
-				thinks(sc.Workload) != thinks(s.Workload) || sc.Workload.Think.A != s.Workload.Think.A || sc.Workload.Think.B != s.Workload.Think.B {
+				thinks(sc.Workload) != thinks(s.Workload) || sc.Workload.Think.A != s.Workload.Think.A || sc.Workload.Think.B != s.Workload.Think.B ||
+				sc.Workload.Reentry != s.Workload.Reentry {
 				t.Fatalf("%s: schedule %d read back differently", name, i)
 			}
 			if i < 30 { // the runner's own check, a few times per approach
@@ -162,6 +166,9 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 		}
 		if thinking < 60 || thinking > 240 {
 			t.Errorf("%s: %d of 300 schedules with a think time", name, thinking)
+		}
+		if p.Reentrant != (reentering >= 60) || reentering > 240 {
+			t.Errorf("%s (reentrant: %v): %d of 300 schedules re-enter", name, p.Reentrant, reentering)
 		}
 		for n := minFaults; n <= maxFaults; n++ {
 			if !counts[n] {
@@ -208,7 +215,7 @@ func checkBounds(t *testing.T, p Profile, s Schedule) {
 	switch {
 	case w.HonourLease && w.Renew:
 		fail("careful and renewing at once")
-	case w.HonourLease && !p.TTL, w.Renew && !p.Renewal, w.Fenced && (!p.Fencing || w.Kind != workload.Counter):
+	case w.HonourLease && !p.TTL, w.Renew && !p.Renewal, w.Fenced && (!p.Fencing || w.Kind != workload.Counter), w.Reentry > 0 && !p.Reentrant:
 		fail("a workload setting the approach cannot take")
 	case !w.HonourLease && !w.Renew && w.Hold.B > T/5:
 		fail("hold up to %v with a lease of %v and neither care nor renewal", w.Hold.B, T)

@@ -23,7 +23,8 @@ import (
 type Schedule struct {
 	Approach string
 	// Workload holds the keys a scenario's `workload:` takes (Kind,
-	// Clients, Keys, Hold, TTL, AcquireTimeout, Fenced, Renew, HonourLease).
+	// Clients, Keys, Hold, TTL, AcquireTimeout, Fenced, Renew, HonourLease,
+	// Reentry).
 	Workload workload.Spec
 	Duration time.Duration
 	Seed     uint64
@@ -72,6 +73,9 @@ func (s Schedule) Summary() string {
 	}
 	if thinks(w) {
 		extra += ", think " + w.Think.String()
+	}
+	if w.Reentry > 0 {
+		extra += fmt.Sprintf(", re-entry in %.0f%% of holds", 100*w.Reentry)
 	}
 	faults := "no fault"
 	if len(fs) > 0 {

@@ -103,6 +103,7 @@ type workerEnd struct {
 	Unavailable    int64                  `json:"unavailable"`
 	ReleaseNotHeld int64                  `json:"release_not_held"`
 	Renewals       int64                  `json:"renewals"`
+	Reentries      int64                  `json:"reentries,omitempty"`
 	Lost           int64                  `json:"lost"`
 	FirstError     string                 `json:"first_error,omitempty"`
 }
@@ -110,14 +111,14 @@ type workerEnd struct {
 func endOf(st workload.Stats, retired bool) *workerEnd {
 	return &workerEnd{Retired: retired, Acquire: st.Acquire.Export(), Release: st.Release.Export(),
 		Acquired: st.Acquired, NotAcquired: st.NotAcquired, Indeterminate: st.Indeterminate, Errors: st.Errors, Unavailable: st.Unavailable,
-		ReleaseNotHeld: st.ReleaseNotHeld, Renewals: st.Renewals, Lost: st.Lost, FirstError: st.FirstError}
+		ReleaseNotHeld: st.ReleaseNotHeld, Renewals: st.Renewals, Reentries: st.Reentries, Lost: st.Lost, FirstError: st.FirstError}
 }
 
 // stats turns a worker's last word back into workload stats.
 func (e *workerEnd) stats() workload.Stats {
 	st := workload.Stats{Acquire: workload.NewHistogram(), Release: workload.NewHistogram(),
 		Acquired: e.Acquired, NotAcquired: e.NotAcquired, Indeterminate: e.Indeterminate, Errors: e.Errors, Unavailable: e.Unavailable,
-		ReleaseNotHeld: e.ReleaseNotHeld, Renewals: e.Renewals, Lost: e.Lost, FirstError: e.FirstError}
+		ReleaseNotHeld: e.ReleaseNotHeld, Renewals: e.Renewals, Reentries: e.Reentries, Lost: e.Lost, FirstError: e.FirstError}
 	for _, x := range []struct {
 		s *hdrhistogram.Snapshot
 		h *hdrhistogram.Histogram

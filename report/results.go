@@ -96,6 +96,7 @@ type Run struct {
 	Complete             bool              `json:"complete"`
 	ViaProxy             bool              `json:"via_proxy"` // clients went through the fault-injecting proxies
 	Renewals             int64             `json:"renewals,omitempty"`
+	Reentries            int64             `json:"reentries,omitempty"` // re-entries granted (workload reentry)
 	Lost                 int64             `json:"lost,omitempty"`     // holders told their lock was gone
 	Replaced             int64             `json:"replaced,omitempty"` // clients retired (indeterminate outcome, crash) and replaced
 	Crashed              int64             `json:"crashed,omitempty"`  // client processes killed by a fault

@@ -349,7 +349,7 @@ func (r *caseRun) measure(ctx context.Context) {
 		Case: c.Name, Approach: c.Approach.Name, Clients: c.Workload.Clients, Seconds: st.Elapsed.Seconds(), Answered: r.answeredEarly.Load(),
 		Acquired: st.Acquired, AcquiresPerSec: float64(st.Acquired) / st.Elapsed.Seconds(),
 		NotAcquired: st.NotAcquired, Indeterminate: st.Indeterminate, Errors: st.Errors,
-		FirstError: st.FirstError, ReleaseNotHeld: st.ReleaseNotHeld, Renewals: st.Renewals,
+		FirstError: st.FirstError, ReleaseNotHeld: st.ReleaseNotHeld, Renewals: st.Renewals, Reentries: st.Reentries,
 		Lost: st.Lost, Replaced: st.Replaced, Crashed: st.Crashed, Late: st.Late,
 		Acquire: report.Summarise(st.Acquire), Release: report.Summarise(st.Release),
 		Complete: ctx.Err() == nil, Linearizable: checker.LinNotChecked, ViaProxy: !c.Direct && r.env.servers != nil,

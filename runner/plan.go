@@ -165,6 +165,9 @@ func (c Case) Validate() error {
 	if err := w.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", c.Name, err)
 	}
+	if c.Workload.Reentry > 0 && !c.Approach.Caps.Reentrant {
+		return fmt.Errorf("%s: reentry %v asks %s to re-enter, and it does not declare reentrant", c.Name, c.Workload.Reentry, c.Approach.Name)
+	}
 	if c.Workload.Clients > 4096 {
 		return fmt.Errorf("%s: client count %d out of range 1..4096", c.Name, c.Workload.Clients)
 	}

@@ -55,3 +55,27 @@ func TestBenchPlanProcesses(t *testing.T) {
 		}
 	}
 }
+
+// A case asks re-entry only of an approach that declares it, and a share
+// of holds between 0 and 1.
+func TestCaseValidateReentry(t *testing.T) {
+	plain := memlock.NewService(1)
+	reentrant := memlock.NewService(1)
+	reentrant.Reentrant = true
+	for _, tc := range []struct {
+		name     string
+		approach impls.Approach
+		reentry  float64
+		wantErr  string
+	}{
+		{"a re-entrant lock", reentrant.Approach("mem-reentrant"), 0.3, ""},
+		{"no re-entry asked", plain.Approach("mem"), 0, ""},
+		{"a lock that does not re-enter", plain.Approach("mem"), 0.3, "c: reentry 0.3 asks mem to re-enter, and it does not declare reentrant"},
+		{"more than every hold", reentrant.Approach("mem-reentrant"), 1.5, "c: reentry is a share of holds from 0 to 1, got 1.5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Case{Name: "c", Approach: tc.approach, Workload: workload.Spec{Clients: 1, Keys: 1, Duration: time.Second, Reentry: tc.reentry}}
+			errtest.Want(t, c.Validate(), tc.wantErr)
+		})
+	}
+}

@@ -235,13 +235,13 @@ func TestClientFaultsRunClientsAsProcesses(t *testing.T) {
 // name the line of the value, also in block style.
 func TestWorkloadKeys(t *testing.T) {
 	const base = "name: x\napproaches: [memory]\nduration: 5s\n"
-	all := "workload: {kind: tasks, clients: 3, keys: 2, hold: exp:2ms, ttl: 0, acquire-timeout: 1s, fenced: true, renew: true, honour-lease: true}\n"
+	all := "workload: {kind: tasks, clients: 3, keys: 2, hold: exp:2ms, ttl: 0, acquire-timeout: 1s, fenced: true, renew: true, honour-lease: true, reentry: 0.5}\n"
 	s, err := Parse([]byte(base+all), registry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w := s.Workload; w.Kind != "tasks" || w.Clients != 3 || w.Keys != 2 || w.Hold.String() != "exp:2ms" ||
-		w.TTL != 10*time.Second || w.AcquireTimeout != time.Second || !w.Fenced || !w.Renew || !w.HonourLease {
+		w.TTL != 10*time.Second || w.AcquireTimeout != time.Second || !w.Fenced || !w.Renew || !w.HonourLease || w.Reentry != 0.5 {
 		t.Errorf("workload = %+v (ttl 0 is the default, 10s)", w)
 	}
 	s, err = Parse([]byte(base+"workload: {ttl: , hold: }\n"), registry())
@@ -251,6 +251,7 @@ func TestWorkloadKeys(t *testing.T) {
 	for _, tt := range []struct{ name, yaml, want string }{
 		{"duration is the scenario's", "workload: {duration: 5s}\n", `line 4: unknown key "duration"`},
 		{"seed is the scenario's", "workload: {seed: 3}\n", `line 4: unknown key "seed"`},
+		{"reentry is a share", "workload: {reentry: 2}\n", `line 4: workload.reentry is a share of holds from 0 to 1, got 2`},
 		{"rate is the command line's", "workload: {rate: 3}\n", `line 4: unknown key "rate"`},
 		{"store is the runner's", "workload: {store: x}\n", `line 4: unknown key "store"`},
 		{"twice", "workload: {keys: 1, keys: 2}\n", "line 4: workload.keys given twice"},

@@ -48,6 +48,8 @@ func parseWorkload(n *yaml.Node, line int) (workload.Spec, error) {
 		return out, fmt.Errorf("line %d: workload.ttl must not be negative", line)
 	case out.AcquireTimeout < 0:
 		return out, fmt.Errorf("line %d: workload.acquire-timeout must not be negative", line)
+	case !(out.Reentry >= 0 && out.Reentry <= 1):
+		return out, fmt.Errorf("line %d: workload.reentry is a share of holds from 0 to 1, got %v", line, out.Reentry)
 	}
 	return out, nil
 }

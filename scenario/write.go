@@ -20,7 +20,7 @@ type Draft struct {
 	Approach string
 	// Workload holds the keys a scenario's `workload:` takes (Kind,
 	// Clients, Keys, Hold, TTL, AcquireTimeout, Think, Fenced, Renew,
-	// HonourLease).
+	// HonourLease, Reentry).
 	Workload workload.Spec
 	Duration time.Duration
 	Seed     uint64
@@ -106,6 +106,9 @@ func workloadKeys(w workload.Spec) []string {
 	}
 	if w.Think.A > 0 || w.Think.B > 0 {
 		keys = append(keys, "think: "+w.Think.String())
+	}
+	if w.Reentry > 0 {
+		keys = append(keys, "reentry: "+strconv.FormatFloat(w.Reentry, 'g', -1, 64))
 	}
 	for _, x := range []struct {
 		on   bool

@@ -50,6 +50,7 @@ func drafts() []Draft {
 	careful := w
 	careful.Kind, careful.Fenced, careful.Renew, careful.HonourLease = workload.Mutex, false, false, true
 	careful.Think = workload.Dist{Kind: "uniform", A: 5 * time.Millisecond, B: 100 * time.Millisecond}
+	careful.Reentry = 0.35
 	out = append(out, Draft{Name: "shapes", Comment: []string{"what it shows,", "", "and why"}, Approach: "fenced-memory",
 		Workload: careful, Duration: 6500 * time.Millisecond, Seed: 1 << 40, Expect: []string{"double-grant:outlived", "lost-update"},
 		Faults: []Entry{

@@ -51,20 +51,30 @@ func (s *schedule) wait(ctx context.Context) (due time.Time, late bool, err erro
 // record writes one event. With a lease, it carries the fencing token and
 // the holder's current belief about its expiry.
 func (c *client) record(typ history.Type, f, key string, lease impls.Lease, err error) {
-	var token *uint64
-	var vu time.Time
-	if lease != nil {
-		if tok, ok := lease.Token(); ok {
-			token = &tok
-		}
-		vu = lease.ValidUntil()
-	}
+	token, vu := leaseFacts(lease)
 	c.recordBelief(typ, f, key, token, vu, err)
+}
+
+// leaseFacts are what an event carries of lease: its fencing token and
+// the holder's belief about its expiry (none without a lease).
+func leaseFacts(lease impls.Lease) (token *uint64, vu time.Time) {
+	if lease == nil {
+		return nil, time.Time{}
+	}
+	if tok, ok := lease.Token(); ok {
+		token = &tok
+	}
+	return token, lease.ValidUntil()
 }
 
 // recordBelief writes one event carrying token and the holder's belief vu
 // about its lease's expiry (zero: none).
 func (c *client) recordBelief(typ history.Type, f, key string, token *uint64, vu time.Time, err error) {
+	c.rec.Record(c.event(typ, f, key, token, vu, err))
+}
+
+// event is one event of this client's, stamped now.
+func (c *client) event(typ history.Type, f, key string, token *uint64, vu time.Time, err error) history.Event {
 	ev := history.Event{Proc: c.proc, Type: typ, F: f, Key: key, T: c.clk.Nanos(), Token: token}
 	if !vu.IsZero() {
 		// The expiry as the holder believes it, moved onto the history's
@@ -75,7 +85,7 @@ func (c *client) recordBelief(typ history.Type, f, key string, token *uint64, vu
 	if err != nil {
 		ev.Error = err.Error()
 	}
-	c.rec.Record(ev)
+	return ev
 }
 
 // renewed records a renewal the approach made on its own (a watchdog) as
@@ -171,9 +181,16 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 		// The critical section runs to its end even if the run is over: a
 		// holder does not cut its work short (unless the run was finished
 		// early, its question answered: Spec.Finish).
+		var reenter func() bool
+		if c.spec.Reentry > 0 && c.rng.Float64() < c.spec.Reentry {
+			reenter = func() bool { return c.reenter(opCtx, key, st, fail) }
+		}
 		stopWatch := c.watch(key, lease, st)
-		c.critical(key, lease, hold)
+		retired := c.critical(key, lease, hold, reenter)
 		stopWatch()
+		if retired {
+			return true
+		}
 		// Release with its own deadline: at the end of a run (or on
 		// Ctrl-C) held locks are still given back. The invoke carries the
 		// holder's belief about its lease at the moment it lets go.
@@ -291,30 +308,102 @@ func (c *client) watch(key string, lease impls.Lease, st *Stats) (stop func()) {
 	}
 }
 
-// critical is the holder's work on the protected resource.
-func (c *client) critical(key string, lease impls.Lease, hold time.Duration) {
+// critical is the holder's work on the protected resource; reenter, when
+// set, is a re-entry made halfway through the work (between a counter's
+// read and its write). It reports whether the client retired there (an
+// outcome it cannot know, or its process killed): it then does nothing
+// more, its write and its release included.
+func (c *client) critical(key string, lease impls.Lease, hold time.Duration, reenter func() (retired bool)) bool {
 	var token *uint64
 	if t, ok := lease.Token(); ok {
 		token = &t
+	}
+	work := func() bool {
+		if reenter == nil {
+			c.work(lease, hold)
+			return false
+		}
+		c.work(lease, hold/2)
+		if reenter() {
+			return true
+		}
+		c.work(lease, hold-hold/2)
+		return false
 	}
 	switch c.spec.Kind {
 	case Counter:
 		// The seed's "deduct 3% of the balance": read, think, write.
 		b, err := c.spec.Store.Read(c.proc, key, token)
-		c.work(lease, hold)
+		if work() {
+			return true
+		}
 		if err == nil && c.mayAct(lease) && !c.finished() {
 			_ = c.spec.Store.Write(c.proc, key, b-b*3/100, b, token)
 		}
 	case Tasks:
 		if !c.spec.Store.Done(key) {
-			c.work(lease, hold) // the processing
+			if work() { // the processing
+				return true
+			}
 			if c.mayAct(lease) && !c.finished() {
 				_, _ = c.spec.Store.Process(c.proc, key, token)
 			}
 		}
 	default:
-		c.work(lease, hold)
+		return work()
 	}
+	return false
+}
+
+// reenter acquires key again while holding it, and gives that hold back:
+// a re-entry, recorded as one (history.Event.Reentry). It reports whether
+// the client must retire: an outcome it cannot know, or its process
+// killed. A re-entry refused is counted as any failure and the holder
+// goes on with the hold it has.
+func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func(error)) (retired bool) {
+	actx, cancel := context.WithTimeout(opCtx, c.spec.AcquireTimeout)
+	c.recordReentry(history.Invoke, key, nil, nil)
+	inner, err := c.locker.Acquire(actx, key, impls.AcquireOptions{TTL: c.spec.TTL, OnRenew: c.renewed(key)})
+	cancel()
+	c.recordReentry(outcome(err), key, inner, err)
+	switch {
+	case err == nil:
+		st.Reentries++
+	case c.ended(err, st):
+		return true
+	case errors.Is(err, impls.ErrIndeterminate):
+		st.Indeterminate++
+		return true
+	default:
+		fail(err)
+		return false
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	c.record(history.Invoke, history.Release, key, inner, nil)
+	err = inner.Release(rctx)
+	c.record(outcome(err), history.Release, key, nil, err)
+	switch {
+	case err == nil:
+	case errors.Is(err, impls.ErrNotHeld):
+		st.ReleaseNotHeld++
+	case c.ended(err, st):
+		return true
+	case errors.Is(err, impls.ErrIndeterminate):
+		st.Indeterminate++
+		return true
+	default:
+		fail(err)
+	}
+	return false
+}
+
+// recordReentry records an event of a re-entry's acquire.
+func (c *client) recordReentry(typ history.Type, key string, lease impls.Lease, err error) {
+	token, vu := leaseFacts(lease)
+	ev := c.event(typ, history.Acquire, key, token, vu, err)
+	ev.Reentry = true
+	c.rec.Record(ev)
 }
 
 // workStep is the unit of a careful holder's work: it looks at its clock

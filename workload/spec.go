@@ -65,6 +65,13 @@ type Spec struct {
 	// Redlock algorithm asks of its clients. Without it a holder works its
 	// full hold whatever its lease says.
 	HonourLease bool `yaml:"honour-lease" json:"honour_lease,omitempty"`
+	// Reentry is the share of holds (0 to 1) in which the holder, halfway
+	// through its critical section, acquires the key it holds again and
+	// gives that back before it goes on: a re-entry, for approaches that
+	// declare reentrant (as code that takes a lock in a function called
+	// with it held does). The re-entry's reply, refresh and count are
+	// paths of their own in a re-entrant lock, which a bug can break.
+	Reentry float64 `yaml:"reentry" json:"reentry,omitempty"`
 
 	Duration  time.Duration `yaml:"-" json:"duration"`
 	Seed      uint64        `yaml:"-" json:"seed"`
@@ -110,6 +117,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("duration must be positive, got %v", s.Duration)
 	case s.TTL < 0:
 		return fmt.Errorf("ttl must not be negative, got %v", s.TTL)
+	case !(s.Reentry >= 0 && s.Reentry <= 1):
+		return fmt.Errorf("reentry is a share of holds from 0 to 1, got %v", s.Reentry)
 	case s.AcquireTimeout < 0:
 		return fmt.Errorf("acquire timeout must not be negative, got %v", s.AcquireTimeout)
 	case s.Rate < 0 || math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0):
@@ -146,6 +155,7 @@ type Stats struct {
 	Unavailable      int64                   // of those, the lock service could not be reached
 	ReleaseNotHeld   int64                   // releases refused: the lease was already gone
 	Renewals         int64                   // extends that succeeded
+	Reentries        int64                   // re-entries granted (Spec.Reentry)
 	Lost             int64                   // holders told their lock was gone (Lost signal, failed renewal)
 	Replaced         int64                   // clients retired after an indeterminate outcome (or a crash) and replaced
 	Crashed          int64                   // client processes that died (client-crash faults)
@@ -169,6 +179,7 @@ func (s *Stats) Merge(o Stats) {
 	s.Unavailable += o.Unavailable
 	s.ReleaseNotHeld += o.ReleaseNotHeld
 	s.Renewals += o.Renewals
+	s.Reentries += o.Reentries
 	s.Lost += o.Lost
 	s.Replaced += o.Replaced
 	s.Crashed += o.Crashed

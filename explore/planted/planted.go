@@ -26,7 +26,7 @@ import (
 
 // Approaches are the planted approaches.
 func Approaches() []impls.Approach {
-	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply, RenewAfterRelease, ExpireAfterSet}
+	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply, RenewAfterRelease, ExpireAfterSet, ReentryKeepsTTL}
 }
 
 // Register adds the planted approaches to reg.

@@ -6,7 +6,8 @@
 // Knobs make it misbehave on purpose: Racy checks then sets (double grants
 // under contention), LoseReplies makes acquires take effect but answer
 // indeterminate, as a dropped reply does, ClientClockExpiry judges expiry
-// by the asking client's clock.
+// by the asking client's clock, Reentrant grants a holder the key again
+// (counting holds) and ReentryFreesAll makes that count a lie.
 package memlock
 
 import (
@@ -33,6 +34,14 @@ type Service struct {
 	// own clock): a client whose clock runs ahead sees a held lock as
 	// expired and takes it, a timing bug only a client clock fault shows.
 	ClientClockExpiry bool
+	// Reentrant: a client holding a key is granted it again, one hold
+	// more, its lease renewed; each release gives one hold back and the
+	// last frees the key.
+	Reentrant bool
+	// ReentryFreesAll (with Reentrant): a release frees the key whatever
+	// the holds left, the re-entry bug of a lock that counts holds but
+	// deletes on every release.
+	ReentryFreesAll bool
 
 	mu    sync.Mutex
 	locks map[string]entry
@@ -42,6 +51,7 @@ type Service struct {
 
 type entry struct {
 	owner   string
+	holds   int
 	expires time.Time // zero: no expiry
 }
 
@@ -54,7 +64,7 @@ func NewService(seed uint64) *Service {
 // server (Server ""), for registries built by tests.
 func (s *Service) Approach(name string) impls.Approach {
 	return impls.Approach{
-		Name: name, Caps: impls.Capabilities{TTL: true, Fencing: true, Renewal: true},
+		Name: name, Caps: impls.Capabilities{TTL: true, Fencing: true, Renewal: true, Reentrant: s.Reentrant},
 		Weak: impls.Weaknesses{RacyAcquire: s.Racy}, Safe: !s.Racy,
 		Summary: "in-memory lock table (tests only)", Fails: "racy when told to be",
 		New: func(_ context.Context, env impls.Env) (impls.Locker, error) {
@@ -76,6 +86,9 @@ type Locker struct {
 func (l *Locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
 	l.n++
 	owner := fmt.Sprintf("%s/%d", l.id, l.n)
+	if l.svc.Reentrant {
+		owner = l.id // a re-entrant lock's owner is the client
+	}
 	for {
 		if lease, ok, lost := l.svc.try(key, owner, opt.TTL, l); ok {
 			if lost {
@@ -102,6 +115,16 @@ func (s *Service) try(key, owner string, ttl time.Duration, l *Locker) (impls.Le
 	s.mu.Lock()
 	e, held := s.locks[key]
 	free := !held || (!e.expires.IsZero() && now.After(e.expires))
+	if !free && s.Reentrant && e.owner == owner {
+		e.holds++
+		if ttl > 0 {
+			e.expires = now.Add(ttl)
+		}
+		s.locks[key] = e
+		tok := s.fence
+		s.mu.Unlock()
+		return l.lease(key, owner, tok, ttl), true, false
+	}
 	if s.Racy {
 		// Check, then set in a separate step: the window two clients need.
 		s.mu.Unlock()
@@ -112,7 +135,7 @@ func (s *Service) try(key, owner string, ttl time.Duration, l *Locker) (impls.Le
 		s.mu.Unlock()
 		return nil, false, false
 	}
-	ne := entry{owner: owner}
+	ne := entry{owner: owner, holds: 1}
 	if ttl > 0 {
 		ne.expires = now.Add(ttl)
 	}
@@ -121,11 +144,17 @@ func (s *Service) try(key, owner string, ttl time.Duration, l *Locker) (impls.Le
 	lost := s.LoseReplies > 0 && s.rng.Float64() < s.LoseReplies
 	tok := s.fence
 	s.mu.Unlock()
-	lease := &Lease{svc: s, key: key, owner: owner, token: tok}
+	return l.lease(key, owner, tok, ttl), true, lost
+}
+
+// lease is a grant of key to owner, believed valid for ttl by the client's
+// clock.
+func (l *Locker) lease(key, owner string, token uint64, ttl time.Duration) *Lease {
+	lease := &Lease{svc: l.svc, key: key, owner: owner, token: token}
 	if ttl > 0 {
 		lease.validUntil = l.env.Clock.Now().Add(ttl)
 	}
-	return lease, true, lost
+	return lease
 }
 
 // Close drops the client: its locks stay until they expire, as a crash.
@@ -172,6 +201,11 @@ func (l *Lease) Release(_ context.Context) error {
 	e, ok := l.svc.locks[l.key]
 	if !ok || e.owner != l.owner {
 		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+	}
+	if e.holds > 1 && !l.svc.ReentryFreesAll {
+		e.holds--
+		l.svc.locks[l.key] = e
+		return nil
 	}
 	delete(l.svc.locks, l.key)
 	return nil

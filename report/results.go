@@ -97,14 +97,14 @@ type Run struct {
 	ViaProxy             bool              `json:"via_proxy"` // clients went through the fault-injecting proxies
 	Renewals             int64             `json:"renewals,omitempty"`
 	Reentries            int64             `json:"reentries,omitempty"` // re-entries granted (workload reentry)
-	Lost                 int64             `json:"lost,omitempty"`     // holders told their lock was gone
-	Replaced             int64             `json:"replaced,omitempty"` // clients retired (indeterminate outcome, crash) and replaced
-	Crashed              int64             `json:"crashed,omitempty"`  // client processes killed by a fault
-	Late                 int64             `json:"late,omitempty"`     // open loop: requests that started behind their schedule
-	Faults               []Fault           `json:"faults,omitempty"`   // what chaos injected, in order
-	Expected             []string          `json:"expected,omitempty"` // the outcomes the case had to show
-	Observed             []string          `json:"observed,omitempty"` // the outcomes it showed
-	Missing              []string          `json:"missing,omitempty"`  // expected outcomes that never showed
+	Lost                 int64             `json:"lost,omitempty"`      // holders told their lock was gone
+	Replaced             int64             `json:"replaced,omitempty"`  // clients retired (indeterminate outcome, crash) and replaced
+	Crashed              int64             `json:"crashed,omitempty"`   // client processes killed by a fault
+	Late                 int64             `json:"late,omitempty"`      // open loop: requests that started behind their schedule
+	Faults               []Fault           `json:"faults,omitempty"`    // what chaos injected, in order
+	Expected             []string          `json:"expected,omitempty"`  // the outcomes the case had to show
+	Observed             []string          `json:"observed,omitempty"`  // the outcomes it showed
+	Missing              []string          `json:"missing,omitempty"`   // expected outcomes that never showed
 	Status               verdict.Status    `json:"status,omitempty"`
 	// Missed: it contradicts only because an expected violation did not
 	// show (verdict.Result.Missed), which repeated runs may tolerate.

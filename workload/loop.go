@@ -181,9 +181,9 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 		// The critical section runs to its end even if the run is over: a
 		// holder does not cut its work short (unless the run was finished
 		// early, its question answered: Spec.Finish).
-		var reenter func() bool
+		var reenter func() reentry
 		if c.spec.Reentry > 0 && c.rng.Float64() < c.spec.Reentry {
-			reenter = func() bool { return c.reenter(opCtx, key, st, fail) }
+			reenter = func() reentry { return c.reenter(opCtx, key, st, fail) }
 		}
 		stopWatch := c.watch(key, lease, st)
 		retired := c.critical(key, lease, hold, reenter)
@@ -308,59 +308,62 @@ func (c *client) watch(key string, lease impls.Lease, st *Stats) (stop func()) {
 	}
 }
 
+// reentry is how a re-entry went for the holder.
+type reentry int
+
+const (
+	reentered reentry = iota // granted and given back: the work goes on
+	refused                  // not granted: the holder's lock is not what it thought, and it gives its work up
+	retire                   // an outcome it cannot know, or its process killed: it does nothing more
+)
+
 // critical is the holder's work on the protected resource; reenter, when
 // set, is a re-entry made halfway through the work (between a counter's
-// read and its write). It reports whether the client retired there (an
-// outcome it cannot know, or its process killed): it then does nothing
-// more, its write and its release included.
-func (c *client) critical(key string, lease impls.Lease, hold time.Duration, reenter func() (retired bool)) bool {
+// read and its write). A re-entry refused ends the work there, its write
+// not made, as an error inside a critical section does. It reports
+// whether the client retired: it then does nothing more, its release
+// included.
+func (c *client) critical(key string, lease impls.Lease, hold time.Duration, reenter func() reentry) (retired bool) {
 	var token *uint64
 	if t, ok := lease.Token(); ok {
 		token = &t
 	}
-	work := func() bool {
+	work := func() reentry {
 		if reenter == nil {
 			c.work(lease, hold)
-			return false
+			return reentered
 		}
 		c.work(lease, hold/2)
-		if reenter() {
-			return true
+		if r := reenter(); r != reentered {
+			return r
 		}
 		c.work(lease, hold-hold/2)
-		return false
+		return reentered
 	}
+	var r reentry
 	switch c.spec.Kind {
 	case Counter:
 		// The seed's "deduct 3% of the balance": read, think, write.
 		b, err := c.spec.Store.Read(c.proc, key, token)
-		if work() {
-			return true
-		}
-		if err == nil && c.mayAct(lease) && !c.finished() {
+		if r = work(); r == reentered && err == nil && c.mayAct(lease) && !c.finished() {
 			_ = c.spec.Store.Write(c.proc, key, b-b*3/100, b, token)
 		}
 	case Tasks:
 		if !c.spec.Store.Done(key) {
-			if work() { // the processing
-				return true
-			}
-			if c.mayAct(lease) && !c.finished() {
+			if r = work(); r == reentered && c.mayAct(lease) && !c.finished() { // work: the processing
 				_, _ = c.spec.Store.Process(c.proc, key, token)
 			}
 		}
 	default:
-		return work()
+		r = work()
 	}
-	return false
+	return r == retire
 }
 
 // reenter acquires key again while holding it, and gives that hold back:
-// a re-entry, recorded as one (history.Event.Reentry). It reports whether
-// the client must retire: an outcome it cannot know, or its process
-// killed. A re-entry refused is counted as any failure and the holder
-// goes on with the hold it has.
-func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func(error)) (retired bool) {
+// a re-entry, recorded as one (history.Event.Reentry). A re-entry refused
+// is counted as any failure.
+func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func(error)) reentry {
 	actx, cancel := context.WithTimeout(opCtx, c.spec.AcquireTimeout)
 	c.recordReentry(history.Invoke, key, nil, nil)
 	inner, err := c.locker.Acquire(actx, key, impls.AcquireOptions{TTL: c.spec.TTL, OnRenew: c.renewed(key)})
@@ -370,13 +373,14 @@ func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func
 	case err == nil:
 		st.Reentries++
 	case c.ended(err, st):
-		return true
+		return retire
 	case errors.Is(err, impls.ErrIndeterminate):
 		st.Indeterminate++
-		return true
+		c.dropped(key)
+		return retire
 	default:
 		fail(err)
-		return false
+		return refused
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer rcancel()
@@ -388,14 +392,25 @@ func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func
 	case errors.Is(err, impls.ErrNotHeld):
 		st.ReleaseNotHeld++
 	case c.ended(err, st):
-		return true
+		return retire
 	case errors.Is(err, impls.ErrIndeterminate):
 		st.Indeterminate++
-		return true
+		c.dropped(key)
+		return retire
 	default:
 		fail(err)
 	}
-	return false
+	return reentered
+}
+
+// dropped records that the client retires while it holds key (a
+// re-entry's outcome unknown): it does nothing more, and its connections
+// are dropped as a crash drops them, the key left to the server. The
+// history says so as it says of a crash, which ends the holder's tenure
+// under the lease model.
+func (c *client) dropped(key string) {
+	c.rec.Record(history.Event{Proc: c.proc, Type: history.Info, F: history.Crash, T: c.clk.Nanos(),
+		Error: "retired holding " + key + " after a re-entry's outcome was unknown; its connections dropped"})
 }
 
 // recordReentry records an event of a re-entry's acquire.

@@ -122,8 +122,9 @@ func (s *Service) try(key, owner string, ttl time.Duration, l *Locker) (impls.Le
 		}
 		s.locks[key] = e
 		tok := s.fence
+		lost := s.LoseReplies > 0 && s.rng.Float64() < s.LoseReplies
 		s.mu.Unlock()
-		return l.lease(key, owner, tok, ttl), true, false
+		return l.lease(key, owner, tok, ttl), true, lost
 	}
 	if s.Racy {
 		// Check, then set in a separate step: the window two clients need.

@@ -144,6 +144,7 @@ func (l *Advisory) attempt(ctx context.Context, key string, try bool) (impls.Lea
 		qctx, cancel = context.WithDeadline(context.Background(), dl.Add(150*time.Millisecond))
 	}
 	defer cancel()
+	had := l.held[key] > 0 // a re-entry: the session holds it already
 	var ok bool
 	var err error
 	if try {
@@ -179,6 +180,11 @@ func (l *Advisory) attempt(ctx context.Context, key string, try bool) (impls.Lea
 		if impls.DialFailed(err) {
 			return nil, fmt.Errorf("pg-advisory: %w: %w", impls.ErrUnavailable, err)
 		}
+		if had {
+			// A re-entry: the hold it was to add to went with the session,
+			// and one taken on a new session is no re-entry. Not retried.
+			return nil, fmt.Errorf("pg-advisory %s: %w: %w: %w", key, impls.ErrNotAcquired, errHoldLost, err)
+		}
 		return nil, fmt.Errorf("pg-advisory %s: %w: %w: %w", key, impls.ErrNotAcquired, errSessionLost, err)
 	default:
 		return nil, fmt.Errorf("pg-advisory %s: %w: %w", key, impls.ErrUnavailable, err)
@@ -196,6 +202,10 @@ const grantedHere = `SELECT EXISTS (
 // errSessionLost: the connection died under a request; the server ends the
 // session, so no lock of it is ours.
 var errSessionLost = errors.New("session lost")
+
+// errHoldLost: the connection died under a re-entry; the session's hold of
+// the key, which the re-entry was to add to, is gone with it.
+var errHoldLost = errors.New("session lost, and the hold it had with it")
 
 // Close drops the connection, as a crash would: the server frees the locks.
 func (l *Advisory) Close() error {

@@ -26,7 +26,9 @@ type unmasking struct {
 	run   int // the exploring run that showed it
 }
 
-// maxUnmask bounds the unmaskings of one class of one approach.
+// maxUnmask bounds the unmaskings of one class of one approach explained
+// by one set of faults: runs a restart truly explains do not spend those
+// of a run a clock fault seemed to explain.
 const maxUnmask = 3
 
 // queueUnmask queues run n's schedule s, which showed class c known by
@@ -44,8 +46,10 @@ func (e *explorer) queueUnmask(srch *Search, c verdict.Outcome, s Schedule, beca
 	if len(rest.Faults) == 0 || len(rest.Faults) == len(s.Faults) {
 		return
 	}
-	key := srch.Approach + " " + string(c)
-	what := key + " without " + strings.Join(because, ",") + ": " + rest.Summary()
+	explained := slices.Clone(because)
+	slices.Sort(explained)
+	key := srch.Approach + " " + string(c) + " without " + strings.Join(explained, ",")
+	what := key + ": " + rest.Summary()
 	if e.tried[key] >= maxUnmask || e.tried[what] > 0 {
 		return
 	}

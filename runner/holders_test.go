@@ -336,3 +336,37 @@ func TestHoldersTakeEventsInTimeOrder(t *testing.T) {
 		})
 	}
 }
+
+// A holder that re-enters its key stays its holder while it gives the
+// re-entry back: a fault aimed at the holder finds it for the rest of its
+// hold, not only until its first release.
+func TestHoldersKeepAHolderThatGivesAReentryBack(t *testing.T) {
+	reentry := func(e history.Event) history.Event { e.Reentry = true; return e }
+	for _, tt := range []struct {
+		name   string
+		events []history.Event
+		want   bool // process 1 holds k
+	}{
+		{"re-entered and given back", []history.Event{ev(1, history.OK, history.Acquire, "k"),
+			reentry(ev(1, history.OK, history.Acquire, "k")), ev(1, history.Invoke, history.Release, "k")}, true},
+		{"then released", []history.Event{ev(1, history.OK, history.Acquire, "k"),
+			reentry(ev(1, history.OK, history.Acquire, "k")), ev(1, history.Invoke, history.Release, "k"),
+			ev(1, history.Invoke, history.Release, "k")}, false},
+		{"a re-entry not granted", []history.Event{ev(1, history.OK, history.Acquire, "k"),
+			reentry(ev(1, history.Fail, history.Acquire, "k")), ev(1, history.Invoke, history.Release, "k")}, false},
+		{"crashed after a re-entry, then granted afresh", []history.Event{ev(1, history.OK, history.Acquire, "k"),
+			reentry(ev(1, history.OK, history.Acquire, "k")), ev(1, history.Info, history.Crash, ""),
+			ev(1, history.OK, history.Acquire, "k"), ev(1, history.Invoke, history.Release, "k")}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHolders()
+			for i, e := range tt.events {
+				e.T = int64(i + 1)
+				h.see(e)
+			}
+			if got := h.holds(1, "k"); got != tt.want {
+				t.Fatalf("holds = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

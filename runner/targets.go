@@ -28,7 +28,10 @@ type holders struct {
 	// from its newer holder (seen under load: a release arriving after a
 	// newer grant left the key to nobody while it was held).
 	since   map[string]int64
-	procOf  map[int]int             // proc -> slot
+	// reentered: a holder's re-entries of a key granted and not yet given
+	// back, whose releases leave it the holder.
+	reentered map[procKey]int
+	procOf    map[int]int // proc -> slot
 	crashed map[int]map[string]bool // proc -> the keys it held when its crash was recorded
 	// wrote: the key's holder has written to the protected store since
 	// its grant, its work on the resource done: only its release is left.
@@ -40,7 +43,7 @@ type holders struct {
 }
 
 func newHolders() *holders {
-	return &holders{byKey: map[string]int{}, since: map[string]int64{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
+	return &holders{byKey: map[string]int{}, since: map[string]int64{}, reentered: map[procKey]int{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
 		wrote: map[string]bool{}, waiting: map[int]string{}, wait: make(chan struct{})}
 }
 
@@ -106,6 +109,18 @@ func (h *holders) until(wait time.Duration, ready func() bool) bool {
 	}
 }
 
+// procKey is one process's hold of one key.
+type procKey struct {
+	proc int
+	key  string
+}
+
+// heldBy reports whether proc holds key in the view; the caller holds mu.
+func (h *holders) heldBy(key string, proc int) bool {
+	p, ok := h.byKey[key]
+	return ok && p == proc
+}
+
 // see updates the view with one event.
 func (h *holders) see(ev history.Event) {
 	if ev.Proc < 0 {
@@ -121,6 +136,10 @@ func (h *holders) see(ev history.Event) {
 		h.waiting[ev.Proc] = ev.Key
 		close(h.wait)
 		h.wait = make(chan struct{})
+	case ev.F == history.Acquire && ev.Type == history.OK && ev.Reentry && h.heldBy(ev.Key, ev.Proc):
+		h.reentered[procKey{ev.Proc, ev.Key}]++
+	case ev.F == history.Release && ev.Type == history.Invoke && h.reentered[procKey{ev.Proc, ev.Key}] > 0:
+		h.reentered[procKey{ev.Proc, ev.Key}]-- // it gives a re-entry back and holds on
 	case ev.F == history.Acquire && ev.Type == history.OK:
 		if ev.T < h.since[ev.Key] {
 			return
@@ -136,6 +155,7 @@ func (h *holders) see(ev history.Event) {
 			if p == ev.Proc {
 				keys[k] = true
 				delete(h.byKey, k)
+				delete(h.reentered, procKey{p, k})
 			}
 		}
 		h.crashed[ev.Proc] = keys
@@ -151,6 +171,7 @@ func (h *holders) see(ev history.Event) {
 		for k, p := range h.byKey {
 			if p == ev.Proc && (ev.Key == "" || ev.Key == k) {
 				delete(h.byKey, k)
+				delete(h.reentered, procKey{p, k})
 				h.since[k] = max(h.since[k], ev.T)
 			}
 		}

@@ -16,6 +16,8 @@ import (
 //	random: {mean: 5s}          at random, exponential gaps of that mean, from `at`
 //	when: {holding: k0}         once, as soon as some client holds k0 (not before `at`)
 //	when: {holding: k0, after: 1s}  once, 1s after some client was found holding k0
+//	when: {renewed: k0}         once, as soon as k0's holder has renewed its lease since its grant
+//	when: {releasing: k0}       once, as the next release of k0 is asked (a release of a re-entry does not count)
 //
 // jitter (with at or every) moves each time by a uniform amount in
 // [-jitter, +jitter]. for is how long each injection lasts before its heal;
@@ -40,6 +42,14 @@ type Random struct {
 // When makes a step event-driven: it fires once, when the condition holds.
 type When struct {
 	Holding string `yaml:"holding"` // some client holds this key
+	// Renewed: the holder of this key has renewed its lease since its
+	// grant (its own extend or its watchdog's, answered ok): a fault
+	// placed past a renewal, where renewal bugs live.
+	Renewed string `yaml:"renewed"`
+	// Releasing: the holder of this key asks for its release (the next
+	// one from when the step is due): a fault placed as a release is on
+	// its way, where release bugs live (a late reply, a retry).
+	Releasing string `yaml:"releasing"`
 	// After: this long past the moment a holder was found. A fault aimed at
 	// what the other clients do while one holds (a waiter's timeout) keeps
 	// its distance from the grant however late the grant came; `at` counts
@@ -48,11 +58,21 @@ type When struct {
 }
 
 func (w When) String() string {
-	if w.After > 0 {
-		return "holding " + w.Holding + ", after " + time.Duration(w.After).String()
+	s := "holding " + w.Holding
+	switch {
+	case w.Renewed != "":
+		s = "renewed " + w.Renewed
+	case w.Releasing != "":
+		s = "releasing " + w.Releasing
 	}
-	return "holding " + w.Holding
+	if w.After > 0 {
+		s += ", after " + time.Duration(w.After).String()
+	}
+	return s
 }
+
+// Key is the key the condition is about.
+func (w When) Key() string { return w.Holding + w.Renewed + w.Releasing }
 
 // Planned is one injection in a compiled plan.
 type Planned struct {
@@ -102,8 +122,14 @@ func (s Step) Validate() error {
 	}
 	if s.When != nil {
 		kinds++
-		if s.When.Holding == "" {
-			return errors.New("when: give holding: KEY")
+		given := 0
+		for _, k := range []string{s.When.Holding, s.When.Renewed, s.When.Releasing} {
+			if k != "" {
+				given++
+			}
+		}
+		if given != 1 {
+			return errors.New("when: give one of holding: KEY, renewed: KEY and releasing: KEY")
 		}
 		if s.When.After < 0 {
 			return errors.New("when: after must not be negative")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -23,6 +24,9 @@ type Profile struct {
 	// Reentrant: a holder may acquire again (capability reentrant), so
 	// workloads may re-enter.
 	Reentrant bool
+	// Watchdog: the approach renews its leases on its own (capability
+	// watchdog), so a fault may wait for a renewal without the workload's.
+	Watchdog bool
 	// Session is how long after a holder goes silent its lock comes free
 	// when a session (ZooKeeper, an etcd lease) decides it: the time scale
 	// of approaches without a TTL.
@@ -94,7 +98,7 @@ func Generate(p Profile, seed uint64, i int) Schedule {
 		if k == 0 {
 			kind = turn
 		}
-		f, ok := genFault(p, kind, T, s.Duration, rng)
+		f, ok := genFault(p, s.Workload, kind, T, s.Duration, rng)
 		if !ok {
 			continue
 		}
@@ -114,7 +118,7 @@ func Generate(p Profile, seed uint64, i int) Schedule {
 	if len(s.Faults) == 0 {
 		// Every draw fell outside the run: one fault at its start still
 		// makes the schedule a search.
-		if f, ok := genFault(p, turn, T, s.Duration, rng); ok {
+		if f, ok := genFault(p, s.Workload, turn, T, s.Duration, rng); ok {
 			f.At = edge
 			if fit(&f, s.Duration) {
 				s.Faults = append(s.Faults, f)
@@ -230,8 +234,12 @@ func genHold(p Profile, w workload.Spec, rng *rand.Rand) workload.Dist {
 }
 
 // genFault draws one fault of kind (any kind when ""): an option, its
-// options and its length, at a time in the first half of the run.
-func genFault(p Profile, kind string, T, duration time.Duration, rng *rand.Rand) (Fault, bool) {
+// options and its length, at a time in the first half of the run, and now
+// and then a placement where bugs live: a fault on the holder once it
+// holds (three times in ten) or once it renewed (two in ten, where leases
+// are renewed in w), a fault on the servers as a release goes out (two in
+// ten).
+func genFault(p Profile, w workload.Spec, kind string, T, duration time.Duration, rng *rand.Rand) (Fault, bool) {
 	if len(p.Options) == 0 {
 		return Fault{}, false
 	}
@@ -252,10 +260,21 @@ func genFault(p Profile, kind string, T, duration time.Duration, rng *rand.Rand)
 	f.Target.Nodes = slices.Clone(o.Target.Nodes)
 	vary(&f, T, rng)
 	f.At = round(edge + time.Duration(rng.Int64N(int64(max(duration/2-edge, grain)))))
-	if f.Target.Client == chaos.ClientHolder && rng.IntN(10) < 3 {
+	switch x := rng.IntN(10); {
+	case f.Target.Client == chaos.ClientHolder && x < 3:
 		f.When = f.Target.Key
+	case f.Target.Client == chaos.ClientHolder && x < 5 && renews(p, w):
+		f.When, f.On = f.Target.Key, scenario.OnRenewed
+	case f.Target.Client == "" && x < 2:
+		f.When, f.On = "0", scenario.OnReleasing
 	}
 	return f, true
+}
+
+// renews reports whether holders of w renew their leases: the workload's
+// own renewals, or the approach's watchdog.
+func renews(p Profile, w workload.Spec) bool {
+	return p.Watchdog || (w.Renew && p.Renewal && p.TTL)
 }
 
 // fit makes f end half a second before the run does, shortening it if it
@@ -296,6 +315,9 @@ func Mutate(p Profile, parent Schedule, seed uint64, j int) Schedule {
 		// Lengths stay on the scale of the lease, which a change of TTL
 		// may have moved.
 		s.Faults[i].For = min(s.Faults[i].For, round(maxFor*T))
+		if s.Faults[i].On == scenario.OnRenewed && !renews(p, s.Workload) {
+			s.Faults[i].On = "" // nobody renews now: it waits for a holder
+		}
 		if !fit(&s.Faults[i], s.Duration) {
 			s.Faults = slices.Delete(s.Faults, i, i+1)
 			continue
@@ -303,7 +325,7 @@ func Mutate(p Profile, parent Schedule, seed uint64, j int) Schedule {
 		i++
 	}
 	if len(s.Faults) == 0 {
-		if f, ok := genFault(p, "", T, s.Duration, rng); ok && fit(&f, s.Duration) {
+		if f, ok := genFault(p, s.Workload, "", T, s.Duration, rng); ok && fit(&f, s.Duration) {
 			s.Faults = append(s.Faults, f)
 		}
 	}
@@ -318,7 +340,7 @@ func mutateOnce(p Profile, s *Schedule, T time.Duration, rng *rand.Rand) {
 	case op == 0 && n > 0: // move
 		f := pickFault()
 		f.At = round(max(edge, f.At+time.Duration(float64(T)*between(rng, -1, 1))))
-		f.When = ""
+		f.When, f.On = "", ""
 	case op == 1 && n > 0: // lengthen or shorten
 		f := pickFault()
 		if f.For > 0 {
@@ -335,17 +357,17 @@ func mutateOnce(p Profile, s *Schedule, T time.Duration, rng *rand.Rand) {
 		if len(shapes) > 0 {
 			f.Target = shapes[rng.IntN(len(shapes))].Target
 			f.Target.Nodes = slices.Clone(f.Target.Nodes)
-			if f.Target.Client != chaos.ClientHolder {
-				f.When = ""
+			if releasing := f.On == scenario.OnReleasing; (releasing && f.Target.Client != "") || (!releasing && f.Target.Client != chaos.ClientHolder) {
+				f.When, f.On = "", ""
 			}
 		}
 	case op == 3 && n > 0: // other options
 		f := pickFault()
-		at, when := f.At, f.When
+		at, when, on := f.At, f.When, f.On
 		vary(f, T, rng)
-		f.At, f.When = at, when
+		f.At, f.When, f.On = at, when, on
 	case op == 4 && n < maxFaults: // one more
-		if f, ok := genFault(p, "", T, s.Duration, rng); ok {
+		if f, ok := genFault(p, s.Workload, "", T, s.Duration, rng); ok {
 			s.Faults = append(s.Faults, f)
 		}
 	case op == 5 && n > minFaults: // one fewer

@@ -133,6 +133,7 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 		seen := map[string]bool{}
 		counts := map[int]bool{}
 		thinking, reentering := 0, 0
+		placed := map[string]int{}
 		for i := range 300 {
 			s := Generate(p, 42, i)
 			if i%2 == 1 {
@@ -148,6 +149,7 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 			}
 			for _, f := range s.Faults {
 				seen[f.Kind] = true
+				placed[f.On]++
 			}
 			sc, err := scenario.Parse(s.Scenario("t"), reg)
 			if err != nil {
@@ -166,6 +168,10 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 		}
 		if thinking < 60 || thinking > 240 {
 			t.Errorf("%s: %d of 300 schedules with a think time", name, thinking)
+		}
+		if placed[scenario.OnReleasing] == 0 || (p.Renewal && p.TTL || p.Watchdog) != (placed[scenario.OnRenewed] > 0) {
+			t.Errorf("%s (renews: %v): faults placed at a release %d times, after a renewal %d times in 300 schedules",
+				name, p.Renewal && p.TTL || p.Watchdog, placed[scenario.OnReleasing], placed[scenario.OnRenewed])
 		}
 		if p.Reentrant != (reentering >= 60) || reentering > 240 {
 			t.Errorf("%s (reentrant: %v): %d of 300 schedules re-enter", name, p.Reentrant, reentering)
@@ -232,7 +238,12 @@ func checkBounds(t *testing.T, p Profile, s Schedule) {
 		if f.For > maxFor*T || (f.For == 0) != (f.Kind == "client-crash" || f.Kind == "server-restart") {
 			fail("%s lasts %v (scale %v)", f.Kind, f.For, T)
 		}
-		if f.When != "" && f.Target.Client != chaos.ClientHolder {
+		switch {
+		case f.On == scenario.OnReleasing && f.Target.Client != "":
+			fail("%s waits for a release but targets a client: %s", f.Kind, f.Target)
+		case f.On == scenario.OnRenewed && !renews(p, w):
+			fail("%s waits for a renewal, and nobody renews", f.Kind)
+		case f.When != "" && f.On != scenario.OnReleasing && f.Target.Client != chaos.ClientHolder:
 			fail("%s waits for a holder but targets %s", f.Kind, f.Target)
 		}
 		if l := f.Param("latency"); l != "" {

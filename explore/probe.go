@@ -59,7 +59,7 @@ func shapes(a impls.Approach, serverNodes int) []chaos.Selector {
 func (cs cases) profile(a impls.Approach, only []string) (Profile, error) {
 	nodes := cluster.ForServers(a.Server).Nodes[a.Server]
 	p := Profile{Approach: a.Name, Server: string(a.Server), ServerNodes: nodes, Nodes: a.Nodes,
-		TTL: a.Caps.TTL, Renewal: a.Caps.Renewal, Fencing: a.Caps.Fencing, Reentrant: a.Caps.Reentrant, Session: a.CrashFreedAfter}
+		TTL: a.Caps.TTL, Renewal: a.Caps.Renewal, Fencing: a.Caps.Fencing, Reentrant: a.Caps.Reentrant, Watchdog: a.Caps.Watchdog, Session: a.CrashFreedAfter}
 	kinds := chaos.Kinds()
 	for _, k := range only {
 		if !contains(kinds, k) {

@@ -91,7 +91,12 @@ func faultSummary(f Fault) string {
 		fmt.Fprintf(&b, " %s=%s", p.Name, p.Value)
 	}
 	fmt.Fprintf(&b, " on %s at %v", f.Target, f.At)
-	if f.When != "" {
+	switch {
+	case f.When != "" && f.On == scenario.OnRenewed:
+		fmt.Fprintf(&b, " (once %s's holder renewed)", f.When)
+	case f.When != "" && f.On == scenario.OnReleasing:
+		fmt.Fprintf(&b, " (as %s's next release is asked)", f.When)
+	case f.When != "":
 		fmt.Fprintf(&b, " (once %s is held)", f.When)
 	}
 	if f.For > 0 {

@@ -40,8 +40,13 @@ const (
 	// run out by its own clock.
 	WriteAfterExpiry = "write-after-expiry"
 	// GrantDuring is the prefix of "a grant while a fault of this kind was
-	// in force" (grant-during:partition).
-	GrantDuring = "grant-during:"
+	// in force" (grant-during:partition); ReleaseDuring, RenewalDuring and
+	// ReentryDuring the same of a release, a renewal and a re-entry asked
+	// (where release, renewal and re-entry bugs live).
+	GrantDuring   = "grant-during:"
+	ReleaseDuring = "release-during:"
+	RenewalDuring = "renewal-during:"
+	ReentryDuring = "reentry-during:"
 )
 
 // orphanGap is how long a key must stay taken after an indeterminate
@@ -52,6 +57,7 @@ const orphanGap = 300 * time.Millisecond
 // hold is one grant being followed through a history.
 type hold struct {
 	start, validUntil int64
+	reentries         int // re-entries granted and not yet given back
 }
 
 // transitions are the lock-state transitions events reached, sorted.
@@ -71,6 +77,13 @@ func transitions(events []history.Event) []string {
 	// that an indeterminate acquire took effect.
 	grants := map[string][]int64{}
 	waiting := map[string][]int64{} // acquire invokes per key
+	during := func(prefix string, t int64) {
+		for _, w := range windows {
+			if t >= w.Start && (w.End == 0 || t <= w.End) {
+				got[prefix+w.Fault] = true
+			}
+		}
+	}
 	var unknown []history.Event
 	for _, ev := range events {
 		if ev.Proc < 0 {
@@ -81,14 +94,18 @@ func transitions(events []history.Event) []string {
 		switch {
 		case ev.F == history.Acquire && ev.Type == history.Invoke:
 			waiting[ev.Key] = append(waiting[ev.Key], ev.T)
+			if ev.Reentry {
+				during(ReentryDuring, ev.T)
+			}
+		case ev.F == history.Acquire && ev.Type == history.OK && ev.Reentry && h != nil:
+			h.reentries++
+			if ev.ValidUntil != 0 {
+				h.validUntil = ev.ValidUntil
+			}
 		case ev.F == history.Acquire && ev.Type == history.OK:
 			holds[k] = &hold{start: ev.T, validUntil: ev.ValidUntil}
 			grants[ev.Key] = append(grants[ev.Key], ev.T)
-			for _, w := range windows {
-				if ev.T >= w.Start && (w.End == 0 || ev.T <= w.End) {
-					got[GrantDuring+w.Fault] = true
-				}
-			}
+			during(GrantDuring, ev.T)
 		case ev.F == history.Acquire && ev.Type == history.Info:
 			got[AcquireUnknown] = true
 			unknown = append(unknown, ev)
@@ -96,6 +113,7 @@ func transitions(events []history.Event) []string {
 			if expired(ev.T) {
 				got[RenewalAfterExpiry] = true
 			}
+			during(RenewalDuring, ev.T)
 		case ev.F == history.Extend && ev.Type == history.OK:
 			got[Renewed] = true
 			if h != nil && ev.ValidUntil != 0 {
@@ -106,8 +124,13 @@ func transitions(events []history.Event) []string {
 		case ev.F == history.Extend && ev.Type == history.Info:
 			got[RenewalUnknown] = true
 		case ev.F == history.Release && ev.Type == history.Invoke:
+			during(ReleaseDuring, ev.T)
 			if expired(ev.T) {
 				got[ExpiryWhileHeld] = true
+			}
+			if h != nil && h.reentries > 0 {
+				h.reentries-- // a re-entry given back: the hold goes on
+				break
 			}
 			delete(holds, k)
 		case ev.F == history.Release && ev.Type == history.Fail && notHeld(ev.Error):

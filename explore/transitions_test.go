@@ -34,6 +34,18 @@ func TestTransitionsReadFromAHistory(t *testing.T) {
 			ev(ms(300), 1, history.Invoke, history.Extend, 0, ""), ev(ms(301), 1, history.Fail, history.Extend, 0, "extend k0: not held"),
 			ev(ms(400), 1, history.Invoke, history.Release, 0, ""), ev(ms(401), 1, history.Fail, history.Release, 0, "release k0: not held"),
 		}, []string{ExpiryWhileHeld, GrantDuring + "client-pause", ReleaseNotHeld, RenewalAfterExpiry, RenewalRefused}},
+		{"a renewal, a re-entry and a release asked under a fault", []history.Event{
+			ev(ms(1), 1, history.Invoke, history.Acquire, 0, ""), ev(ms(2), 1, history.OK, history.Acquire, ms(1000), ""),
+			nem(ms(10), 1, history.NemesisStart, history.OK, "drop-replies"),
+			ev(ms(20), 1, history.Invoke, history.Extend, 0, ""), ev(ms(21), 1, history.OK, history.Extend, ms(1020), ""),
+			{Proc: 1, Type: history.Invoke, F: history.Acquire, Key: "k0", T: ms(30), Reentry: true},
+			{Proc: 1, Type: history.OK, F: history.Acquire, Key: "k0", T: ms(31), ValidUntil: ms(1031), Reentry: true},
+			ev(ms(40), 1, history.Invoke, history.Release, 0, ""), ev(ms(41), 1, history.OK, history.Release, 0, ""),
+			nem(ms(60), 1, history.NemesisStop, history.OK, "drop-replies"),
+			// The outer release finds the hold still followed: past its
+			// lease (renewed by the re-entry to 1.031 s), it is late.
+			ev(ms(1100), 1, history.Invoke, history.Release, 0, ""),
+		}, []string{ExpiryWhileHeld, ReentryDuring + "drop-replies", ReleaseDuring + "drop-replies", RenewalDuring + "drop-replies", Renewed}},
 		{"an indeterminate acquire that left the key taken while another waited", []history.Event{
 			ev(ms(1), 1, history.Invoke, history.Acquire, 0, ""), ev(ms(2), 1, history.Info, history.Acquire, 0, "indeterminate"),
 			ev(ms(5), 2, history.Invoke, history.Acquire, 0, ""), ev(ms(900), 2, history.OK, history.Acquire, ms(1900), ""),

@@ -79,7 +79,7 @@ func FaultWindows(events []Event) []Window {
 					}
 				case !seen:
 					byID[v.ID] = len(out)
-					out = append(out, Window{ID: v.ID, Fault: v.Fault, Target: v.Target, Start: ev.T, AtGrant: v.When != ""})
+					out = append(out, Window{ID: v.ID, Fault: v.Fault, Target: v.Target, Start: ev.T, AtGrant: v.When != "" && !strings.HasPrefix(v.When, "releasing")})
 				case v.Target != "":
 					out[i].Target = v.Target // the ok names what the selector resolved to
 				}

@@ -143,15 +143,43 @@ func (n *nemesisRecorder) windows(origin, end int64) ([]report.Window, []report.
 	return report.Windows(hws, end), fs
 }
 
-// holdingWaiter makes `when: {holding: k}` steps wait for a holder.
+// holdingWaiter makes `when:` steps wait for a holder, its renewal or its
+// release.
 type holdingWaiter struct {
 	holders *holders
 	key     func(string) string
+	begun   func() // told once the wait has taken its bearings (tests); nil: nobody
 }
 
 func (w holdingWaiter) Wait(ctx context.Context, when chaos.When) error {
-	_, _, err := w.holders.holderOf(ctx, w.key(when.Holding), 24*time.Hour)
-	return err
+	h, key := w.holders, w.key(when.Key())
+	var ready func() bool
+	switch {
+	case when.Renewed != "":
+		ready = func() bool {
+			p, held := h.byKey[key]
+			_, known := h.procOf[p]
+			return held && known && h.renewed[key]
+		}
+	case when.Releasing != "":
+		h.mu.Lock()
+		asked := h.releases[key]
+		h.mu.Unlock()
+		ready = func() bool { return h.releases[key] > asked }
+	default:
+		ready = func() bool {
+			p, held := h.byKey[key]
+			_, known := h.procOf[p]
+			return held && known
+		}
+	}
+	if w.begun != nil {
+		w.begun()
+	}
+	if !h.until(ctx, 24*time.Hour, ready) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // compileFaults checks and compiles a case's fault steps.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
 )
@@ -366,6 +367,58 @@ func TestHoldersKeepAHolderThatGivesAReentryBack(t *testing.T) {
 			}
 			if got := h.holds(1, "k"); got != tt.want {
 				t.Fatalf("holds = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// `when:` steps wait for what they name: a holder, a holder that renewed
+// since its grant, the next release asked (not a re-entry's).
+func TestWhenWaitsForItsCondition(t *testing.T) {
+	reentry := func(e history.Event) history.Event { e.Reentry = true; return e }
+	for _, tt := range []struct {
+		name   string
+		before []history.Event // seen before the wait starts
+		after  []history.Event // seen while it waits
+		when   chaos.When
+		fires  bool
+	}{
+		{"holding", nil, []history.Event{ev(1, history.OK, history.Acquire, "k")}, chaos.When{Holding: "k"}, true},
+		{"renewed by its holder", []history.Event{ev(1, history.OK, history.Acquire, "k")},
+			[]history.Event{ev(1, history.OK, history.Extend, "k")}, chaos.When{Renewed: "k"}, true},
+		{"renewed before its grant does not count", []history.Event{ev(1, history.OK, history.Acquire, "k"), ev(1, history.OK, history.Extend, "k"),
+			ev(1, history.Invoke, history.Release, "k")}, []history.Event{ev(2, history.OK, history.Acquire, "k")}, chaos.When{Renewed: "k"}, false},
+		{"a renewal refused", []history.Event{ev(1, history.OK, history.Acquire, "k")},
+			[]history.Event{ev(1, history.Fail, history.Extend, "k")}, chaos.When{Renewed: "k"}, false},
+		{"the next release", []history.Event{ev(1, history.OK, history.Acquire, "k"), ev(1, history.Invoke, history.Release, "k"),
+			ev(2, history.OK, history.Acquire, "k")}, []history.Event{ev(2, history.Invoke, history.Release, "k")}, chaos.When{Releasing: "k"}, true},
+		{"a release before the wait does not count", []history.Event{ev(1, history.OK, history.Acquire, "k"),
+			ev(1, history.Invoke, history.Release, "k")}, nil, chaos.When{Releasing: "k"}, false},
+		{"a re-entry's release does not count", []history.Event{ev(1, history.OK, history.Acquire, "k")},
+			[]history.Event{reentry(ev(1, history.OK, history.Acquire, "k")), ev(1, history.Invoke, history.Release, "k")}, chaos.When{Releasing: "k"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHolders()
+			h.bind(1, 0)
+			h.bind(2, 1)
+			n := int64(0)
+			see := func(evs []history.Event) {
+				for _, e := range evs {
+					n++
+					e.T = n
+					h.see(e)
+				}
+			}
+			see(tt.before)
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			done, begun := make(chan error, 1), make(chan struct{})
+			w := holdingWaiter{holders: h, key: func(k string) string { return k }, begun: func() { close(begun) }}
+			go func() { done <- w.Wait(ctx, tt.when) }()
+			<-begun
+			see(tt.after)
+			if err := <-done; (err == nil) != tt.fires {
+				t.Fatalf("Wait(%s) = %v; want it to fire: %v", tt.when, err, tt.fires)
 			}
 		})
 	}

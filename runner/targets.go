@@ -27,12 +27,17 @@ type holders struct {
 	// own): a grant older than that is over and must not take the key
 	// from its newer holder (seen under load: a release arriving after a
 	// newer grant left the key to nobody while it was held).
-	since   map[string]int64
+	since map[string]int64
 	// reentered: a holder's re-entries of a key granted and not yet given
 	// back, whose releases leave it the holder.
 	reentered map[procKey]int
-	procOf    map[int]int // proc -> slot
-	crashed map[int]map[string]bool // proc -> the keys it held when its crash was recorded
+	// renewed: the key's holder has renewed its lease since its grant;
+	// releases counts the releases of each key asked (`when:` renewed and
+	// releasing).
+	renewed  map[string]bool
+	releases map[string]int
+	procOf   map[int]int             // proc -> slot
+	crashed  map[int]map[string]bool // proc -> the keys it held when its crash was recorded
 	// wrote: the key's holder has written to the protected store since
 	// its grant, its work on the resource done: only its release is left.
 	wrote map[string]bool
@@ -43,7 +48,7 @@ type holders struct {
 }
 
 func newHolders() *holders {
-	return &holders{byKey: map[string]int{}, since: map[string]int64{}, reentered: map[procKey]int{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
+	return &holders{byKey: map[string]int{}, since: map[string]int64{}, reentered: map[procKey]int{}, renewed: map[string]bool{}, releases: map[string]int{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
 		wrote: map[string]bool{}, waiting: map[int]string{}, wait: make(chan struct{})}
 }
 
@@ -68,7 +73,7 @@ func (h *holders) working(proc int, key string) bool {
 // holdsWithin reports whether proc holds key, waiting up to wait for it
 // to.
 func (h *holders) holdsWithin(proc int, key string, wait time.Duration) bool {
-	return h.until(wait, func() bool {
+	return h.until(context.Background(), wait, func() bool {
 		p, ok := h.byKey[key]
 		return ok && p == proc
 	})
@@ -78,7 +83,7 @@ func (h *holders) holdsWithin(proc int, key string, wait time.Duration) bool {
 // held key then.
 func (h *holders) heldAtCrash(proc int, key string, wait time.Duration) (bool, error) {
 	var held bool
-	recorded := h.until(wait, func() bool {
+	recorded := h.until(context.Background(), wait, func() bool {
 		keys, seen := h.crashed[proc]
 		held = keys[key]
 		return seen
@@ -89,9 +94,9 @@ func (h *holders) heldAtCrash(proc int, key string, wait time.Duration) (bool, e
 	return held, nil
 }
 
-// until waits up to wait for ready, called with h.mu held each time the
-// view changes, and reports whether it came true.
-func (h *holders) until(wait time.Duration, ready func() bool) bool {
+// until waits up to wait (or until ctx ends) for ready, called with h.mu
+// held each time the view changes, and reports whether it came true.
+func (h *holders) until(ctx context.Context, wait time.Duration, ready func() bool) bool {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
@@ -102,6 +107,8 @@ func (h *holders) until(wait time.Duration, ready func() bool) bool {
 			return true
 		}
 		select {
+		case <-ctx.Done():
+			return false
 		case <-deadline.C:
 			return false
 		case <-ch:
@@ -147,6 +154,7 @@ func (h *holders) see(ev history.Event) {
 		h.since[ev.Key] = ev.T
 		h.byKey[ev.Key] = ev.Proc
 		delete(h.wrote, ev.Key)
+		delete(h.renewed, ev.Key)
 		close(h.wait)
 		h.wait = make(chan struct{})
 	case ev.F == history.Crash:
@@ -161,6 +169,10 @@ func (h *holders) see(ev history.Event) {
 		h.crashed[ev.Proc] = keys
 		close(h.wait)
 		h.wait = make(chan struct{})
+	case ev.F == history.Extend && ev.Type == history.OK && h.heldBy(ev.Key, ev.Proc):
+		h.renewed[ev.Key] = true
+		close(h.wait)
+		h.wait = make(chan struct{})
 	case ev.F == history.Write && ev.Type == history.OK:
 		if p, ok := h.byKey[ev.Key]; ok && p == ev.Proc {
 			h.wrote[ev.Key] = true
@@ -168,6 +180,11 @@ func (h *holders) see(ev history.Event) {
 			h.wait = make(chan struct{})
 		}
 	case ev.F == history.Release && ev.Type == history.Invoke, ev.F == history.Lost:
+		if ev.F == history.Release && h.heldBy(ev.Key, ev.Proc) {
+			h.releases[ev.Key]++
+			close(h.wait)
+			h.wait = make(chan struct{})
+		}
 		for k, p := range h.byKey {
 			if p == ev.Proc && (ev.Key == "" || ev.Key == k) {
 				delete(h.byKey, k)

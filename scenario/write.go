@@ -37,10 +37,21 @@ type Entry struct {
 	// For is how long the injection lasts before its heal; 0 for a fault
 	// that is over when it is injected (a crash, a restart).
 	For time.Duration
-	// When, if set, is a key: the fault fires once some client holds it,
-	// not before At.
+	// When, if set, is a key: the fault fires once some client holds it
+	// (or On says what of the key it waits for), not before At.
 	When string
+	// On is what of When's key the fault waits for: "" or OnHolding (a
+	// holder), OnRenewed (its holder renewed since its grant), OnReleasing
+	// (its next release asked).
+	On string
 }
+
+// The conditions a fault's `when:` may wait for.
+const (
+	OnHolding   = "holding"
+	OnRenewed   = "renewed"
+	OnReleasing = "releasing"
+)
 
 // Param is one option of a fault: its name and its value as written.
 type Param struct{ Name, Value string }
@@ -129,7 +140,11 @@ func (e Entry) yaml() string {
 	}
 	parts = append(parts, "at: "+FormatDuration(e.At))
 	if e.When != "" {
-		parts = append(parts, "when: {holding: "+strconv.Quote(e.When)+"}")
+		on := e.On
+		if on == "" {
+			on = OnHolding
+		}
+		parts = append(parts, "when: {"+on+": "+strconv.Quote(e.When)+"}")
 	}
 	if e.For > 0 {
 		parts = append(parts, "for: "+FormatDuration(e.For))

@@ -59,25 +59,38 @@ func TestClientPauseShowsTheOutlivedDoubleGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := runner.ScenarioPlan(reg, s, runner.ScenarioOptions{ResultsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The catch is the question here, not the lab's stalls: with three test
-	// packages at once (or both cores busy) a 0.12 s stall of locklab
-	// overlapping the double grant made curator-mutex's run inconclusive.
-	p.StallThreshold = 500 * time.Millisecond
-	out, err := (&runner.Runner{Log: t.Logf}).Run(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out.Verdicts) != len(s.Approaches) {
-		t.Fatalf("%d verdicts for %d approaches", len(out.Verdicts), len(s.Approaches))
-	}
-	for i, v := range out.Verdicts {
-		run := out.Results.Runs[i]
-		if v.Status != verdict.Agrees || !slices.Contains(v.Observed, verdict.DoubleGrantOutlived) {
-			t.Errorf("%s: %s: %s (%d grants, first error %q)", run.Approach, v.Status, v.Text, run.Acquired, run.FirstError)
+	// An approach whose run was undecided (the lab or a server stood still
+	// on the events that decide it: with two busy loops beside the suite,
+	// ZooKeeper's zk-3 for seconds under kazoo-lock's run) is run again,
+	// three times at most; a run that contradicts fails at once.
+	approaches := s.Approaches
+	for try := 1; len(approaches) > 0; try++ {
+		p, err := runner.ScenarioPlan(reg, s, runner.ScenarioOptions{ResultsDir: t.TempDir(), Approaches: approaches})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The catch is the question here, not the lab's stalls: with three test
+		// packages at once (or both cores busy) a 0.12 s stall of locklab
+		// overlapping the double grant made curator-mutex's run inconclusive.
+		p.StallThreshold = 500 * time.Millisecond
+		out, err := (&runner.Runner{Log: t.Logf}).Run(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Verdicts) != len(approaches) {
+			t.Fatalf("%d verdicts for %d approaches", len(out.Verdicts), len(approaches))
+		}
+		approaches = nil
+		for i, v := range out.Verdicts {
+			run := out.Results.Runs[i]
+			if v.Status == verdict.Undecided && try < 3 {
+				t.Logf("%s: try %d undecided (%s): again", run.Approach, try, v.Text)
+				approaches = append(approaches, run.Approach)
+				continue
+			}
+			if v.Status != verdict.Agrees || !slices.Contains(v.Observed, verdict.DoubleGrantOutlived) {
+				t.Errorf("%s: %s: %s (%d grants, first error %q)", run.Approach, v.Status, v.Text, run.Acquired, run.FirstError)
+			}
 		}
 	}
 }

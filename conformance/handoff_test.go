@@ -59,3 +59,31 @@ func TestBlockingHandOffRedoesACutOffRelease(t *testing.T) {
 		t.Fatal("no release was cut off: the test tested nothing")
 	}
 }
+
+// A client that could not reach its servers when it was made is made
+// again (a starved container), three times at most; one that never can
+// fails the test that needs it.
+func TestNewClientAgainWhenTheServersWereUnreachable(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		failures int32
+		want     Status
+	}{
+		{"unreachable once", 1, Passed},
+		{"unreachable every time", 3, Failed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := memlock.NewService(1).Approach("mem")
+			var failed atomic.Int32
+			inner := a.New
+			a.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+				if env.ClientID == 1 && failed.Add(1) <= tt.failures {
+					return nil, fmt.Errorf("mem: %w: no session", impls.ErrUnavailable)
+				}
+				return inner(ctx, env)
+			}
+			s := &suite{h: Harness{Approach: a}, prefix: "new-"}
+			wantStatus(t, "ReentryRefused", s.reentryRefused, tt.want)
+		})
+	}
+}

@@ -160,12 +160,23 @@ func (s *suite) lockerAt(t T, id int, ep impls.Endpoints) impls.Locker {
 	return s.lockerWithClock(t, id, ep, &clock.Skewable{})
 }
 
-// lockerWithClock is a client whose lease clock is clk.
+// lockerWithClock is a client whose lease clock is clk. One that could
+// not reach its servers is asked for again, three times at most: a
+// ZooKeeper container starved with both cores busy gave a new client no
+// session within 10 s, which says nothing of the lock.
 func (s *suite) lockerWithClock(t T, id int, ep impls.Endpoints, clk clock.Clock) impls.Locker {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := s.h.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: id})
+	var l impls.Locker
+	var err error
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		l, err = s.h.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: id})
+		cancel()
+		if err == nil || !errors.Is(err, impls.ErrUnavailable) || try == 3 {
+			break
+		}
+		t.Logf("new %s client, try %d: %v: again", s.h.Approach.Name, try, err)
+	}
 	if err != nil {
 		t.Fatalf("new %s client: %v", s.h.Approach.Name, err)
 	}

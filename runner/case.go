@@ -403,7 +403,7 @@ func (r *caseRun) judge(ctx context.Context) {
 	if len(r.plan) > 0 && !r.nem.asked() {
 		res = verdict.NotInjected(res, injectionErrors(run.Faults))
 	}
-	if r.nem.first != 0 && !r.rec.grantedSince(r.nem.first) {
+	if at := r.nem.lastStepFirst(); at != 0 && !r.rec.grantedSince(at) {
 		res = verdict.NoGrantAfterFault(res)
 	}
 	if ctx.Err() != nil {

@@ -40,6 +40,8 @@ type nemesisRecorder struct {
 	// did: a partition that set the stage and a restart that failed never
 	// asked it.
 	steps map[string]bool
+	// stepFirst is when each step's first injection took effect.
+	stepFirst map[string]int64
 }
 
 type plannedSpan struct {
@@ -75,6 +77,12 @@ func (n *nemesisRecorder) Nemesis(typ history.Type, v history.NemesisValue) {
 			n.first = ev.T
 		}
 		n.last = ev.T
+		if n.stepFirst == nil {
+			n.stepFirst = map[string]int64{}
+		}
+		if _, ok := n.stepFirst[stepOf(v)]; !ok {
+			n.stepFirst[stepOf(v)] = ev.T
+		}
 		planned, _ := time.ParseDuration(v.For)
 		n.began[v.ID] = plannedSpan{at: ev.T, dur: planned, step: stepOf(v)}
 	}
@@ -105,6 +113,19 @@ func (n *nemesisRecorder) asked() bool {
 		}
 	}
 	return len(n.steps) > 0
+}
+
+// lastStepFirst is when the last of the steps to take effect first did
+// (0: none did): a step that set the stage (a partition from the start)
+// comes before the one that asks the question (a restart while held).
+func (n *nemesisRecorder) lastStepFirst() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var at int64
+	for _, t := range n.stepFirst {
+		at = max(at, t)
+	}
+	return at
 }
 
 // started reports whether a fault has taken effect.

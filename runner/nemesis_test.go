@@ -58,18 +58,23 @@ func TestNemesisAsked(t *testing.T) {
 		name string
 		evs  []ev
 		want bool
+		last int64 // when the last step to take effect first did
 	}{
-		{"ran its length", cat(start(1, 1*s, "3s"), stop(1, 4*s, false)), true},
-		{"cut short by the end", cat(start(1, 5*s, "3s"), stop(1, 6*s, false)), false},
-		{"failed", failed(1, 3*s), false},
-		{"failed, then cut short", cat(failed(1, 3*s), start(2, 5*s, "3s"), stop(2, 6*s, false)), false},
-		{"failed, then ran", cat(failed(1, 3*s), start(2, 3*s, "1s"), stop(2, 4*s, false)), true},
-		{"one step ran, another failed", cat(start(1, 0, ""), other(failed(2, 3*s)), stop(1, 9*s, false)), false},
-		{"two steps ran", cat(start(1, 0, ""), other(start(2, 3*s, "")), stop(1, 9*s, false), other([]ev{stop(2, 3*s, true)})), true},
-		{"one step in force, another failed", cat(start(1, 0, ""), other(failed(2, 3*s))), false},
-		{"instantaneous", cat(start(1, 1*s, ""), stop(1, 1*s, true)), true},
-		{"until the end", cat(start(1, 1*s, ""), stop(1, 2*s, false)), true},
-		{"nothing", nil, false},
+		{"ran its length", cat(start(1, 1*s, "3s"), stop(1, 4*s, false)), true, 1 * s},
+		{"cut short by the end", cat(start(1, 5*s, "3s"), stop(1, 6*s, false)), false, 5 * s},
+		{"failed", failed(1, 3*s), false, 0},
+		{"failed, then cut short", cat(failed(1, 3*s), start(2, 5*s, "3s"), stop(2, 6*s, false)), false, 5 * s},
+		{"failed, then ran", cat(failed(1, 3*s), start(2, 3*s, "1s"), stop(2, 4*s, false)), true, 3 * s},
+		{"one step ran, another failed", cat(start(1, s, ""), other(failed(2, 3*s)), stop(1, 9*s, false)), false, s},
+		{"two steps ran", cat(start(1, s, ""), other(start(2, 3*s, "")), stop(1, 9*s, false), other([]ev{stop(2, 3*s, true)})), true, 3 * s},
+		// The stage set by the first step, the question asked by the second:
+		// a later injection of the first is not the question.
+		{"a step's later injections", cat(start(1, s, "1s"), stop(1, 2*s, false), other(start(2, 3*s, "")), other([]ev{stop(2, 3*s, true)}),
+			start(3, 5*s, "1s"), stop(3, 6*s, false)), true, 3 * s},
+		{"one step in force, another failed", cat(start(1, s, ""), other(failed(2, 3*s))), false, s},
+		{"instantaneous", cat(start(1, 1*s, ""), stop(1, 1*s, true)), true, 1 * s},
+		{"until the end", cat(start(1, 1*s, ""), stop(1, 2*s, false)), true, 1 * s},
+		{"nothing", nil, false, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := &fakeClock{}
@@ -80,6 +85,9 @@ func TestNemesisAsked(t *testing.T) {
 			}
 			if got := n.asked(); got != tt.want {
 				t.Errorf("asked = %v, want %v", got, tt.want)
+			}
+			if got := n.lastStepFirst(); got != tt.last {
+				t.Errorf("lastStepFirst = %v, want %v", got, tt.last)
 			}
 		})
 	}

@@ -372,11 +372,7 @@ func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func
 	switch {
 	case err == nil:
 		st.Reentries++
-	case c.ended(err, st):
-		return retire
-	case errors.Is(err, impls.ErrIndeterminate):
-		st.Indeterminate++
-		c.dropped(key)
+	case c.retires(err, key, st):
 		return retire
 	default:
 		fail(err)
@@ -391,16 +387,27 @@ func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func
 	case err == nil:
 	case errors.Is(err, impls.ErrNotHeld):
 		st.ReleaseNotHeld++
-	case c.ended(err, st):
-		return retire
-	case errors.Is(err, impls.ErrIndeterminate):
-		st.Indeterminate++
-		c.dropped(key)
+	case c.retires(err, key, st):
 		return retire
 	default:
 		fail(err)
 	}
 	return reentered
+}
+
+// retires reports whether a re-entry's outcome err ends the client inside
+// its hold: its process killed, its lock client broken, or an outcome it
+// cannot know (which it records: dropped).
+func (c *client) retires(err error, key string, st *Stats) bool {
+	switch {
+	case c.ended(err, st):
+		return true
+	case errors.Is(err, impls.ErrIndeterminate):
+		st.Indeterminate++
+		c.dropped(key)
+		return true
+	}
+	return false
 }
 
 // dropped records that the client retires while it holds key (a

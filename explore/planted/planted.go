@@ -98,18 +98,22 @@ func approach(name, mistake string, plant func(*locker)) impls.Approach {
 			if len(env.Endpoints[impls.Redis].Addrs) == 0 {
 				return nil, fmt.Errorf("%s: no redis endpoint", name)
 			}
-			// It connects at its first command: a client started while
-			// the server is down (a replacement during a server-kill) is
-			// told so by its commands, and an adapter of it still starts.
-			c := goredis.NewClient(&goredis.Options{Addr: env.Endpoints[impls.Redis].Addrs[0], Protocol: 2, DisableIdentity: true,
-				MaxRetries: -1, PoolSize: 1, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second,
-				WriteTimeout: 3 * time.Second, ContextTimeoutEnabled: true})
-			l := &locker{c: c, clk: env.Clock, id: fmt.Sprintf("client-%d-%s", env.ClientID, impls.NewToken())}
+			l := &locker{c: redisClient(env), clk: env.Clock, id: fmt.Sprintf("client-%d-%s", env.ClientID, impls.NewToken())}
 			l.release = l.compareAndDelete
 			plant(l)
 			return l, nil
 		},
 	}
+}
+
+// redisClient is a planted approach's connection to its Redis node. It
+// connects at its first command: a client started while the server is
+// down (a replacement during a server-kill) is told so by its commands,
+// and an adapter of it still starts.
+func redisClient(env impls.Env) *goredis.Client {
+	return goredis.NewClient(&goredis.Options{Addr: env.Endpoints[impls.Redis].Addrs[0], Protocol: 2, DisableIdentity: true,
+		MaxRetries: -1, PoolSize: 1, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second,
+		WriteTimeout: 3 * time.Second, ContextTimeoutEnabled: true})
 }
 
 var (

@@ -32,10 +32,7 @@ var ReentryKeepsTTL = impls.Approach{
 		if len(env.Endpoints[impls.Redis].Addrs) == 0 {
 			return nil, fmt.Errorf("planted-reentry-keeps-ttl: no redis endpoint")
 		}
-		c := goredis.NewClient(&goredis.Options{Addr: env.Endpoints[impls.Redis].Addrs[0], Protocol: 2, DisableIdentity: true,
-			MaxRetries: -1, PoolSize: 1, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second,
-			WriteTimeout: 3 * time.Second, ContextTimeoutEnabled: true})
-		return &hashLocker{c: c, clk: env.Clock, owner: fmt.Sprintf("client-%d-%s", env.ClientID, impls.NewToken()),
+		return &hashLocker{c: redisClient(env), clk: env.Clock, owner: fmt.Sprintf("client-%d-%s", env.ClientID, impls.NewToken()),
 			held: map[string]*heldKey{}}, nil
 	},
 }

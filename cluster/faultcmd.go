@@ -191,12 +191,21 @@ func (c *nodeCommands) can(ops ...string) error {
 	return fmt.Errorf("locklab does not run %s and its fault-commands give no %s command", name, strings.Join(missing, " or "))
 }
 
-// do runs the node's command for op.
+// do runs the node's command for op. A pause or resume that failed is run
+// once more: with both cores busy `docker pause` failed to freeze a
+// starved container ("OCI runtime pause failed: unable to freeze"), which
+// leaves it as it was, and asking again is asking the same. Other
+// commands (a kill, a start) are not repeated behind the user's back.
 func (c *nodeCommands) do(ctx context.Context, op string) error {
 	if err := c.can(op); err != nil {
 		return fmt.Errorf("%s: %w", op, ErrUnsupported)
 	}
-	return c.run.run(ctx, c.node, op, c.ops[op])
+	err := c.run.run(ctx, c.node, op, c.ops[op])
+	if err != nil && (op == OpPause || op == OpResume) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		time.Sleep(200 * time.Millisecond)
+		err = c.run.run(ctx, c.node, op, c.ops[op])
+	}
+	return err
 }
 
 // restart kills the node (unless its kill ran last) and starts it.

@@ -221,3 +221,25 @@ func waitGone(t *testing.T, pid string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A pause or resume that failed is run once more (a starved container the
+// engine could not freeze is as it was); a kill that failed is not.
+func TestFailedPauseIsAskedAgain(t *testing.T) {
+	sp := spawn.New()
+	defer sp.Close()
+	for _, tt := range []struct {
+		op      string
+		wantErr bool
+	}{{OpPause, false}, {OpResume, false}, {OpKill, true}} {
+		t.Run(tt.op, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "tried")
+			// Fails the first time it runs, succeeds after.
+			cmd := "if [ -e " + marker + " ]; then exit 0; fi; touch " + marker + "; echo unable to freeze >&2; exit 1"
+			c := &nodeCommands{node: "redis-1", ops: map[string]string{tt.op: cmd}, run: &commandRunner{spawn: sp, timeout: 5 * time.Second}}
+			err := c.do(context.Background(), tt.op)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("%s: err = %v, want an error: %v", tt.op, err, tt.wantErr)
+			}
+		})
+	}
+}

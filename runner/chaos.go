@@ -178,9 +178,8 @@ func (w holdingWaiter) Wait(ctx context.Context, when chaos.When) error {
 	switch {
 	case when.Renewed != "":
 		ready = func() bool {
-			p, held := h.byKey[key]
-			_, known := h.procOf[p]
-			return held && known && h.renewed[key]
+			_, _, ok := h.holderSlot(key)
+			return ok && h.renewed[key]
 		}
 	case when.Releasing != "":
 		h.mu.Lock()
@@ -189,9 +188,8 @@ func (w holdingWaiter) Wait(ctx context.Context, when chaos.When) error {
 		ready = func() bool { return h.releases[key] > asked }
 	default:
 		ready = func() bool {
-			p, held := h.byKey[key]
-			_, known := h.procOf[p]
-			return held && known
+			_, _, ok := h.holderSlot(key)
+			return ok
 		}
 	}
 	if w.begun != nil {

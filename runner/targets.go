@@ -122,6 +122,14 @@ type procKey struct {
 	key  string
 }
 
+// holderSlot is key's holder and its slot, if the view has one whose slot
+// is known; the caller holds mu.
+func (h *holders) holderSlot(key string) (slot, proc int, ok bool) {
+	p, held := h.byKey[key]
+	s, known := h.procOf[p]
+	return s, p, held && known
+}
+
 // heldBy reports whether proc holds key in the view; the caller holds mu.
 func (h *holders) heldBy(key string, proc int) bool {
 	p, ok := h.byKey[key]
@@ -227,12 +235,11 @@ func (h *holders) holderWhere(ctx context.Context, key string, wait time.Duratio
 	defer deadline.Stop()
 	for {
 		h.mu.Lock()
-		p, held := h.byKey[key]
-		s, known := h.procOf[p]
+		s, p, ok := h.holderSlot(key)
 		done := working && h.wrote[key]
 		ch := h.wait
 		h.mu.Unlock()
-		if held && known && !done {
+		if ok && !done {
 			return s, p, nil
 		}
 		select {

@@ -15,14 +15,21 @@ import (
 )
 
 // badSpec is an approach whose adapter is testdata/bad_adapter.py in mode.
+// Its start-timeout is a second where the mode hangs in the handshake (the
+// mistake shown), else ten: a Python interpreter under two busy loops
+// took over a second to say ready.
 func badSpec(t *testing.T, mode string) *Spec {
 	t.Helper()
 	dir, err := filepath.Abs("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := 10 * time.Second
+	if mode == "hang-in-handshake" {
+		start = time.Second
+	}
 	return &Spec{Name: "bad-" + mode, Argv: []string{"/usr/bin/python3", "bad_adapter.py", mode}, Dir: dir,
-		Server: impls.Redis, StartTimeout: time.Second, grace: 300 * time.Millisecond}
+		Server: impls.Redis, StartTimeout: start, grace: 300 * time.Millisecond}
 }
 
 // TestBadAdapters runs an adapter that breaks the protocol in each way
@@ -120,6 +127,31 @@ func TestInfoAtTheDeadlineWrapsIt(t *testing.T) {
 				t.Fatalf("err = %v; want indeterminate, wrapping the deadline %v", err, tc.deadline)
 			}
 		})
+	}
+}
+
+// A session lock's holder is believed valid for its session timeout from
+// when its grant's request went out, not from when the answer came back:
+// the server counts the session from having heard the request, no later.
+func TestSessionBeliefCountsFromTheRequest(t *testing.T) {
+	spec := badSpec(t, "slow-grant")
+	spec.CrashFreedAfter = 2 * time.Second // a session lock: no TTL
+	l, err := Start(context.Background(), spec, impls.Env{ClientID: 1, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sent := time.Now()
+	lease, err := l.Acquire(context.Background(), "k", impls.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := time.Now()
+	// Half the answer's 400 ms way back apart: from the request, not the
+	// answer.
+	if vu := lease.ValidUntil(); vu.Before(sent.Add(spec.CrashFreedAfter)) || !vu.Before(sent.Add(spec.CrashFreedAfter+200*time.Millisecond)) {
+		t.Fatalf("believed valid until %v after the request, want from the request (%v) and not from the answer (%v later)",
+			vu.Sub(sent), spec.CrashFreedAfter, answered.Sub(sent))
 	}
 }
 

@@ -42,10 +42,46 @@ func (l *Locker) processClock() ([]string, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(pythonSleep), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("adapter clock: %w", err)
+	}
+	pythonPath := dir
+	if p := os.Getenv("PYTHONPATH"); p != "" {
+		pythonPath += string(os.PathListSeparator) + p
+	}
 	// Re-read once a second: a JVM adapter (Curator) reads its clock too
 	// often to re-read the file at every call.
-	return faketime.Vars(l.clockFile, false, false), nil
+	return append(faketime.Vars(l.clockFile, false, false), "PYTHONPATH="+pythonPath), nil
 }
+
+// pythonSleep is a sitecustomize for a Python adapter under libfaketime.
+// Python 3.11's time.sleep waits with clock_nanosleep(CLOCK_MONOTONIC,
+// TIMER_ABSTIME), which Debian's libfaketime 0.9.10 hands the kernel as a
+// negative time when the monotonic clock is not faked
+// (wolfcw/libfaketime#426): every sleep failed with EINVAL, whatever the
+// offset, and py-redis-lock's waiter died on its first retry. A relative
+// wait (select) sleeps as long and leaves the wall clock faked. The
+// sitecustomize this one shadows (Debian's apport hook) is run after it.
+const pythonSleep = `import os, select, sys, time
+
+
+def _sleep(seconds):
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    select.select([], [], [], seconds)
+
+
+time.sleep = _sleep
+
+_here = os.path.dirname(os.path.abspath(__file__))
+for _dir in sys.path:
+    _next = os.path.join(_dir or ".", "sitecustomize.py")
+    if os.path.abspath(_dir or ".") != _here and os.path.isfile(_next):
+        with open(_next) as _f:
+            exec(compile(_f.read(), _next, "exec"), {"__name__": "sitecustomize", "__file__": _next})
+        break
+`
 
 // followClock keeps the offset file at the client clock's offset until
 // the adapter is gone, then removes it.

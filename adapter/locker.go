@@ -77,10 +77,28 @@ type Locker struct {
 	// clockFile is the adapter's libfaketime offset file; "": its clock
 	// is the machine's.
 	clockFile string
-	// heard is when the adapter last showed its session alive (the
-	// client's clock, Unix ns; see reachedServer): for a session lock, its
-	// last heartbeat as far as locklab can tell.
+	// heard is when the last request went out whose answer showed the
+	// adapter's session alive (the client's clock, Unix ns; see
+	// reachedServer and hear): for a session lock, its last heartbeat as
+	// far as locklab can tell.
 	heard atomic.Int64
+}
+
+// hear notes that a request sent at sent was answered with the session
+// alive. The server heard the client no earlier than the request went out,
+// and counts the session's timeout from then at the earliest: counted from
+// the answer's arrival instead, a holder paused right after its grant was
+// believed valid past its session's expiry by the answer's way back
+// (curator-mutex under client-pause, two busy loops beside the suite: a
+// both-valid double grant the lock never made).
+func (l *Locker) hear(sent time.Time) {
+	at := sent.UnixNano()
+	for {
+		old := l.heard.Load()
+		if at <= old || l.heard.CompareAndSwap(old, at) {
+			return
+		}
+	}
 }
 
 // call is one request on its way.
@@ -249,9 +267,6 @@ func (l *Locker) read() {
 		}
 		m, err := Parse(sc.Bytes())
 		if err == nil {
-			if reachedServer(m) {
-				l.heard.Store(l.clk.Now().UnixNano())
-			}
 			switch m.Type {
 			case TypeReady, TypeError:
 				if handshaken {
@@ -320,6 +335,9 @@ func (l *Locker) answer(m Message) error {
 		return fmt.Errorf("answered id %d, which it was never sent (%s)", m.ID, m.Type)
 	}
 	l.pending = nil
+	if reachedServer(m) {
+		l.hear(c.sentAt)
+	}
 	if c.req.Op == OpAcquire && m.Type == TypeOK {
 		// The lease exists from here: a lost event right after the ok
 		// finds it.
@@ -390,7 +408,7 @@ func (l *Locker) renewal(m Message) error {
 				ls.until = sent.Add(time.Duration(m.ValidMs * float64(time.Millisecond)))
 			}
 			r.ValidUntil = ls.until
-			l.heard.Store(now.UnixNano())
+			l.hear(sent)
 		}
 	}
 	onRenew := ls.onRenew
@@ -738,9 +756,9 @@ func reachedServer(m Message) bool {
 
 // ValidUntil is the holder's belief about its expiry: valid_ms or the TTL
 // from the acquire; for a session lock (no TTL, a crashed holder's lock
-// freed after crash-freed-after: a ZooKeeper session), the last time the
-// adapter showed its session alive plus that timeout, as the built-in session locks
-// count from the last heartbeat acknowledged. A holder that was stopped
+// freed after crash-freed-after: a ZooKeeper session), the sending of the
+// last request that showed its session alive plus that timeout, as the
+// built-in session locks count from the last heartbeat acknowledged. A holder that was stopped
 // (a pause) believes in a session that may have expired meanwhile.
 func (ls *lease) ValidUntil() time.Time {
 	ls.mu.Lock()

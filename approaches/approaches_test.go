@@ -179,3 +179,35 @@ faults:
 	}
 	t.Logf("%d refusals an hour ahead, %d at the machine's time", ahead, level)
 }
+
+// A Python adapter under a client-clock fault runs under libfaketime, whose
+// clock_nanosleep broke Python's time.sleep (EINVAL at any offset): redis-py's
+// waiter, which sleeps between its tries, died on its first retry and the
+// run ended with exit 3. Two clients contend so that one waits and sleeps.
+func TestPythonAdapterSleepsUnderTheClientClock(t *testing.T) {
+	t.Parallel()
+	reg := registry(t)
+	s, err := scenario.Parse([]byte(`
+name: py-sleeps
+approaches: [py-redis-lock]
+workload: {kind: mutex, clients: 2, keys: 1, hold: 200ms, ttl: 5s}
+duration: 4s
+faults:
+  - {fault: client-clock, target: {client: "1"}, at: 1s, for: 2s, offset: -5s}
+`), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := runner.ScenarioPlan(reg, s, runner.ScenarioOptions{ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := (&runner.Runner{Log: t.Logf}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatalf("the run ended: %v", err)
+	}
+	run := out.Results.Runs[0]
+	if run.Acquired < 4 || run.Errors > 0 {
+		t.Errorf("%d grants, %d errors (first %q): want the two clients taking turns", run.Acquired, run.Errors, run.FirstError)
+	}
+}

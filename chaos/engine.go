@@ -192,7 +192,10 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 		defer e.settle(p.Step)
 		ev.Error = err.Error()
 		e.record(history.Fail, ev)
-		if !errors.Is(err, ErrNoTarget) && ctx.Err() == nil {
+		// An injection cut short by the case's end is no failure; one that
+		// failed on its own is, though the case ended meanwhile (a user's
+		// fault command asked again until past the end).
+		if !errors.Is(err, ErrNoTarget) && (ctx.Err() == nil || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)) {
 			e.fail(fmt.Errorf("%s on %s: %w", p.Fault.Kind(), p.Target, err))
 		}
 		return

@@ -364,3 +364,31 @@ func TestEngineOpened(t *testing.T) {
 		})
 	}
 }
+
+// An injection that fails on its own is a failure of the run though the
+// case ended while it was under way (a user's fault command asked again
+// until past the end); one cut short by the end is not.
+func TestEngineInjectionFailingPastTheEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		failed bool
+	}{
+		{"failed on its own", errors.New("fault command pause of redis-0: exit status 1"), true},
+		{"cut short by the end", fmt.Errorf("timed out: %w", context.Canceled), false},
+		{"out of time", fmt.Errorf("timed out: %w", context.DeadlineExceeded), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			slow := fakeFault{healed: new([]string), inject: func(Target) error {
+				cancel() // the case ends while the injection is under way
+				return tc.err
+			}}
+			lab := fakeLab{"p": {Kind: TargetClient, Name: "client 1", Process: &fakeProc{}}}
+			err := NewEngine(lab, &memRecorder{}, nil).Run(ctx, time.Now(), []Planned{{Fault: slow, Target: client("p")}})
+			if failed := err != nil && strings.Contains(err.Error(), "exit status 1"); failed != tc.failed {
+				t.Fatalf("Run error %v: a failure %v, want %v", err, failed, tc.failed)
+			}
+		})
+	}
+}

@@ -55,7 +55,7 @@ func TestModelsDiffer(t *testing.T) {
 		}, want{map[Class]int{}, 0, "yes"}, want{map[Class]int{}, 1, "yes"}},
 		{"release refused as unavailable: no revocation, the tenure ends at it under lease", []history.Event{
 			ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10), ev(1, inv, R, "k", 20),
-			withError(ev(1, fail, R, "k", 21), "release k: backend unavailable: connection refused"),
+			withError(ev(1, fail, R, "k", 21), "release k: server unavailable: connection refused"),
 			ev(2, inv, A, "k", 30), ev(2, ok, A, "k", 40),
 		}, want{map[Class]int{DoubleGrantNeverReleased: 1}, 0, "no"}, want{map[Class]int{}, 0, "yes"}},
 		{"the holder's release fails, then it is granted the lock again", []history.Event{

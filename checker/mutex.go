@@ -334,30 +334,7 @@ func (m *Mutex) Add(ev history.Event) {
 			m.reentering[pk] = true
 		}
 	case ev.F == history.Acquire && ev.Type == history.OK:
-		if !reentry {
-			// A re-entry granted to a client that does not hold leaves its
-			// indeterminate acquire as it was: that may take effect later
-			// still, as late as inside a release the re-entry's holds do not
-			// account for (a point release).
-			delete(m.infoAcquire, pk)
-		}
-		m.endRelease(pk) // a grant with no invoke before it: the release it followed is indeterminate
-		if iv, held := m.open[pk]; held {
-			if m.model == ModelMutex {
-				// Acquire needs the lock free, and only its holder's own
-				// release frees it: no order of events allows this grant.
-				m.regrants = append(m.regrants, DoubleGrant{Key: ev.Key, Kind: NeverReleased, Held: iv,
-					Second: Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
-						ValidUntil: ev.ValidUntil, Token: ev.Token}})
-				if iv.fate().Regranted == 0 {
-					iv.note(func(f *Fate) { f.Regranted = ev.T })
-					m.open[pk] = iv
-				}
-			}
-			return // the tenure goes on (a lease lock's re-entry by its holder)
-		}
-		m.open[pk] = Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
-			ValidUntil: ev.ValidUntil, Token: ev.Token}
+		m.granted(pk, ev, reentry)
 	case ev.F == history.Acquire && ev.Type == history.Info:
 		if _, held := m.open[pk]; !held {
 			m.infoAcquire[pk] = true
@@ -368,15 +345,7 @@ func (m *Mutex) Add(ev history.Event) {
 			m.open[pk] = iv
 		}
 	case (ev.F == history.Extend && ev.Type == history.Fail && strings.Contains(ev.Error, "not held")) || ev.F == history.Lost:
-		if iv, held := m.open[pk]; held {
-			if iv.Learned == 0 {
-				iv.Learned = ev.T
-			}
-			if iv.fate().Signal == 0 {
-				iv.note(func(f *Fate) { f.Signal, f.SignalIndex, f.SignalLease = ev.T, ev.Index, iv.ValidUntil })
-			}
-			m.open[pk] = iv
-		}
+		m.told(pk, ev)
 	case ev.F == history.Release && ev.Type != history.Invoke && m.inner[pk]:
 		m.innerAnswered(pk, ev)
 
@@ -388,54 +357,109 @@ func (m *Mutex) Add(ev history.Event) {
 		delete(m.pointRelease, pk) // it may not have taken effect
 		delete(m.unheld, pk)
 	case ev.F == history.Release && ev.Type == history.OK:
-		m.endRelease(pk)
-		delete(m.closing, pk)
-		if p, ok := m.pointRelease[pk]; ok {
-			delete(m.pointRelease, pk)
-			m.pointChecks = append(m.pointChecks, pointCheck{pk: pk, rel: p, okT: ev.T, okIndex: ev.Index})
-		}
-		if idx, ok := m.unheld[pk]; ok {
-			delete(m.unheld, pk)
-			m.phantoms = append(m.phantoms, Phantom{Key: ev.Key, Proc: ev.Proc, T: ev.T, Index: ev.Index, InvokeIdx: idx,
-				LastHolder: m.lastHolder(ev.Key, ev.Proc)})
-		}
+		m.released(pk, ev)
 	case ev.F == history.Release && ev.Type == history.Invoke:
-		iv, held := m.open[pk]
-		if held && m.depth[pk] > 0 {
-			// It gives back a re-entry: the tenure goes on. Under the lease
-			// model it does so at its invocation whatever the answer, as a
-			// tenure's end does; under the mutex model its answer decides.
-			m.inner[pk] = true
-			if m.model == ModelLease {
-				m.depth[pk]--
-			}
-			return
-		}
-		if !held {
-			if m.infoAcquire[pk] {
-				// Its indeterminate acquire took effect after all; a
-				// tenure as short as the model allows, inside this
-				// release, which its answer settles.
-				delete(m.infoAcquire, pk)
-				m.pointRelease[pk] = pointRel{t: ev.T, index: ev.Index}
-				return
-			}
-			m.unheld[pk] = ev.Index
-			return
-		}
-		if ev.ValidUntil != 0 && !iv.beyond() {
-			iv.ValidUntil = ev.ValidUntil // its belief as it lets go
-		}
-		if m.model == ModelMutex {
-			// Its answer decides: a failed release never happened.
-			m.open[pk] = iv
-			m.releasing[pk] = releaseCall{t: ev.T, index: ev.Index}
-			return
-		}
-		delete(m.open, pk)
-		iv.End, iv.EndIndex = ev.T, ev.Index
-		m.closing[pk] = m.closeInterval(iv)
+		m.releaseInvoked(pk, ev)
 	}
+}
+
+// granted follows an acquire answered ok (reentry: it was meant to
+// re-enter; a holder's re-entry was taken before this).
+func (m *Mutex) granted(pk procKey, ev history.Event, reentry bool) {
+	if !reentry {
+		// A re-entry granted to a client that does not hold leaves its
+		// indeterminate acquire as it was: that may take effect later
+		// still, as late as inside a release the re-entry's holds do not
+		// account for (a point release).
+		delete(m.infoAcquire, pk)
+	}
+	m.endRelease(pk) // a grant with no invoke before it: the release it followed is indeterminate
+	if iv, held := m.open[pk]; held {
+		if m.model == ModelMutex {
+			// Acquire needs the lock free, and only its holder's own
+			// release frees it: no order of events allows this grant.
+			m.regrants = append(m.regrants, DoubleGrant{Key: ev.Key, Kind: NeverReleased, Held: iv,
+				Second: Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
+					ValidUntil: ev.ValidUntil, Token: ev.Token}})
+			if iv.fate().Regranted == 0 {
+				iv.note(func(f *Fate) { f.Regranted = ev.T })
+				m.open[pk] = iv
+			}
+		}
+		return // the tenure goes on (a lease lock's re-entry by its holder)
+	}
+	m.open[pk] = Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
+		ValidUntil: ev.ValidUntil, Token: ev.Token}
+}
+
+// told follows a holder being told its lock is gone (an extend answered
+// not held, or the library's lost signal).
+func (m *Mutex) told(pk procKey, ev history.Event) {
+	iv, held := m.open[pk]
+	if !held {
+		return
+	}
+	if iv.Learned == 0 {
+		iv.Learned = ev.T
+	}
+	if iv.fate().Signal == 0 {
+		iv.note(func(f *Fate) { f.Signal, f.SignalIndex, f.SignalLease = ev.T, ev.Index, iv.ValidUntil })
+	}
+	m.open[pk] = iv
+}
+
+// released follows a release answered ok.
+func (m *Mutex) released(pk procKey, ev history.Event) {
+	m.endRelease(pk)
+	delete(m.closing, pk)
+	if p, ok := m.pointRelease[pk]; ok {
+		delete(m.pointRelease, pk)
+		m.pointChecks = append(m.pointChecks, pointCheck{pk: pk, rel: p, okT: ev.T, okIndex: ev.Index})
+	}
+	if idx, ok := m.unheld[pk]; ok {
+		delete(m.unheld, pk)
+		m.phantoms = append(m.phantoms, Phantom{Key: ev.Key, Proc: ev.Proc, T: ev.T, Index: ev.Index, InvokeIdx: idx,
+			LastHolder: m.lastHolder(ev.Key, ev.Proc)})
+	}
+}
+
+// releaseInvoked follows a release's invocation.
+func (m *Mutex) releaseInvoked(pk procKey, ev history.Event) {
+	iv, held := m.open[pk]
+	if held && m.depth[pk] > 0 {
+		// It gives back a re-entry: the tenure goes on. Under the lease
+		// model it does so at its invocation whatever the answer, as a
+		// tenure's end does; under the mutex model its answer decides.
+		m.inner[pk] = true
+		if m.model == ModelLease {
+			m.depth[pk]--
+		}
+		return
+	}
+	if !held {
+		if m.infoAcquire[pk] {
+			// Its indeterminate acquire took effect after all; a
+			// tenure as short as the model allows, inside this
+			// release, which its answer settles.
+			delete(m.infoAcquire, pk)
+			m.pointRelease[pk] = pointRel{t: ev.T, index: ev.Index}
+			return
+		}
+		m.unheld[pk] = ev.Index
+		return
+	}
+	if ev.ValidUntil != 0 && !iv.beyond() {
+		iv.ValidUntil = ev.ValidUntil // its belief as it lets go
+	}
+	if m.model == ModelMutex {
+		// Its answer decides: a failed release never happened.
+		m.open[pk] = iv
+		m.releasing[pk] = releaseCall{t: ev.T, index: ev.Index}
+		return
+	}
+	delete(m.open, pk)
+	iv.End, iv.EndIndex = ev.T, ev.Index
+	m.closing[pk] = m.closeInterval(iv)
 }
 
 // reenter takes a re-entry granted to pk's holder: one more release

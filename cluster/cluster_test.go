@@ -38,7 +38,7 @@ func TestLocalFullCluster(t *testing.T) {
 			t.Fatalf("%s: proxy %s direct %s", n.Name, n.Addr(), n.DirectAddr())
 		}
 	}
-	// Through the proxy, each backend answers.
+	// Through the proxy, each server answers.
 	if out, err := redisCommand(ctx, e[impls.Redis].Addrs[4], "PING"); err != nil || out != "PONG" {
 		t.Fatalf("redis via proxy: %q %v", out, err)
 	}

@@ -573,12 +573,16 @@ type dockerContainer struct {
 	held     *portHold
 }
 
+// pause and resume are asked of the engine again when they fail, as a
+// user's fault commands are (askedAgain).
 func (c *dockerContainer) pause() error {
-	return wrapDocker("pause", c.name, c.eng.Pause(context.Background(), c.id))
+	ctx := context.Background()
+	return wrapDocker("pause", c.name, askedAgain(ctx, func() error { return c.eng.Pause(ctx, c.id) }))
 }
 
 func (c *dockerContainer) resume() error {
-	return wrapDocker("unpause", c.name, c.eng.Unpause(context.Background(), c.id))
+	ctx := context.Background()
+	return wrapDocker("unpause", c.name, askedAgain(ctx, func() error { return c.eng.Unpause(ctx, c.id) }))
 }
 
 // kill ends every process of the container at once and returns when the

@@ -36,6 +36,12 @@ func (c *Cluster) tryEnsemble(ctx context.Context, size, portsPerNode int, build
 	if err != nil {
 		return nil, err
 	}
+	// Held until the members listen (see holdPorts): a member whose
+	// election port was taken in the seconds its JVM took to start
+	// answered on its client port, and died once its election listener
+	// gave up (exit code 14).
+	held := holdPorts(ports)
+	defer held.release()
 	nodes := make([]*Node, 0, size)
 	cleanup := func() {
 		for _, n := range nodes {

@@ -192,18 +192,32 @@ func (c *nodeCommands) can(ops ...string) error {
 }
 
 // do runs the node's command for op. A pause or resume that failed is run
-// once more: with both cores busy `docker pause` failed to freeze a
-// starved container ("OCI runtime pause failed: unable to freeze"), which
-// leaves it as it was, and asking again is asking the same. Other
-// commands (a kill, a start) are not repeated behind the user's back.
+// again (askedAgain). Other commands (a kill, a start) are not repeated
+// behind the user's back.
 func (c *nodeCommands) do(ctx context.Context, op string) error {
 	if err := c.can(op); err != nil {
 		return fmt.Errorf("%s: %w", op, ErrUnsupported)
 	}
-	err := c.run.run(ctx, c.node, op, c.ops[op])
-	if err != nil && (op == OpPause || op == OpResume) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		time.Sleep(200 * time.Millisecond)
-		err = c.run.run(ctx, c.node, op, c.ops[op])
+	run := func() error { return c.run.run(ctx, c.node, op, c.ops[op]) }
+	if op == OpPause || op == OpResume {
+		return askedAgain(ctx, run)
+	}
+	return run()
+}
+
+// askedAgain runs a pause or resume, and again, twice at most, when it
+// failed: with both cores busy `docker pause` failed to freeze a starved
+// container ("OCI runtime pause failed: unable to freeze"), twice in a row
+// once, which leaves it as it was, and asking again is asking the same.
+// One that ran out of time, or whose ctx ended, is not asked again.
+func askedAgain(ctx context.Context, do func() error) error {
+	err := do()
+	for _, wait := range []time.Duration{200 * time.Millisecond, time.Second} {
+		if err == nil || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(wait)
+		err = do()
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,23 +223,63 @@ func waitGone(t *testing.T, pid string) {
 	}
 }
 
-// A pause or resume that failed is run once more (a starved container the
-// engine could not freeze is as it was); a kill that failed is not.
+// A pause or resume that failed is run again, twice at most (a starved
+// container the engine could not freeze is as it was); a kill that failed
+// is not.
 func TestFailedPauseIsAskedAgain(t *testing.T) {
 	sp := spawn.New()
 	defer sp.Close()
 	for _, tt := range []struct {
 		op      string
+		fails   int // times the command fails before it succeeds
 		wantErr bool
-	}{{OpPause, false}, {OpResume, false}, {OpKill, true}} {
-		t.Run(tt.op, func(t *testing.T) {
-			marker := filepath.Join(t.TempDir(), "tried")
-			// Fails the first time it runs, succeeds after.
-			cmd := "if [ -e " + marker + " ]; then exit 0; fi; touch " + marker + "; echo unable to freeze >&2; exit 1"
+	}{{OpPause, 1, false}, {OpPause, 2, false}, {OpPause, 3, true}, {OpResume, 2, false}, {OpKill, 1, true}} {
+		t.Run(fmt.Sprintf("%s-%d", tt.op, tt.fails), func(t *testing.T) {
+			tries := filepath.Join(t.TempDir(), "tries")
+			cmd := fmt.Sprintf("echo x >> %s; if [ $(wc -l < %s) -gt %d ]; then exit 0; fi; echo unable to freeze >&2; exit 1", tries, tries, tt.fails)
 			c := &nodeCommands{node: "redis-1", ops: map[string]string{tt.op: cmd}, run: &commandRunner{spawn: sp, timeout: 5 * time.Second}}
 			err := c.do(context.Background(), tt.op)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("%s: err = %v, want an error: %v", tt.op, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// A pause or resume (a fault command's or the Docker engine's) is asked
+// again twice when it fails, unless it ran out of time or its ctx ended.
+func TestAskedAgain(t *testing.T) {
+	freeze := errors.New("OCI runtime pause failed: unable to freeze")
+	for _, tt := range []struct {
+		name      string
+		fails     int
+		err       error
+		cancelled bool
+		calls     int
+		wantErr   bool
+	}{
+		{"once", 1, freeze, false, 2, false},
+		{"twice", 2, freeze, false, 3, false},
+		{"thrice", 3, freeze, false, 3, true},
+		{"out of time", 1, fmt.Errorf("timed out: %w", context.DeadlineExceeded), false, 1, true},
+		{"ctx ended", 1, freeze, true, 1, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancelled {
+				cancel()
+			}
+			calls := 0
+			err := askedAgain(ctx, func() error {
+				calls++
+				if calls <= tt.fails {
+					return tt.err
+				}
+				return nil
+			})
+			if calls != tt.calls || (err != nil) != tt.wantErr {
+				t.Fatalf("%d calls, err %v; want %d calls, an error: %v", calls, err, tt.calls, tt.wantErr)
 			}
 		})
 	}

@@ -68,16 +68,22 @@ func (c *Cluster) startNode(ctx context.Context, name string, server impls.Serve
 		if err != nil {
 			return nil, err
 		}
+		// Held until the server listens: a JVM binds its ports seconds
+		// after they were found free (see holdPorts).
+		held := holdPorts(ports)
 		proc, direct, health, err := build(ports)
 		if err != nil {
+			held.release()
 			return nil, err
 		}
 		proc.ports = ports
 		n := &Node{Name: name, Server: server, direct: direct, proc: proc, health: health}
 		if err := proc.start(); err != nil {
+			held.release()
 			return nil, err
 		}
 		err = waitHealthy(ctx, n)
+		held.release()
 		if err == nil {
 			n.proxy, err = c.addProxy(name, direct)
 			if err != nil {

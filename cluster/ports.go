@@ -11,7 +11,9 @@ import (
 )
 
 // portHold keeps a killed server's ports from locklab's other clusters and
-// from the kernel's own picks until it is restarted. Tests and runs start
+// from the kernel's own picks until it is restarted, and a starting
+// server's until it listens (the servers bind with SO_REUSEADDR, as the
+// hold does, so a hold never stands in their way). Tests and runs start
 // clusters side by side: without it, a port freed by a killed member can be handed to a server of another
 // cluster, whose peers then talk to the wrong cluster when the member
 // comes back (seen: etcd "request cluster ID mismatch", and a restart that

@@ -302,9 +302,42 @@ func (p *process) logTail(n int) string {
 	if err != nil {
 		return ""
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return tailOf(string(b), n)
+}
+
+// tailOf is the last n lines of a server's log, after its first error
+// when that came earlier: a server that died says why at its first error
+// (ZooKeeper's "Exception while listening") and how it left at the end.
+// The line after that error comes with it when it is no log record of its
+// own: the exception a Java server logs there ("java.net.BindException:
+// Address already in use") is the why.
+func tailOf(log string, n int) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	first := ""
 	if len(lines) > n {
+		head := lines[:len(lines)-n]
+		for i, l := range head {
+			if strings.Contains(l, "ERROR") || strings.Contains(l, "FATAL") {
+				first = "first error: " + l
+				if i+1 < len(head) && isContinuation(head[i+1]) {
+					first += " | " + strings.TrimSpace(head[i+1])
+				}
+				first += " | ... | "
+				break
+			}
+		}
 		lines = lines[len(lines)-n:]
 	}
-	return strings.Join(lines, " | ")
+	return first + strings.Join(lines, " | ")
+}
+
+// isContinuation says whether a log line goes on the record before it: a
+// Java exception ("java.net.BindException: ...", "Caused by: ...") or an
+// indented stack frame.
+func isContinuation(l string) bool {
+	if strings.HasPrefix(l, "\t") || strings.HasPrefix(l, " ") || strings.HasPrefix(l, "Caused by: ") {
+		return strings.TrimSpace(l) != ""
+	}
+	name, _, ok := strings.Cut(l, ":")
+	return ok && !strings.ContainsAny(name, " {") && (strings.HasSuffix(name, "Exception") || strings.HasSuffix(name, "Error"))
 }

@@ -177,8 +177,15 @@ func (c *Cluster) runSentinelNode(ctx context.Context, n *Node, argv []string, p
 	return waitHealthy(ctx, n)
 }
 
+// sentinelDownAfter is how long a primary may leave the Sentinels' pings
+// unanswered before they call it down (two must agree). At 1.5 s a
+// primary container starved under load (two busy loops beside the suite)
+// was failed over in the middle of the conformance suite, whose clients
+// then wrote to a replica ("READONLY"); 3 s costs each failover case 1.5 s.
+const sentinelDownAfter = 3 * time.Second
+
 // startSentinel starts Sentinel i watching the primary at its direct
-// address. A primary silent for 1.5 s is down; two Sentinels must agree.
+// address; a primary silent for sentinelDownAfter is down.
 func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*Node, error) {
 	n, dir, own, err := c.topologyNode(fmt.Sprintf("sentinel-%d", i), impls.RedisSentinel)
 	if err != nil {
@@ -195,9 +202,9 @@ func (c *Cluster) startSentinel(ctx context.Context, i int, primary string) (*No
 	// the cost is a 20 s wait before a second election if the first one
 	// splits its votes.
 	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
-		"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s 1500\n"+
+		"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s %d\n"+
 		"sentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
-		own, dir, SentinelMaster, host, port, SentinelMaster, SentinelMaster, SentinelMaster)
+		own, dir, SentinelMaster, host, port, SentinelMaster, sentinelDownAfter.Milliseconds(), SentinelMaster, SentinelMaster)
 	path := filepath.Join(dir, "sentinel.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, err

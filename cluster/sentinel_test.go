@@ -98,7 +98,7 @@ func failoverLosesUnreplicatedKey(t *testing.T, c *Cluster) {
 	if err := byName[SentinelPrimary].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	// Sentinel promotes the replica (down after 1.5 s, then a vote; an
+	// Sentinel promotes the replica (down after 3 s, then a vote; an
 	// election that fails on a starved machine is tried again after the
 	// 10 s failover-timeout, so the wait allows a few).
 	deadline = time.Now().Add(45 * time.Second)

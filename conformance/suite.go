@@ -132,6 +132,10 @@ func (s *suite) checks() []check {
 type suite struct {
 	h      Harness
 	prefix string
+	// firstPause is how long a new client that could not reach its
+	// servers waits before it is asked for again (doubled each time;
+	// 0: a second).
+	firstPause time.Duration
 }
 
 func randomHex(n int) string {
@@ -161,21 +165,27 @@ func (s *suite) lockerAt(t T, id int, ep impls.Endpoints) impls.Locker {
 }
 
 // lockerWithClock is a client whose lease clock is clk. One that could
-// not reach its servers is asked for again, three times at most: a
-// ZooKeeper container starved with both cores busy gave a new client no
-// session within 10 s, which says nothing of the lock.
+// not reach its servers is asked for again, five times at most, 1, 2, 4
+// and 8 s apart: a ZooKeeper container starved with both cores busy gave
+// a new client no session within 10 s, and five Redis containers answered
+// no ping for most of a minute, which says nothing of the lock.
 func (s *suite) lockerWithClock(t T, id int, ep impls.Endpoints, clk clock.Clock) impls.Locker {
 	t.Helper()
 	var l impls.Locker
 	var err error
-	for try := 1; ; try++ {
+	pause := s.firstPause
+	if pause == 0 {
+		pause = time.Second
+	}
+	for try := 1; ; try, pause = try+1, 2*pause {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		l, err = s.h.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: id})
 		cancel()
-		if err == nil || !errors.Is(err, impls.ErrUnavailable) || try == 3 {
+		if err == nil || !errors.Is(err, impls.ErrUnavailable) || try == 5 {
 			break
 		}
-		t.Logf("new %s client, try %d: %v: again", s.h.Approach.Name, try, err)
+		t.Logf("new %s client, try %d: %v: again in %v", s.h.Approach.Name, try, err, pause)
+		time.Sleep(pause)
 	}
 	if err != nil {
 		t.Fatalf("new %s client: %v", s.h.Approach.Name, err)
@@ -276,8 +286,32 @@ func roundTrip(t T, l impls.Locker, key string) time.Duration {
 // contend has the contenders hammer one key for up to cycles each (or
 // until stop returns true) and returns the most clients seen inside the
 // critical section at once and the checker's double grants.
+//
+// A contention that saw nothing wrong but completed too few cycles because
+// answers were lost (its clients replaced: a starved machine left every
+// Redlock round past its node timeout for most of a minute) is run again
+// on a new key, twice at most; one that saw anything wrong is judged.
 func (s *suite) contend(t T, cycles int, stop func(maxInside int32) bool) (int32, []checker.DoubleGrant, *checker.Mutex) {
-	c := &contention{t: t, s: s, key: s.key(t), cycles: cycles, stop: stop, mono: clock.NewMonotonic(), check: checker.NewMutex(checker.ModelLease)}
+	for try := 1; ; try++ {
+		key := s.key(t)
+		if try > 1 {
+			key = fmt.Sprintf("%s-%d", key, try)
+		}
+		c := s.contendOn(t, key, cycles, stop)
+		n, want, few := c.tooFew()
+		clean := len(c.errs) == 0 && c.maxInside.Load() <= 1 && len(c.check.DoubleGrants()) == 0
+		if few && clean && c.replaced.Load() > 0 && try < 3 {
+			t.Logf("try %d: %d of %d cycles completed (%d clients replaced after lost answers), nothing wrong seen: again on a new key", try, n, want, c.replaced.Load())
+			continue
+		}
+		c.judge()
+		return c.maxInside.Load(), c.check.DoubleGrants(), c.check
+	}
+}
+
+// contendOn runs one contention on key.
+func (s *suite) contendOn(t T, key string, cycles int, stop func(maxInside int32) bool) *contention {
+	c := &contention{t: t, s: s, key: key, cycles: cycles, stop: stop, mono: clock.NewMonotonic(), check: checker.NewMutex(checker.ModelLease)}
 	lockers := make([]impls.Locker, s.h.Contenders)
 	for i := range lockers {
 		lockers[i] = s.locker(t, i)
@@ -293,8 +327,8 @@ func (s *suite) contend(t T, cycles int, stop func(maxInside int32) bool) (int32
 		}(i, l)
 	}
 	wg.Wait()
-	c.judge(len(lockers))
-	return c.maxInside.Load(), c.check.DoubleGrants(), c.check
+	c.contenders = len(lockers)
+	return c
 }
 
 // contention is one contend: its contenders, what they saw, and the
@@ -306,6 +340,8 @@ type contention struct {
 	cycles int
 	stop   func(maxInside int32) bool
 	mono   *clock.Monotonic
+	// contenders is how many contended (replacements not counted).
+	contenders int
 
 	inside, maxInside   atomic.Int32
 	nextProc            atomic.Int64 // the process id of the next replacement
@@ -430,16 +466,23 @@ func (c *contention) release(proc int, lease impls.Lease) error {
 	return nil
 }
 
+// tooFew reports whether the contenders completed too few cycles to judge
+// (fewer than half, unless stop ended them): judged on what was granted,
+// since a replaced client's cycle is not made up, so a run whose answers
+// were mostly lost saw too little.
+func (c *contention) tooFew() (n, want int32, few bool) {
+	n, want = c.completed.Load(), int32(c.contenders*c.cycles)
+	return n, want, !c.stop(c.maxInside.Load()) && 2*n < want
+}
+
 // judge fails the test for the contenders' errors, and for too few
-// cycles completed by contenders clients.
-func (c *contention) judge(contenders int) {
+// cycles completed.
+func (c *contention) judge() {
 	close(c.errs)
 	for err := range c.errs {
 		c.t.Errorf("contender: %v", err)
 	}
-	// Judged on what was granted: a replaced client's cycle is not made up,
-	// so a run whose answers were mostly lost saw too little.
-	if n, want := c.completed.Load(), int32(contenders*c.cycles); !c.stop(c.maxInside.Load()) && 2*n < want {
+	if n, want, few := c.tooFew(); few {
 		c.t.Errorf("%d of %d cycles completed (%d clients replaced after lost answers): too few to judge", n, want, c.replaced.Load())
 	}
 }
@@ -667,35 +710,82 @@ func (s *suite) timeoutIsIndeterminate(t T) {
 // blocks others for about one TTL, no less, not much more.
 func (s *suite) crashedHolderFreedAfterTTL(t T) {
 	const ttl = time.Second
-	key := s.key(t)
-	a, b := s.locker(t, 1), s.locker(t, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stalls := stall.NewWatch(ctx)
-	server := s.watchPace(t, key+"-pace")
+	server := s.watchPace(t, s.key(t)+"-pace")
 	defer server.stop()
-	start := time.Now()
-	lease := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
-	granted := time.Since(start)
-	if vu := lease.ValidUntil(); vu.IsZero() || vu.After(time.Now().Add(ttl)) {
-		t.Errorf("ValidUntil = %v, want within one TTL from now", vu)
+	for try := 1; ; try++ {
+		key := fmt.Sprintf("%s-%d", s.key(t), try)
+		a, b := s.locker(t, 2*try-1), s.locker(t, 2*try)
+		start := time.Now()
+		lease := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
+		granted := time.Since(start)
+		if vu := lease.ValidUntil(); vu.IsZero() || vu.After(time.Now().Add(ttl)) {
+			t.Errorf("ValidUntil = %v, want within one TTL from now", vu)
+		}
+		a.Close() // crash: no release
+		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lease2, err := b.Acquire(wctx, key, impls.AcquireOptions{TTL: ttl})
+		wcancel()
+		took := time.Since(start)
+		still, slow := stalls.Within(start, start.Add(took)), server.lateWithin(start, start.Add(took))
+		if err != nil {
+			// A waiter's request unanswered past its read timeout ("i/o
+			// timeout" from a container at a load of 17) asked nothing of
+			// the lock when this process or the server stood still for half
+			// a TTL meanwhile: the check is made again on a new key.
+			if try < 3 && connectionLost(err) && still+slow >= ttl/2 {
+				t.Logf("try %d: acquire %s: %v, this process still for %v, the server's round trips late by %v: again", try, key, err, still, slow)
+				continue
+			}
+			t.Fatalf("acquire %s after its holder crashed: %v (this process still for %v, the server's round trips late by %v)", key, err, still, slow)
+		}
+		// Never before the TTL (that would free a live holder), and not much
+		// after it: a second for the waiter's polling, plus a few times the
+		// acquire's own round trip, which a loaded machine stretches, and
+		// however long this process or the server stood still (Redlock's
+		// waiter in containers at a load of 16: 0.33 s past a bound that
+		// counted this process alone).
+		// Late is judged by when the granting request went out, as the
+		// lease tells it (its expiry less the TTL, on the client's clock),
+		// not by its answer: a commit that waits for a starved replica
+		// (semi-sync MariaDB: answered 0.5 s past the bound with nothing
+		// else measured late) took its time after the lock was free. A
+		// lease whose expiry counts from before the TTL ran out (from the
+		// acquire's start, say) does not tell when its grant was asked.
+		asked := took
+		if vu := lease2.ValidUntil(); !vu.IsZero() {
+			if a := vu.Add(-ttl).Sub(start); a >= ttl-100*time.Millisecond && a < asked {
+				asked = a
+			}
+		}
+		late := ttl + time.Second + 4*granted + still + slow
+		if took < ttl-100*time.Millisecond || asked > late {
+			t.Errorf("lock of a crashed holder freed after %v (its granting request sent after %v), want between %v and %v (acquire took %v, this process still for %v, the server's round trips late by %v)",
+				took, asked, ttl-100*time.Millisecond, late, granted, still, slow)
+		}
+		releaseOrExpired(t, lease2)
+		return
 	}
-	a.Close() // crash: no release
-	lease2 := acquire(t, b, key, impls.AcquireOptions{TTL: ttl})
-	took := time.Since(start)
-	// Never before the TTL (that would free a live holder), and not much
-	// after it: a second for the waiter's polling, plus a few times the
-	// acquire's own round trip, which a loaded machine stretches, and
-	// however long this process or the server stood still (Redlock's
-	// waiter in containers at a load of 16: 0.33 s past a bound that
-	// counted this process alone).
-	still, slow := stalls.Within(start, start.Add(took)), server.lateWithin(start, start.Add(took))
-	late := ttl + time.Second + 4*granted + still + slow
-	if took < ttl-100*time.Millisecond || took > late {
-		t.Errorf("lock of a crashed holder freed after %v, want between %v and %v (acquire took %v, this process still for %v, the server's round trips late by %v)",
-			took, ttl-100*time.Millisecond, late, granted, still, slow)
+}
+
+// releaseOrExpired releases a lease whose TTL is short enough for a
+// starved machine to run past it before the release is sent: "not held"
+// is then the honest answer, not a failure.
+func releaseOrExpired(t T, lease impls.Lease) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	asked := time.Now()
+	err := releaseSettled(ctx, lease)
+	if vu := lease.ValidUntil(); errors.Is(err, impls.ErrNotHeld) && !vu.IsZero() && !asked.Before(vu) {
+		t.Logf("release %s asked %v past its lease: %v", lease.Key(), asked.Sub(vu), err)
+		return
 	}
-	release(t, lease2)
+	if err != nil {
+		t.Fatalf("release %s: %v", lease.Key(), err)
+	}
 }
 
 // validUntilOnTheClientsClock: a lease's expiry is told on the client's
@@ -773,33 +863,45 @@ func (s *suite) crashedHolderBlocksForever(t T) {
 // another client takes the lock, and the holder's delete then removes it.
 func (s *suite) slowReleaseDeletesNextHoldersLock(t T) {
 	const ttl = 500 * time.Millisecond
-	key := s.key(t)
 	a := s.locker(t, 1)                                // through the proxies
 	b, c := s.directLocker(t, 2), s.directLocker(t, 3) // unaffected by the slow replies
-	old := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
-	time.Sleep(ttl - 150*time.Millisecond)
 	bg := context.Background()
-	if err := s.h.SlowReplies.Inject(bg); err != nil {
-		t.Fatal(err)
+	for try := 1; ; try++ {
+		key := fmt.Sprintf("%s-%d", s.key(t), try)
+		old := acquire(t, a, key, impls.AcquireOptions{TTL: ttl})
+		time.Sleep(ttl - 150*time.Millisecond)
+		if err := s.h.SlowReplies.Inject(bg); err != nil {
+			t.Fatal(err)
+		}
+		// The release must ask while the old lease still runs: one asked
+		// after it finds the key gone and answers not held, whatever the
+		// release's check. A loaded machine's sleep can run that late; the
+		// case is then made again on a new key.
+		late := !time.Now().Before(old.ValidUntil())
+		released := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+			defer cancel()
+			released <- old.Release(ctx)
+		}()
+		held := acquire(t, b, key, impls.AcquireOptions{TTL: 30 * time.Second}) // waits for the expiry
+		err := <-released
+		s.h.SlowReplies.Heal(bg)
+		if err != nil {
+			if late && try < 3 && errors.Is(err, impls.ErrNotHeld) {
+				t.Logf("try %d: the old holder's release was asked %v past its lease: again", try, time.Since(old.ValidUntil()))
+				release(t, held)
+				continue
+			}
+			t.Fatalf("the old holder's release: %v", err)
+		}
+		lease, err := tryAcquire(c, key)
+		if err != nil {
+			t.Fatalf("the old holder's release should have deleted the new holder's lock: %v", err)
+		}
+		release(t, lease)
+		return
 	}
-	defer s.h.SlowReplies.Heal(bg)
-	released := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(bg, 5*time.Second)
-		defer cancel()
-		released <- old.Release(ctx)
-	}()
-	held := acquire(t, b, key, impls.AcquireOptions{TTL: 30 * time.Second}) // waits for the expiry
-	if err := <-released; err != nil {
-		t.Fatalf("the old holder's release: %v", err)
-	}
-	s.h.SlowReplies.Heal(bg)
-	lease, err := tryAcquire(c, key)
-	if err != nil {
-		t.Fatalf("the old holder's release should have deleted the new holder's lock: %v", err)
-	}
-	release(t, lease)
-	_ = held
 }
 
 // crashedHolderFreedAfterSession: a holder that vanishes is detected by
@@ -896,6 +998,14 @@ func (s *suite) watchPace(t T, key string) *pace {
 	return p
 }
 
+// connectionLost says whether err is a client's lost connection: the
+// request's outcome unknown, or its servers unreachable. On a starved
+// machine it says nothing of the lock, and the tests that meet it try
+// again.
+func connectionLost(err error) bool {
+	return errors.Is(err, impls.ErrIndeterminate) || errors.Is(err, impls.ErrUnavailable)
+}
+
 // paceHold takes the key the pace's prober is refused on. The pace is the
 // test's own yardstick, not what it checks: an answer lost on a starved
 // server ("zk: connection closed" at a load of 17) is tried again on a new
@@ -909,7 +1019,7 @@ func paceHold(t T, holder impls.Locker, key string) impls.Lease {
 		if err == nil {
 			return lease
 		}
-		if try == 3 || !errors.Is(err, impls.ErrIndeterminate) && !errors.Is(err, impls.ErrUnavailable) {
+		if try == 3 || !connectionLost(err) {
 			t.Fatalf("acquire %s (the pace's key): %v", key, err)
 		}
 		t.Logf("acquire %s (the pace's key), try %d: %v: again", key, try, err)
@@ -1039,8 +1149,25 @@ func (s *suite) fairGrantOrder(t T) {
 		arrival[i] = i
 	}
 	var got [][]int
+	round := 0
 	for _, spacing := range []time.Duration{150 * time.Millisecond, 400 * time.Millisecond, time.Second} {
-		order := s.grantOrder(t, waiters, spacing)
+		var order []int
+		// A round in which a waiter lost its connection (a ZooKeeper
+		// container starved with two busy loops beside the suite: "zk:
+		// connection closed" for four of seven) says nothing of the order:
+		// it is made again on a key of its own, three times at most.
+		for try := 1; ; try++ {
+			round++
+			var lost error
+			order, lost = s.grantOrder(t, fmt.Sprintf("%s-%d", s.key(t), round), waiters, spacing)
+			if lost == nil {
+				break
+			}
+			if try == 3 {
+				t.Fatalf("with %v between arrivals, a waiter lost its connection in each of 3 rounds; the last: %v", spacing, lost)
+			}
+			t.Logf("with %v between arrivals, a waiter lost its connection (%v): again", spacing, lost)
+		}
 		if slices.Equal(order, arrival) {
 			if len(got) > 0 {
 				t.Logf("arrival order kept with %v between arrivals, after %v", spacing, got)
@@ -1052,13 +1179,15 @@ func (s *suite) fairGrantOrder(t T) {
 	t.Fatalf("grant orders %v with 150ms, 400ms and 1s between arrivals, want arrival order 0..%d", got, waiters-1)
 }
 
-// grantOrder has waiters queue behind a holder, spacing apart, and returns
-// the order in which they were granted the lock.
-func (s *suite) grantOrder(t T, waiters int, spacing time.Duration) []int {
-	key := s.key(t)
+// grantOrder has waiters queue on key behind a holder, spacing apart, and
+// returns the order in which they were granted the lock; lost is the first
+// waiter's error that says its connection was lost (its outcome unknown,
+// or its servers unreachable), in which case the others' errors are not
+// judged.
+func (s *suite) grantOrder(t T, key string, waiters int, spacing time.Duration) (order []int, lost error) {
 	holder := acquire(t, s.locker(t, 0), key, impls.AcquireOptions{})
 	var mu sync.Mutex
-	var order []int
+	errs := make([]error, waiters)
 	var wg sync.WaitGroup
 	for i := 0; i < waiters; i++ {
 		l := s.locker(t, i+1)
@@ -1069,7 +1198,7 @@ func (s *suite) grantOrder(t T, waiters int, spacing time.Duration) []int {
 			defer cancel()
 			lease, err := l.Acquire(ctx, key, impls.AcquireOptions{})
 			if err != nil {
-				t.Errorf("waiter %d: %v", i, err)
+				errs[i] = fmt.Errorf("waiter %d: %w", i, err)
 				return
 			}
 			mu.Lock()
@@ -1082,7 +1211,17 @@ func (s *suite) grantOrder(t T, waiters int, spacing time.Duration) []int {
 	}
 	release(t, holder)
 	wg.Wait()
-	return order
+	for _, err := range errs {
+		if connectionLost(err) {
+			return order, err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+	return order, nil
 }
 
 // HandOff measures how long after the holder starts its release a waiting
@@ -1133,28 +1272,56 @@ func handOff(ctx context.Context, a, b impls.Locker, key string, waitFirst time.
 // trip costs is measured, not assumed: on a loaded machine the server (in
 // a container, starved with its cgroup) answers every request slowly, and
 // this process itself stands still now and then (handOffBound).
+//
+// A round is five hand-offs, of which at most one may be slow: one slowed
+// by a preempted process says nothing, while a waiter that polls after
+// waiting 300 ms, or a notification lost now and then, is slow more than
+// once. A round with more is made again, three rounds at most: a server
+// of a process per connection (PostgreSQL) starves the waiter's backend
+// where the pace's probes do not see it (two busy loops beside the suite:
+// 215 ms with nothing measured standing still), while a waiter that polls
+// is slow in every round.
 func (s *suite) blockingHandOff(t T) {
 	a, b := s.locker(t, 1), s.locker(t, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	stalls := stall.NewWatch(ctx)
-	// At most one of 5 may be slow: one hand-off slowed by a preempted
-	// process says nothing, while a waiter that polls after waiting
-	// 300 ms, or a notification lost now and then, is slow more than once.
-	var slow []string
-	var all []time.Duration
-	// A hand-off whose client lost its connection (a ZooKeeper container
-	// starved past the client's ping, refusing or cutting off a call:
-	// "release ...: indeterminate: zk: connection closed"), or whose lease
-	// ran out before the release (a starved etcd answered no keep-alive in
-	// time: "not held: the lease had expired"), is done again: it says
-	// nothing of how a waiter is woken. Availability and expiry have tests
-	// of their own.
-	lost := 0
 	server := s.watchPace(t, s.key(t)+"-pace")
 	defer server.stop()
+	var slow []string
+	for round := 1; round <= handOffRounds; round++ {
+		var all []time.Duration
+		slow, all = s.handOffRound(ctx, t, a, b, stalls, server)
+		t.Logf("round %d, hand-offs: %v", round, all)
+		if len(slow) <= 1 {
+			return
+		}
+		t.Logf("round %d: %d of 5 hand-offs slow: %v", round, len(slow), slow)
+	}
+	t.Errorf("%d of 5 hand-offs took longer than a few round trips after a release, in each of %d rounds; the last: %v", len(slow), handOffRounds, slow)
+}
+
+// handOffRounds is how many rounds of five hand-offs blockingHandOff may
+// make before it judges.
+const handOffRounds = 3
+
+// handOffRound makes five hand-offs and says which were slow.
+//
+// A hand-off whose client lost its connection (a ZooKeeper container
+// starved past the client's ping, refusing or cutting off a call:
+// "release ...: indeterminate: zk: connection closed"), or whose lease
+// ran out before the release (a starved etcd answered no keep-alive in
+// time: "not held: the lease had expired"), is done again: it says
+// nothing of how a waiter is woken. Availability and expiry have tests
+// of their own.
+func (s *suite) handOffRound(ctx context.Context, t T, a, b impls.Locker, stalls *stall.Watch, server *pace) (slow []string, all []time.Duration) {
+	lost := 0
 	for len(all) < 5 {
-		released, granted, err := handOff(ctx, a, b, s.key(t), 300*time.Millisecond)
+		// After a lost connection, a key of its own: an acquire whose
+		// outcome was unknown may have left a hold behind (a ZooKeeper
+		// node of a session that lives on).
+		key := fmt.Sprintf("%s-%d", s.key(t), lost)
+		released, granted, err := handOff(ctx, a, b, key, 300*time.Millisecond)
 		if (errors.Is(err, impls.ErrUnavailable) || errors.Is(err, impls.ErrNotHeld) || errors.Is(err, impls.ErrIndeterminate)) && lost < 3 {
 			lost++
 			t.Logf("a hand-off again after a lost connection: %v", err)
@@ -1167,8 +1334,8 @@ func (s *suite) blockingHandOff(t T) {
 		// The round trip of the hand-off's own steps, uncontended: b takes
 		// a free key and lets it go.
 		rtStart := time.Now()
-		lease, err := b.Acquire(ctx, s.key(t), impls.AcquireOptions{})
-		if errors.Is(err, impls.ErrUnavailable) && lost < 3 {
+		lease, err := b.Acquire(ctx, key, impls.AcquireOptions{})
+		if (errors.Is(err, impls.ErrUnavailable) || errors.Is(err, impls.ErrIndeterminate)) && lost < 3 {
 			lost++
 			t.Logf("a hand-off again after a lost connection: %v", err)
 			continue
@@ -1184,10 +1351,7 @@ func (s *suite) blockingHandOff(t T) {
 			slow = append(slow, fmt.Sprintf("%v (bound %v: round trip %v, this process still for %v, the server's round trips late by %v)", d, bound, rt, still, late))
 		}
 	}
-	t.Logf("hand-offs: %v", all)
-	if len(slow) > 1 {
-		t.Errorf("%d of 5 hand-offs took longer than a few round trips after a release: %v", len(slow), slow)
-	}
+	return slow, all
 }
 
 // handOffBound is what a notified hand-off may take: 100 ms, a few round
@@ -1209,8 +1373,10 @@ func (s *suite) extendKeepsTheLock(t T) {
 	// loaded machine an acquire can take most of a short lease (Redlock
 	// found 3 of 5 nodes expired under two busy loops), so when the lease
 	// was mostly gone before the extend went out, or gone before its
-	// answer came, the run is redone on a lease twice as long: the order
-	// of the events decides, not a guess of the machine's speed.
+	// answer came, or when its outcome is unknown (Redlock's nodes slower
+	// than its node timeout, a hundredth of the TTL), the run is redone on
+	// a lease twice as long: the order of the events decides, not a guess
+	// of the machine's speed.
 	ttl := 500 * time.Millisecond
 	var lease impls.Lease
 	for {
@@ -1218,7 +1384,7 @@ func (s *suite) extendKeepsTheLock(t T) {
 		sent := time.Now()
 		left := lease.ValidUntil().Sub(sent)
 		err := lease.Extend(ctx, 6*ttl)
-		late := left < ttl/2 || err != nil && time.Since(sent) >= left
+		late := left < ttl/2 || err != nil && (time.Since(sent) >= left || errors.Is(err, impls.ErrIndeterminate))
 		if err == nil || !late {
 			if err != nil {
 				t.Fatalf("extend sent %v before the lease's end and answered in %v: %v", left, time.Since(sent), err)
@@ -1227,9 +1393,9 @@ func (s *suite) extendKeepsTheLock(t T) {
 		}
 		_ = releaseSettled(ctx, lease)
 		if ttl >= 4*time.Second {
-			t.Fatalf("extend came too late on leases of up to %v (left %v when sent): %v", ttl, left, err)
+			t.Fatalf("extend came too late or its outcome unknown on leases of up to %v (left %v when sent): %v", ttl, left, err)
 		}
-		t.Logf("a %v lease had %v left when its extend was sent; again on a longer lease", ttl, left)
+		t.Logf("a %v lease had %v left when its extend was sent (%v); again on a longer lease", ttl, left, err)
 		ttl *= 2
 	}
 	if vu := time.Until(lease.ValidUntil()); vu < 4*ttl {
@@ -1243,7 +1409,16 @@ func (s *suite) extendKeepsTheLock(t T) {
 		stillHeld(t, lease, err, 6*ttl)
 	}
 	release(t, lease)
-	if err := lease.Extend(ctx, time.Second); !errors.Is(err, impls.ErrNotHeld) {
+	// An extend whose outcome is unknown (every Redlock node's answer past
+	// its node timeout on a starved machine) is asked again, as a careful
+	// caller would: once known, it must be "not held".
+	err := lease.Extend(ctx, time.Second)
+	for try := 1; errors.Is(err, impls.ErrIndeterminate) && try < 3; try++ {
+		t.Logf("extend after release, try %d: %v: again", try, err)
+		time.Sleep(200 * time.Millisecond)
+		err = lease.Extend(ctx, time.Second)
+	}
+	if !errors.Is(err, impls.ErrNotHeld) {
 		t.Fatalf("extend after release: err = %v, want ErrNotHeld", err)
 	}
 }

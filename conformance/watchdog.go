@@ -43,9 +43,13 @@ func (r *renewals) all() []reported {
 // to spare; when this process or the server stood still longer than that
 // while the lock came free, the machine, not the watchdog, let it go
 // (a 300 ms TTL was free after 1.9 s at a load of 19), and the check is
-// made again on a new key, three times at most.
+// made again on a new key, three times at most. The TTL is a second: at
+// 300 ms one renewal cut off by its 100 ms timeout and the next one late
+// by as little as 100 ms let the key go (in a container beside two busy
+// loops, with this process still for 31 ms and the server's probes late
+// by 92 ms), which says more of the machine than of the watchdog.
 func (s *suite) watchdogKeepsTheLock(t T) {
-	const ttl = 300 * time.Millisecond
+	const ttl = time.Second
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
@@ -64,7 +68,7 @@ func (s *suite) watchdogKeepsTheLock(t T) {
 		log = &renewals{}
 		lease = acquire(t, a, key, impls.AcquireOptions{TTL: ttl, OnRenew: log.add})
 		granted := time.Now()
-		time.Sleep(5 * ttl) // the holder works on and never extends
+		time.Sleep(3 * ttl) // the holder works on and never extends
 		_, err := tryAcquire(b, key)
 		if errors.Is(err, impls.ErrNotAcquired) {
 			break
@@ -100,18 +104,21 @@ func (s *suite) watchdogKeepsTheLock(t T) {
 			t.Errorf("a renewal of a live holder's lease failed: %v", r.Err)
 		}
 	}
-	t.Logf("%d renewals sent, %d renewed, %d answers lost in %v with a %v TTL", sent, renewed, lost, 5*ttl, ttl)
+	t.Logf("%d renewals sent, %d renewed, %d answers lost in %v with a %v TTL", sent, renewed, lost, 3*ttl, ttl)
 	if renewed < 2 {
-		t.Errorf("%d renewals reported in 5 TTLs, want every one (the lab records them as the holder's extends)", renewed)
+		t.Errorf("%d renewals reported in 3 TTLs, want every one (the lab records them as the holder's extends)", renewed)
 	}
 	release(t, acquire(t, b, key, impls.AcquireOptions{Try: true}))
 }
 
 // watchdogStopsAtRelease: no renewal is sent once the release has returned
 // (Redisson issue 7272: a renewal scheduled late outlived the unlock and
-// kept an orphan key alive for ever), and the lock is free.
+// kept an orphan key alive for ever), and the lock is free. A second's TTL,
+// as WatchdogKeepsTheLock's: at 300 ms a renewal late in a loaded suite
+// let the key go before the release ("not held"); a TTL after the release
+// is three renewal periods.
 func (s *suite) watchdogStopsAtRelease(t T) {
-	const ttl = 300 * time.Millisecond
+	const ttl = time.Second
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	for i := range 5 {
@@ -120,9 +127,12 @@ func (s *suite) watchdogStopsAtRelease(t T) {
 		// Release at a different point of the renewal period each time,
 		// once right at the grant.
 		time.Sleep(time.Duration(i) * ttl / 4)
-		release(t, lease)
+		// A watchdog starved past the lease (no renewal within its second
+		// in a loaded container) lost the key before the release: "not
+		// held" then is honest.
+		releaseOrExpired(t, lease)
 		released := time.Now()
-		time.Sleep(2 * ttl)
+		time.Sleep(ttl)
 		for _, r := range log.all() {
 			if !r.Done && r.at.After(released) {
 				t.Fatalf("a renewal was sent %v after the release had returned", r.at.Sub(released))
@@ -130,7 +140,7 @@ func (s *suite) watchdogStopsAtRelease(t T) {
 		}
 		lease, err := tryAcquire(b, key)
 		if err != nil {
-			t.Fatalf("the lock was not free %v after its release: %v", 2*ttl, err)
+			t.Fatalf("the lock was not free %v after its release: %v", ttl, err)
 		}
 		release(t, lease)
 	}

@@ -62,115 +62,130 @@ type hold struct {
 
 // transitions are the lock-state transitions events reached, sorted.
 func transitions(events []history.Event) []string {
-	got := map[string]bool{}
-	type pk struct {
-		proc int
-		key  string
-	}
-	holds := map[pk]*hold{}
-	held := func(proc int, key string) (*hold, pk) {
-		k := pk{proc, key}
-		return holds[k], k
-	}
-	windows := history.FaultWindows(events)
-	// Grants per key and the indeterminate acquires, for the inference
-	// that an indeterminate acquire took effect.
-	grants := map[string][]int64{}
-	waiting := map[string][]int64{} // acquire invokes per key
-	during := func(prefix string, t int64) {
-		for _, w := range windows {
-			if t >= w.Start && (w.End == 0 || t <= w.End) {
-				got[prefix+w.Fault] = true
-			}
-		}
-	}
-	var unknown []history.Event
+	w := transitionWalk{got: map[string]bool{}, holds: map[procKey]*hold{}, windows: history.FaultWindows(events),
+		grants: map[string][]int64{}, waiting: map[string][]int64{}}
 	for _, ev := range events {
-		if ev.Proc < 0 {
-			continue
-		}
-		h, k := held(ev.Proc, ev.Key)
-		expired := func(t int64) bool { return h != nil && h.validUntil != 0 && t > h.validUntil }
-		switch {
-		case ev.F == history.Acquire && ev.Type == history.Invoke:
-			waiting[ev.Key] = append(waiting[ev.Key], ev.T)
-			if ev.Reentry {
-				during(ReentryDuring, ev.T)
-			}
-		case ev.F == history.Acquire && ev.Type == history.OK && ev.Reentry && h != nil:
-			h.reentries++
-			if ev.ValidUntil != 0 {
-				h.validUntil = ev.ValidUntil
-			}
-		case ev.F == history.Acquire && ev.Type == history.OK:
-			holds[k] = &hold{start: ev.T, validUntil: ev.ValidUntil}
-			grants[ev.Key] = append(grants[ev.Key], ev.T)
-			during(GrantDuring, ev.T)
-		case ev.F == history.Acquire && ev.Type == history.Info:
-			got[AcquireUnknown] = true
-			unknown = append(unknown, ev)
-		case ev.F == history.Extend && ev.Type == history.Invoke:
-			if expired(ev.T) {
-				got[RenewalAfterExpiry] = true
-			}
-			during(RenewalDuring, ev.T)
-		case ev.F == history.Extend && ev.Type == history.OK:
-			got[Renewed] = true
-			if h != nil && ev.ValidUntil != 0 {
-				h.validUntil = ev.ValidUntil
-			}
-		case ev.F == history.Extend && ev.Type == history.Fail && notHeld(ev.Error):
-			got[RenewalRefused] = true
-		case ev.F == history.Extend && ev.Type == history.Info:
-			got[RenewalUnknown] = true
-		case ev.F == history.Release && ev.Type == history.Invoke:
-			during(ReleaseDuring, ev.T)
-			if expired(ev.T) {
-				got[ExpiryWhileHeld] = true
-			}
-			if h != nil && h.reentries > 0 {
-				h.reentries-- // a re-entry given back: the hold goes on
-				break
-			}
-			delete(holds, k)
-		case ev.F == history.Release && ev.Type == history.Fail && notHeld(ev.Error):
-			got[ReleaseNotHeld] = true
-		case ev.F == history.Release && ev.Type == history.Info:
-			got[ReleaseUnknown] = true
-		case ev.F == history.Lost:
-			got[LostSignal] = true
-		case ev.F == history.Crash:
-			for kk, hh := range holds {
-				if kk.proc == ev.Proc {
-					got[HolderCrashed] = true
-					if hh.validUntil != 0 && ev.T > hh.validUntil {
-						got[ExpiryWhileHeld] = true
-					}
-					delete(holds, kk)
-				}
-			}
-		case (ev.F == history.Write || ev.F == history.Read) && ev.Type == history.Fail:
-			got[FencedWriteRefused] = true
-		case ev.F == history.Write && ev.Type == history.OK:
-			for kk, hh := range holds {
-				if kk.proc == ev.Proc && hh.validUntil != 0 && ev.T > hh.validUntil {
-					got[WriteAfterExpiry] = true
-				}
-			}
+		if ev.Proc >= 0 {
+			w.add(ev)
 		}
 	}
-	for _, ev := range unknown {
-		if tookEffect(ev, grants[ev.Key], waiting[ev.Key]) {
-			got[AcquireTookEffect] = true
+	for _, ev := range w.unknown {
+		if tookEffect(ev, w.grants[ev.Key], w.waiting[ev.Key]) {
+			w.got[AcquireTookEffect] = true
 			break
 		}
 	}
-	out := make([]string, 0, len(got))
-	for t := range got {
+	out := make([]string, 0, len(w.got))
+	for t := range w.got {
 		out = append(out, t)
 	}
 	sort.Strings(out)
 	return out
+}
+
+type procKey struct {
+	proc int
+	key  string
+}
+
+// transitionWalk follows a history's events for transitions.
+type transitionWalk struct {
+	got     map[string]bool
+	holds   map[procKey]*hold
+	windows []history.Window
+	// Grants per key and the indeterminate acquires, for the inference
+	// that an indeterminate acquire took effect.
+	grants  map[string][]int64
+	waiting map[string][]int64 // acquire invokes per key
+	unknown []history.Event
+}
+
+// during notes prefix+fault for each fault in force at t.
+func (w *transitionWalk) during(prefix string, t int64) {
+	for _, f := range w.windows {
+		if t >= f.Start && (f.End == 0 || t <= f.End) {
+			w.got[prefix+f.Fault] = true
+		}
+	}
+}
+
+// add follows one client event.
+func (w *transitionWalk) add(ev history.Event) {
+	k := procKey{ev.Proc, ev.Key}
+	h := w.holds[k]
+	expired := func(t int64) bool { return h != nil && h.validUntil != 0 && t > h.validUntil }
+	switch {
+	case ev.F == history.Acquire && ev.Type == history.Invoke:
+		w.waiting[ev.Key] = append(w.waiting[ev.Key], ev.T)
+		if ev.Reentry {
+			w.during(ReentryDuring, ev.T)
+		}
+	case ev.F == history.Acquire && ev.Type == history.OK && ev.Reentry && h != nil:
+		h.reentries++
+		if ev.ValidUntil != 0 {
+			h.validUntil = ev.ValidUntil
+		}
+	case ev.F == history.Acquire && ev.Type == history.OK:
+		w.holds[k] = &hold{start: ev.T, validUntil: ev.ValidUntil}
+		w.grants[ev.Key] = append(w.grants[ev.Key], ev.T)
+		w.during(GrantDuring, ev.T)
+	case ev.F == history.Acquire && ev.Type == history.Info:
+		w.got[AcquireUnknown] = true
+		w.unknown = append(w.unknown, ev)
+	case ev.F == history.Extend && ev.Type == history.Invoke:
+		if expired(ev.T) {
+			w.got[RenewalAfterExpiry] = true
+		}
+		w.during(RenewalDuring, ev.T)
+	case ev.F == history.Extend && ev.Type == history.OK:
+		w.got[Renewed] = true
+		if h != nil && ev.ValidUntil != 0 {
+			h.validUntil = ev.ValidUntil
+		}
+	case ev.F == history.Extend && ev.Type == history.Fail && notHeld(ev.Error):
+		w.got[RenewalRefused] = true
+	case ev.F == history.Extend && ev.Type == history.Info:
+		w.got[RenewalUnknown] = true
+	case ev.F == history.Release && ev.Type == history.Invoke:
+		w.during(ReleaseDuring, ev.T)
+		if expired(ev.T) {
+			w.got[ExpiryWhileHeld] = true
+		}
+		if h != nil && h.reentries > 0 {
+			h.reentries-- // a re-entry given back: the hold goes on
+			break
+		}
+		delete(w.holds, k)
+	case ev.F == history.Release && ev.Type == history.Fail && notHeld(ev.Error):
+		w.got[ReleaseNotHeld] = true
+	case ev.F == history.Release && ev.Type == history.Info:
+		w.got[ReleaseUnknown] = true
+	case ev.F == history.Lost:
+		w.got[LostSignal] = true
+	case ev.F == history.Crash:
+		w.crashed(ev)
+	case (ev.F == history.Write || ev.F == history.Read) && ev.Type == history.Fail:
+		w.got[FencedWriteRefused] = true
+	case ev.F == history.Write && ev.Type == history.OK:
+		for kk, hh := range w.holds {
+			if kk.proc == ev.Proc && hh.validUntil != 0 && ev.T > hh.validUntil {
+				w.got[WriteAfterExpiry] = true
+			}
+		}
+	}
+}
+
+// crashed ends every hold of the crashed client.
+func (w *transitionWalk) crashed(ev history.Event) {
+	for kk, hh := range w.holds {
+		if kk.proc == ev.Proc {
+			w.got[HolderCrashed] = true
+			if hh.validUntil != 0 && ev.T > hh.validUntil {
+				w.got[ExpiryWhileHeld] = true
+			}
+			delete(w.holds, kk)
+		}
+	}
 }
 
 // tookEffect infers that the indeterminate acquire ev took effect: the

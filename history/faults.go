@@ -47,6 +47,9 @@ type Window struct {
 	Target string
 	Start  int64 // CLOCK_MONOTONIC ns (or the history's own time scale)
 	End    int64 // 0: never healed within the history
+	// InPlace is when the injection was in place (its start's ok; 0:
+	// not recorded): a user's fault command may take seconds.
+	InPlace int64
 	// Instant: the fault was over once made (NemesisValue.Instant).
 	Instant bool
 	// AtGrant: it struck at a grant (NemesisValue.When), aimed at a hold.
@@ -78,10 +81,17 @@ func FaultWindows(events []Event) []Window {
 						out[i].Fault = ""
 					}
 				case !seen:
-					byID[v.ID] = len(out)
+					i = len(out)
+					byID[v.ID] = i
 					out = append(out, Window{ID: v.ID, Fault: v.Fault, Target: v.Target, Start: ev.T, AtGrant: v.When != "" && !strings.HasPrefix(v.When, "releasing")})
-				case v.Target != "":
-					out[i].Target = v.Target // the ok names what the selector resolved to
+					fallthrough
+				default:
+					if v.Target != "" {
+						out[i].Target = v.Target // the ok names what the selector resolved to
+					}
+					if ev.Type == OK {
+						out[i].InPlace = ev.T
+					}
 				}
 			case NemesisStop:
 				if i, ok := byID[v.ID]; ok && ev.Type != Invoke {

@@ -25,7 +25,7 @@ func TestFaultWindowsPairsOverlappingInjectionsByID(t *testing.T) {
 	if len(ws) != 2 { // the failed injection opened none
 		t.Fatalf("windows = %+v", ws)
 	}
-	if ws[0].ID != 1 || ws[0].Start != 10 || ws[0].End != 30 || ws[0].Target != "client 4" {
+	if ws[0].ID != 1 || ws[0].Start != 10 || ws[0].InPlace != 11 || ws[0].End != 30 || ws[0].Target != "client 4" {
 		t.Errorf("first window %+v", ws[0])
 	}
 	if ws[1].ID != 2 || ws[1].Start != 20 || ws[1].End != 0 {

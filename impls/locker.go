@@ -66,12 +66,12 @@ var (
 	ErrNotAcquired = errors.New("not acquired")
 	// ErrNotHeld: release or extend of a lease that is no longer ours.
 	ErrNotHeld = errors.New("not held")
-	// ErrUnavailable: the backend could not be reached; nothing changed.
-	ErrUnavailable = errors.New("backend unavailable")
+	// ErrUnavailable: the servers could not be reached; nothing changed.
+	ErrUnavailable = errors.New("server unavailable")
 	// ErrIndeterminate: the request may or may not have taken effect (a
 	// timeout or a lost reply). Histories record it as an info event.
 	ErrIndeterminate = errors.New("indeterminate")
-	// ErrInvalidKey: the backend cannot store this key; no call was made.
+	// ErrInvalidKey: the server cannot store this key; no call was made.
 	ErrInvalidKey = errors.New("invalid key")
 	// ErrUnsupported: the approach does not offer this operation.
 	ErrUnsupported = errors.New("not supported by this approach")

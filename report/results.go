@@ -94,18 +94,22 @@ type Run struct {
 	RefusedStaleRequests int               `json:"refused_stale_requests,omitempty"`
 	Artifacts            []string          `json:"artifacts,omitempty"` // timeline, visualizations
 	Complete             bool              `json:"complete"`
-	ViaProxy             bool              `json:"via_proxy"` // clients went through the fault-injecting proxies
-	Renewals             int64             `json:"renewals,omitempty"`
-	Reentries            int64             `json:"reentries,omitempty"` // re-entries granted (workload reentry)
-	Lost                 int64             `json:"lost,omitempty"`      // holders told their lock was gone
-	Replaced             int64             `json:"replaced,omitempty"`  // clients retired (indeterminate outcome, crash) and replaced
-	Crashed              int64             `json:"crashed,omitempty"`   // client processes killed by a fault
-	Late                 int64             `json:"late,omitempty"`      // open loop: requests that started behind their schedule
-	Faults               []Fault           `json:"faults,omitempty"`    // what chaos injected, in order
-	Expected             []string          `json:"expected,omitempty"`  // the outcomes the case had to show
-	Observed             []string          `json:"observed,omitempty"`  // the outcomes it showed
-	Missing              []string          `json:"missing,omitempty"`   // expected outcomes that never showed
-	Status               verdict.Status    `json:"status,omitempty"`
+	// Unrecovered: the servers failed their health check after every
+	// fault was healed (the check's error); the next cases had servers
+	// started anew.
+	Unrecovered string         `json:"unrecovered,omitempty"`
+	ViaProxy    bool           `json:"via_proxy"` // clients went through the fault-injecting proxies
+	Renewals    int64          `json:"renewals,omitempty"`
+	Reentries   int64          `json:"reentries,omitempty"` // re-entries granted (workload reentry)
+	Lost        int64          `json:"lost,omitempty"`      // holders told their lock was gone
+	Replaced    int64          `json:"replaced,omitempty"`  // clients retired (indeterminate outcome, crash) and replaced
+	Crashed     int64          `json:"crashed,omitempty"`   // client processes killed by a fault
+	Late        int64          `json:"late,omitempty"`      // open loop: requests that started behind their schedule
+	Faults      []Fault        `json:"faults,omitempty"`    // what chaos injected, in order
+	Expected    []string       `json:"expected,omitempty"`  // the outcomes the case had to show
+	Observed    []string       `json:"observed,omitempty"`  // the outcomes it showed
+	Missing     []string       `json:"missing,omitempty"`   // expected outcomes that never showed
+	Status      verdict.Status `json:"status,omitempty"`
 	// Missed: it contradicts only because an expected violation did not
 	// show (verdict.Result.Missed), which repeated runs may tolerate.
 	Missed bool `json:"missed,omitempty"`

@@ -22,6 +22,7 @@ type Window struct {
 	Open       bool   // never healed within the history: End is the history's end
 	Instant    bool   // a fault over once made (history.Window.Instant)
 	AtGrant    bool   // it struck at a grant (history.Window.AtGrant)
+	InPlace    int64  // when the injection was in place (history.Window.InPlace)
 }
 
 // Windows are a history's fault windows as plots shade them: a fault never
@@ -33,7 +34,7 @@ func Windows(ws []history.Window, end int64) []Window {
 		if stop == 0 {
 			stop = end
 		}
-		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault, Target: w.Target, Open: w.End == 0, Instant: w.Instant, AtGrant: w.AtGrant})
+		out = append(out, Window{Start: w.Start, End: stop, Label: w.Fault, Target: w.Target, Open: w.End == 0, Instant: w.Instant, AtGrant: w.AtGrant, InPlace: w.InPlace})
 	}
 	return out
 }

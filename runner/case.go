@@ -140,8 +140,8 @@ const defaultHealthTimeout = 30 * time.Second
 //     the run's history; every event also feeds the case's checker and the
 //     live view of who holds what (for "the holder of k" targets);
 //  4. at the end of the duration: every fault still injected is healed,
-//     and the servers must be healthy again (else an infrastructure error:
-//     a cluster that did not recover says so);
+//     and the servers must be healthy again (else the case says so, and
+//     the session starts servers anew for the cases after it);
 //  5. the fleet closes (held locks were released by the workload; a
 //     crashed or retired client's lock is left to the server);
 //  6. the checker decides: the same code as `locklab check`;
@@ -194,6 +194,9 @@ type caseRun struct {
 	// answeredEarly: the case ended before its duration, its question
 	// answered (watchAnswer).
 	answeredEarly atomic.Bool
+	// Set by healthyAfter: the servers' health check after the faults
+	// failed.
+	unrecovered error
 	// Set by measure and check.
 	out         caseOutcome
 	first, last int64 // the history's span
@@ -320,10 +323,14 @@ func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
 }
 
 // healthyAfter is step 4: a case whose servers did not recover says so.
+// That is a finding about the servers (ZooKeeper's ensemble not back
+// after three overlapping server faults), not the end of the run: the
+// case is still checked and judged.
 func (r *caseRun) healthyAfter(ctx context.Context) error {
 	if r.env.cluster != nil && ctx.Err() == nil {
-		if err := r.env.healthy(ctx, r.c.Approach.Server); err != nil {
-			return infraErr(fmt.Errorf("%s: servers did not recover after the faults: %w", r.c.Name, err))
+		if err := r.env.healthy(ctx, r.c.Approach.Server); err != nil && ctx.Err() == nil {
+			r.unrecovered = err
+			r.env.logf("warning: %s: servers did not recover after the faults: %v", r.c.Name, err)
 		}
 	}
 	if errors.Is(r.engineErr, cluster.ErrFaultCommand) {
@@ -355,6 +362,9 @@ func (r *caseRun) measure(ctx context.Context) {
 		Complete: ctx.Err() == nil, Linearizable: checker.LinNotChecked, ViaProxy: !c.Direct && r.env.servers != nil,
 		HandOff: report.Summarise(locks.HandOff()), Fairness: locks.Fairness(),
 	}}
+	if r.unrecovered != nil {
+		r.out.run.Unrecovered = r.unrecovered.Error()
+	}
 	r.first, r.last = r.rec.span()
 	r.windows, r.out.run.Faults = r.nem.windows(r.first, r.last)
 	r.rec.mu.Lock()
@@ -397,14 +407,18 @@ func (r *caseRun) judge(ctx context.Context) {
 	if r.rec.starved(verdict.FreeingOf(r.c.Approach, r.spec.TTL)) {
 		live.Blocked = true
 	}
+	live.Unrecovered = r.unrecovered != nil
 	obs := verdict.Observe(r.verdict, r.rec.check != nil, live)
 	res := verdict.Compare(r.c.Expect, obs)
-	res = verdict.LabStalled(res, r.c.Expect, r.decisive(), r.stalls)
+	res = verdict.LabStalled(res, r.c.Expect, r.decisive(), notRestarting(r.stalls, r.windows))
 	if len(r.plan) > 0 && !r.nem.asked() {
 		res = verdict.NotInjected(res, injectionErrors(run.Faults))
 	}
 	if at := r.nem.lastStepFirst(); at != 0 && !r.rec.grantedSince(at) {
 		res = verdict.NoGrantAfterFault(res)
+	}
+	if r.unrecovered != nil {
+		res = verdict.ServersUnrecovered(res, r.c.Expect, r.unrecovered.Error())
 	}
 	if ctx.Err() != nil {
 		res = cutShort(res)

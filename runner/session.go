@@ -244,33 +244,65 @@ const caseLinks = 10_000
 // runCases runs cases and keeps each in the results, telling keep (nil:
 // nobody) of each by its index in cases, from the case's goroutine. Cases
 // that ask for the same server options run together, on servers started
-// for them, groups in order of first appearance (runGroup). The first case
-// to fail stops the others and is the error; once ctx ends, no case starts.
+// for them, groups in order of first appearance (runGroup). After a case
+// whose servers did not recover, no case starts on them: they are stopped,
+// and the cases still to run get servers started anew. The first case to
+// fail stops the others and is the error; once ctx ends, no case starts.
 func (s *session) runCases(ctx context.Context, cases []Case, keep func(i int, co caseOutcome)) error {
 	for _, idx := range indicesByServers(cases) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := s.ensureServers(ctx, cases[idx[0]]); err != nil {
-			return err
-		}
-		err := s.runGroup(ctx, pick(cases, idx), func(i int, co caseOutcome) {
-			if keep != nil {
-				keep(idx[i], co)
+		for len(idx) > 0 {
+			if ctx.Err() != nil {
+				return nil
 			}
-		})
-		if err != nil {
-			return err
+			if err := s.ensureServers(ctx, cases[idx[0]]); err != nil {
+				return err
+			}
+			group := idx
+			broken, rest, err := s.runGroup(ctx, pick(cases, group), func(i int, co caseOutcome) {
+				if keep != nil {
+					keep(group[i], co)
+				}
+			})
+			if err != nil {
+				return err
+			}
+			if broken != "" {
+				if err := s.dropServers(broken, len(rest)); err != nil {
+					return err
+				}
+			}
+			idx = nil
+			for _, i := range rest {
+				idx = append(idx, group[i])
+			}
 		}
 	}
+	return nil
+}
+
+// dropServers stops servers that did not recover after case broken's
+// faults, so that the next case starts servers anew; servers locklab did
+// not start cannot be, and more cases to run on them (waiting) is an
+// infrastructure error.
+func (s *session) dropServers(broken string, waiting int) error {
+	if s.ext != nil {
+		if waiting > 0 {
+			return infraErr(fmt.Errorf("%s: servers did not recover after the faults, and they are not locklab's to start anew (%d cases not run)", broken, waiting))
+		}
+		return nil
+	}
+	s.r.logf("%s: servers did not recover after the faults; starting them anew for the next cases", broken)
+	s.closeServers()
 	return nil
 }
 
 // runGroup runs a group's cases on the servers running now: the scheduler
 // (lanes.go) starts each case on a lane when one is free for it and fewer
 // than atOnce run; one at a time, in the order given, when the runner is
-// not Parallel. The first case to fail cuts the others short.
-func (s *session) runGroup(ctx context.Context, group []Case, keep func(i int, co caseOutcome)) error {
+// not Parallel. The first case to fail cuts the others short. Once a case
+// ends with its servers unrecovered (broken names it), no other starts:
+// those running end as they will, and rest are the ones never started.
+func (s *session) runGroup(ctx context.Context, group []Case, keep func(i int, co caseOutcome)) (broken string, rest []int, err error) {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sched := newScheduler(group, s.p.ShareServers, s.layouts)
@@ -278,6 +310,7 @@ func (s *session) runGroup(ctx context.Context, group []Case, keep func(i int, c
 	type ended struct {
 		i, lane, slot int
 		env           *caseEnv
+		unrecovered   bool
 		err           error
 	}
 	ends := make(chan ended)
@@ -287,15 +320,15 @@ func (s *session) runGroup(ctx context.Context, group []Case, keep func(i int, c
 	}
 	var firstErr error
 	for running := 0; ; running-- {
-		if lctx.Err() == nil {
+		if lctx.Err() == nil && broken == "" {
 			waiting = sched.pass(waiting, len(free), func(i, li int) {
 				slot := free[len(free)-1]
 				free = free[:len(free)-1]
 				running++
 				env := s.envOf(slot, sched.lanes[li].nodes)
 				go func() {
-					err := s.runOne(lctx, env, group[i], func(co caseOutcome) { keep(i, co) })
-					ends <- ended{i: i, lane: li, slot: slot, env: env, err: err}
+					unrecovered, err := s.runOne(lctx, env, group[i], func(co caseOutcome) { keep(i, co) })
+					ends <- ended{i: i, lane: li, slot: slot, env: env, unrecovered: unrecovered, err: err}
 				}()
 			})
 		}
@@ -310,8 +343,14 @@ func (s *session) runGroup(ctx context.Context, group []Case, keep func(i int, c
 			firstErr = e.err
 			cancel(errOtherLane)
 		}
+		if e.unrecovered && broken == "" {
+			broken = group[e.i].Name
+		}
 	}
-	return firstErr
+	if broken == "" {
+		waiting = nil
+	}
+	return broken, waiting, firstErr
 }
 
 // startOrder is the order in which a group's cases wait to start: side by
@@ -355,19 +394,21 @@ func (s *session) envOf(slot int, lane laneNodes) *caseEnv {
 // failed: cut short, what it saw is not an observation of the case (a
 // violation it was due to show would read as missed), and the run reports
 // the other case's error.
-func (s *session) runOne(ctx context.Context, env *caseEnv, c Case, keep func(caseOutcome)) error {
+// It reports whether the case's servers did not recover after its faults.
+func (s *session) runOne(ctx context.Context, env *caseEnv, c Case, keep func(caseOutcome)) (unrecovered bool, err error) {
 	co, err := runCase(ctx, env, c)
 	if err != nil {
-		return err
+		return false, err
 	}
+	unrecovered = co.run.Unrecovered != ""
 	if errors.Is(context.Cause(ctx), errOtherLane) {
-		return nil
+		return unrecovered, nil
 	}
 	if err := s.record(c, co); err != nil {
-		return err
+		return unrecovered, err
 	}
 	keep(co)
-	return nil
+	return unrecovered, nil
 }
 
 // end closes the history, writes the plan's artifacts and finishes. A run

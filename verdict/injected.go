@@ -1,5 +1,7 @@
 package verdict
 
+import "slices"
+
 // NotInjected judges r again knowing that none of the case's planned
 // faults took effect (why: the injections' errors, as "nobody held k0
 // within 2s"): the case never asked its question. An expected violation
@@ -8,7 +10,15 @@ package verdict
 // expected-safe case that saw nothing unsafe: it held under what did run,
 // and on a loaded runner a holder not found in time would otherwise make
 // every such gate undecided now and then.
+//
+// An agreeing case says so in its text: safe under what ran is not safe
+// under the fault, and a user reading "as expected" must see the
+// difference.
 func NotInjected(r Result, why string) Result {
+	if r.Status == Agrees && !ExpectsViolation(r.Expected) {
+		r.Text += "; the fault never took effect (" + why + "): this says nothing of the lock under it"
+		return r
+	}
 	if r.Status != Contradicts || !r.Missed {
 		return r
 	}
@@ -30,5 +40,26 @@ func NoGrantAfterFault(r Result) Result {
 	}
 	r.Status, r.Missed = Undecided, false
 	r.Text = "inconclusive: nobody was granted the lock after the fault took effect, so no second grant could show; " + r.Text
+	return r
+}
+
+// ServersUnrecovered judges r again knowing that the case's servers failed
+// their health check after every fault was healed (why: the check's
+// error). That is a finding about the servers, not the lock: a case that
+// agreed still does, and says so; a violation that showed stands; an
+// expected violation that did not show is undecided (it may have needed
+// the servers back). An expectation that names unrecovered was judged by
+// Compare already.
+func ServersUnrecovered(r Result, e Expectation, why string) Result {
+	if slices.Contains(slices.Concat(e.Outcomes, e.May, e.Forbidden), Unrecovered) {
+		return r
+	}
+	switch {
+	case r.Status == Agrees:
+		r.Text += "; the servers did not recover after the faults (" + why + "): a finding about the servers, not the lock"
+	case r.Status == Contradicts && r.Missed:
+		r.Status, r.Missed = Undecided, false
+		r.Text = "inconclusive: the servers did not recover after the faults (" + why + "); " + r.Text
+	}
 	return r
 }

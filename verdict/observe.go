@@ -13,6 +13,9 @@ type Liveness struct {
 	// NothingGranted: no client was granted the lock in the whole case,
 	// so mutual exclusion was never exercised.
 	NothingGranted bool
+	// Unrecovered: the servers failed their health check after every
+	// fault was healed.
+	Unrecovered bool
 }
 
 // Observe turns a checker verdict into outcomes. checked=false means
@@ -33,6 +36,9 @@ func Observe(v checker.Verdict, checked bool, l Liveness) Observed {
 	}
 	if l.Blocked {
 		o.Counts[Blocked]++
+	}
+	if l.Unrecovered {
+		o.Counts[Unrecovered]++
 	}
 	if l.Unavailable > 0 {
 		o.Counts[Unavailable] += int(l.Unavailable)

@@ -28,6 +28,7 @@ const (
 	RenewedAfterRelease  Outcome = "renewed-after-release"
 	Blocked              Outcome = "blocked"
 	Unavailable          Outcome = "unavailable"
+	Unrecovered          Outcome = "unrecovered"
 )
 
 // Row is every fact about one outcome. The outcome table is the only
@@ -125,6 +126,9 @@ var table = []Row{
 		Found:   "the lock stayed taken to the end of the run, well after it should have come free, while clients asked for it: nobody was granted it again"},
 	{Outcome: Unavailable, Liveness: true, Abbrev: "unav", Legend: "unavailable",
 		Meaning: "the lock service refused to answer"},
+	{Outcome: Unrecovered, Liveness: true, Abbrev: "unrec", Legend: "servers did not recover",
+		Meaning: "the servers failed the lab's health check after every fault was healed: a finding about the servers' recovery, not the lock's safety (the history up to then is still checked)",
+		Found:   "the servers did not recover after the faults were healed: they failed the lab's health check, and the next runs had servers started anew"},
 }
 
 // Rows is the outcome table, in its order.

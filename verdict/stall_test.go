@@ -140,6 +140,19 @@ func TestLabStalledDuringTheDecidingEvents(t *testing.T) {
 				h.stall("locklab", ms(1300), ms(1600)) // the same 0.3 s twice counts once
 				h.stall("worker 1", ms(2050), ms(2400))
 			}), safe, Agrees, false},
+		{"expected safe, one short window stalled whole, the other clear: decided",
+			with(clean(), func(h *hist) {
+				h.fault(1, ms(1200), ms(2200))
+				h.fault(2, ms(2700), ms(2750)) // cut short by the case's end
+				h.stall("containers", ms(2650), ms(2900))
+			}), safe, Agrees, false},
+		{"expected safe, two windows stalled for half their time together: inconclusive",
+			with(clean(), func(h *hist) {
+				h.fault(1, ms(1200), ms(1600))
+				h.fault(2, ms(2200), ms(2600))
+				h.stall("locklab", ms(1200), ms(1400))
+				h.stall("locklab", ms(2300), ms(2500))
+			}), safe, Undecided, true},
 		{"expected safe, the stall outside the fault window",
 			with(clean(), func(h *hist) { h.fault(1, ms(1200), ms(1600)); h.stall("locklab", ms(2500), ms(2800)) }), safe, Agrees, false},
 		{"expected safe, no fault: a stall decides nothing",
@@ -369,14 +382,7 @@ func TestAnInstantFaultIsJudgedOverALease(t *testing.T) {
 			hh := append(hist(nil), h...)
 			hh.stall("worker 1", tt.from, tt.to)
 			e := Expect("test", Safe)
-			c := checker.New(checker.ModelLease, true)
-			for _, ev := range hh {
-				c.Add(ev)
-			}
-			v, err := c.Verdict(context.Background(), checker.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := leaseVerdict(t, hh)
 			d := Decisive{Run: Span{hh[0].T, ms(3001)}, Lease: tt.lease}
 			for _, w := range history.FaultWindows(hh) {
 				d.Instant = append(d.Instant, Span{w.Start, w.End})
@@ -405,14 +411,7 @@ func TestAnInstantFaultIsJudgedUntilItsHolderLetGo(t *testing.T) {
 		{"2.5 s of it: missed", ms(3000), ms(5500), Contradicts},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := checker.New(checker.ModelLease, true)
-			for _, ev := range h {
-				c.Add(ev)
-			}
-			v, err := c.Verdict(context.Background(), checker.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := leaseVerdict(t, h)
 			d := Decisive{Run: Span{ms(999), ms(12000)}, Lease: ms(20000), Holds: []Span{{ms(1000), ms(9000)}}}
 			for _, w := range history.FaultWindows(h) {
 				d.Instant = append(d.Instant, Span{w.Start, w.End})
@@ -438,23 +437,60 @@ func TestAFaultOverAfterItsHoldIsUndecided(t *testing.T) {
 		{"over at 3 s, the hold went on to 9 s: missed", ms(3000), Contradicts},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var h hist
-			h.hold(0, ms(1000), ms(9000), ms(20000))
-			e := Expect("test", DoubleGrantBothValid)
-			c := checker.New(checker.ModelLease, true)
-			for _, ev := range h {
-				c.Add(ev)
-			}
-			v, err := c.Verdict(context.Background(), checker.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
 			d := Decisive{Run: Span{ms(999), ms(12000)}, Lease: ms(20000), Holds: []Span{{ms(1000), ms(9000)}},
 				Instant: []Span{{ms(2000), tt.restart}}, AtHold: []Span{{ms(2000), tt.restart}}}
-			r := LabStalled(Compare(e, Observe(v, true, Liveness{})), e, d, nil)
-			if r.Status != tt.want {
+			if r := judgeHold(t, d); r.Status != tt.want {
 				t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)
 			}
 		})
 	}
+}
+
+// A lasting fault aimed at a hold (a server clock jump left in place)
+// that took effect only after that hold ended never met it either: its
+// command ran for seconds on a starved machine.
+func TestALastingFaultInPlaceAfterItsHoldIsUndecided(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		inPlace int64 // when the jump was in place
+		want    Status
+	}{
+		{"in place at 9.5 s, the hold ended at 9 s: inconclusive", ms(9500), Undecided},
+		{"in place at 8.994 s, 6 ms before the hold ended: inconclusive", ms(8994), Undecided},
+		{"in place at 8.85 s, 150 ms before the hold ended: missed", ms(8850), Contradicts},
+		{"in place at 2.1 s, the hold went on to 9 s: missed", ms(2100), Contradicts},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decisive{Run: Span{ms(999), ms(12000)}, Lease: ms(20000), Holds: []Span{{ms(1000), ms(9000)}},
+				Faults: []Span{{ms(2000), ms(12000)}}, AtHold: []Span{{ms(2000), tt.inPlace}}, Settle: ms(100)}
+			if r := judgeHold(t, d); r.Status != tt.want {
+				t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)
+			}
+		})
+	}
+}
+
+// judgeHold judges, under d, a case expected to grant twice whose history
+// is one hold from 1 s to 9 s and no second grant.
+func judgeHold(t *testing.T, d Decisive) Result {
+	t.Helper()
+	var h hist
+	h.hold(0, ms(1000), ms(9000), ms(20000))
+	e := Expect("test", DoubleGrantBothValid)
+	v := leaseVerdict(t, h)
+	return LabStalled(Compare(e, Observe(v, true, Liveness{})), e, d, nil)
+}
+
+// leaseVerdict is the checker's verdict, under the lease model, of h.
+func leaseVerdict(t *testing.T, h hist) checker.Verdict {
+	t.Helper()
+	c := checker.New(checker.ModelLease, true)
+	for _, ev := range h {
+		c.Add(ev)
+	}
+	v, err := c.Verdict(context.Background(), checker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -93,7 +93,6 @@ func (s *Starvation) Add(ev history.Event) {
 		s.keys, s.procs = map[string]*keyWait{}, map[int]*procEnd{}
 		s.started, s.stopped = map[int64]bool{}, map[int64]bool{}
 	}
-	s.end = max(s.end, ev.T)
 	if _, start, end, ok := history.ReadStall(ev); ok {
 		s.stalls = append(s.stalls, [2]int64{start, end})
 		return
@@ -115,6 +114,9 @@ func (s *Starvation) Add(ev history.Event) {
 	if ev.Proc < 0 {
 		return
 	}
+	// The run ends with its clients' last event: a fault's late report
+	// (a target sought past the workload's end) asks for no lock.
+	s.end = max(s.end, ev.T)
 	p := s.procs[ev.Proc]
 	if p == nil {
 		p = &procEnd{}
@@ -217,10 +219,13 @@ func (s *Starvation) Starved(f Freeing) (string, bool) {
 		if s.end-from < margin || k.grantT >= from {
 			continue
 		}
-		// A waiter still waiting at the end, for half a scale at least.
+		// A waiter still waiting at the end, for half a scale at least:
+		// its last event is that acquire's invoke (one killed while it
+		// waited is gone, not waiting).
 		waiting := false
-		for _, pk := range k.byProc {
-			waiting = waiting || pk.invoked > pk.answered && pk.invoked < s.end-margin
+		for proc, pk := range k.byProc {
+			p := s.procs[proc]
+			waiting = waiting || p.asking && p.last == pk.invoked && pk.invoked > pk.answered && pk.invoked < s.end-margin
 		}
 		if k.lastAsk < from && !waiting {
 			continue

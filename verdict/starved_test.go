@@ -57,6 +57,13 @@ func waiters(from, to float64) []history.Event {
 	return out
 }
 
+// lateReport is a fault's start that failed at t seconds: no target
+// found, reported after the workload ended.
+func lateReport(t float64) []history.Event {
+	b, _ := json.Marshal(history.NemesisValue{ID: 9, Op: history.NemesisStart, Fault: "client-crash", Error: "no target matches now"})
+	return []history.Event{{Proc: -1, Type: history.Fail, F: history.Nemesis, Value: b, T: int64(t * float64(time.Second))}}
+}
+
 func events(parts ...[]history.Event) []history.Event {
 	var out []history.Event
 	for _, p := range parts {
@@ -104,6 +111,10 @@ func TestStarvation(t *testing.T) {
 			[]history.Event{at(1.1, 4, history.Invoke, history.Acquire, "k"), at(1.4, 4, history.Info, history.Acquire, "k")}), ""},
 		{"a waiter retired once the key should have been granted: no excuse", ttl, events(granted, released, fault(1, 0.3, 0.5), waiters(1.2, 5),
 			[]history.Event{at(1.5, 4, history.Invoke, history.Acquire, "k"), at(3.5, 4, history.Info, history.Acquire, "k")}), "released it"},
+		{"a waiter killed while it waited is not waiting", ttl, events(granted, released, fault(1, 0.3, 0.5),
+			[]history.Event{at(0.15, 4, history.Invoke, history.Acquire, "k"), at(0.6, 4, history.Info, "crash", ""), at(5, 3, history.OK, history.Extend, "j")}), ""},
+		{"a fault's report after the clients' last event does not lengthen the run", ttl, events(granted, released, fault(1, 0.3, 0.5), waiters(1.2, 1.6),
+			lateReport(5)), ""},
 		{"a waiter retired early", ttl, events(granted, released, fault(1, 0.3, 0.5), waiters(1.2, 5),
 			[]history.Event{at(0.3, 4, history.Invoke, history.Acquire, "k"), at(0.6, 4, history.Info, history.Acquire, "k")}), "released it"},
 	}

@@ -119,12 +119,6 @@ func outcome(err error) history.Type {
 // retired=true when an outcome was indeterminate: the process must issue
 // nothing further.
 func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
-	fail := func(err error) {
-		st.Errors++
-		if st.FirstError == "" {
-			st.FirstError = err.Error()
-		}
-	}
 	for ctx.Err() == nil {
 		key := c.keys[c.rng.IntN(len(c.keys))]
 		hold := c.spec.Hold.Sample(c.rng)
@@ -169,7 +163,7 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 			}
 			continue
 		default:
-			fail(err)
+			st.failed(err)
 			if errors.Is(err, impls.ErrUnavailable) {
 				st.Unavailable++
 			}
@@ -183,7 +177,7 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 		// early, its question answered: Spec.Finish).
 		var reenter func() reentry
 		if c.spec.Reentry > 0 && c.rng.Float64() < c.spec.Reentry {
-			reenter = func() reentry { return c.reenter(opCtx, key, st, fail) }
+			reenter = func() reentry { return c.reenter(opCtx, key, st) }
 		}
 		stopWatch := c.watch(key, lease, st)
 		retired := c.critical(key, lease, hold, reenter)
@@ -191,29 +185,8 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 		if retired {
 			return true
 		}
-		// Release with its own deadline: at the end of a run (or on
-		// Ctrl-C) held locks are still given back. The invoke carries the
-		// holder's belief about its lease at the moment it lets go.
-		c.halt.wait()
-		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c.record(history.Invoke, history.Release, key, lease, nil)
-		t0 = time.Now()
-		err = lease.Release(rctx)
-		took = time.Since(t0)
-		rcancel()
-		c.record(outcome(err), history.Release, key, nil, err)
-		switch {
-		case err == nil:
-			_ = st.Release.RecordValue(clampNs(took))
-		case errors.Is(err, impls.ErrNotHeld):
-			st.ReleaseNotHeld++
-		case c.ended(err, st):
+		if c.release(key, lease, st) {
 			return true
-		case errors.Is(err, impls.ErrIndeterminate):
-			st.Indeterminate++
-			return true
-		default:
-			fail(err)
 		}
 		// A zero Think draws nothing: the cycles of a workload without
 		// one are those it always had.
@@ -222,6 +195,43 @@ func (c *client) run(ctx, opCtx context.Context, st *Stats) (retired bool) {
 		}
 	}
 	return false
+}
+
+// release gives key's lease back with a deadline of its own: at the end of
+// a run (or on Ctrl-C) held locks are still given back. The invoke carries
+// the holder's belief about its lease at the moment it lets go. It says
+// whether the client retires (the release's outcome unknown).
+func (c *client) release(key string, lease impls.Lease, st *Stats) (retired bool) {
+	c.halt.wait()
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	c.record(history.Invoke, history.Release, key, lease, nil)
+	t0 := time.Now()
+	err := lease.Release(rctx)
+	took := time.Since(t0)
+	c.record(outcome(err), history.Release, key, nil, err)
+	switch {
+	case err == nil:
+		_ = st.Release.RecordValue(clampNs(took))
+	case errors.Is(err, impls.ErrNotHeld):
+		st.ReleaseNotHeld++
+	case c.ended(err, st):
+		return true
+	case errors.Is(err, impls.ErrIndeterminate):
+		st.Indeterminate++
+		return true
+	default:
+		st.failed(err)
+	}
+	return false
+}
+
+// failed counts an operation's unexpected error, keeping the first.
+func (st *Stats) failed(err error) {
+	st.Errors++
+	if st.FirstError == "" {
+		st.FirstError = err.Error()
+	}
 }
 
 // ended reports whether err ends the client: its process was killed (it
@@ -363,7 +373,7 @@ func (c *client) critical(key string, lease impls.Lease, hold time.Duration, ree
 // reenter acquires key again while holding it, and gives that hold back:
 // a re-entry, recorded as one (history.Event.Reentry). A re-entry refused
 // is counted as any failure.
-func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func(error)) reentry {
+func (c *client) reenter(opCtx context.Context, key string, st *Stats) reentry {
 	actx, cancel := context.WithTimeout(opCtx, c.spec.AcquireTimeout)
 	c.recordReentry(history.Invoke, key, nil, nil)
 	inner, err := c.locker.Acquire(actx, key, impls.AcquireOptions{TTL: c.spec.TTL, OnRenew: c.renewed(key)})
@@ -375,7 +385,7 @@ func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func
 	case c.retires(err, key, st):
 		return retire
 	default:
-		fail(err)
+		st.failed(err)
 		return refused
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -390,7 +400,7 @@ func (c *client) reenter(opCtx context.Context, key string, st *Stats, fail func
 	case c.retires(err, key, st):
 		return retire
 	default:
-		fail(err)
+		st.failed(err)
 	}
 	return reentered
 }

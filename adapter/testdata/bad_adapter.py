@@ -82,6 +82,9 @@ for line in sys.stdin:
         msg(type="ok", id=rid)
         msg(type="renewing", lease=rid)
         msg(type="renewing", lease=rid)
+    elif mode == "slow-grant":  # not a mistake: a grant whose answer takes 400 ms on its way back
+        time.sleep(0.4)
+        msg(type="ok", id=rid)
     elif mode == "long-line":
         send('{"type":"info","id":%d,"reason":"%s"}' % (rid, "x" * (2 << 20)))
     else:

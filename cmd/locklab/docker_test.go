@@ -29,27 +29,42 @@ func containersOf(t *testing.T, pid int) []string {
 	return strings.Fields(string(out))
 }
 
-// TestDocker runs the tests that start containers one after another, as
-// subtests of one test that runs beside the others: their container starts
-// and restarts queue on the one engine (with four at once a Redis
-// container's restart took longer than the scenario's holds), and one test
-// takes one of -parallel's slots, where six tests waiting their turn on a
-// lock held every slot and kept the others waiting.
+// TestDocker runs the tests that start containers in two groups side by
+// side, each group's one after another: their container starts and
+// restarts queue on the one engine (with four at once a Redis container's
+// restart took longer than the scenario's holds), and a group takes one of
+// -parallel's slots, where six tests waiting their turn on a lock held
+// every slot and kept the others waiting. One after another they took
+// 334 s with two busy loops beside the suite; the groups are about even
+// (185 s and 149 s of it).
 func TestDocker(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	type test struct {
 		name string
 		test func(*testing.T)
+	}
+	for _, group := range []struct {
+		name  string
+		tests []test
 	}{
-		{"RunShowsClockJumpDoubleGrant", dockerRunShowsClockJumpDoubleGrant},
-		{"RunIsolatesTheLeader", dockerRunIsolatesTheLeader},
-		{"SIGINTAndSIGKILLLeaveNoContainer", dockerSIGINTAndSIGKILLLeaveNoContainer},
-		{"ComposeFileRunsWithLocalImages", dockerComposeFileRunsWithLocalImages},
-		{"StallProbeReportsAndDiesWithLocklab", dockerStallProbeReportsAndDiesWithLocklab},
-		{"ServersOnOtherHosts", dockerServersOnOtherHosts},
-		{"EngineOverTCP", dockerEngineOverTCP},
+		{"redis", []test{
+			{"ServersOnOtherHosts", dockerServersOnOtherHosts},
+			{"RunShowsClockJumpDoubleGrant", dockerRunShowsClockJumpDoubleGrant},
+			{"StallProbeReportsAndDiesWithLocklab", dockerStallProbeReportsAndDiesWithLocklab},
+			{"SIGINTAndSIGKILLLeaveNoContainer", dockerSIGINTAndSIGKILLLeaveNoContainer},
+		}},
+		{"others", []test{
+			{"ComposeFileRunsWithLocalImages", dockerComposeFileRunsWithLocalImages},
+			{"EngineOverTCP", dockerEngineOverTCP},
+			{"RunIsolatesTheLeader", dockerRunIsolatesTheLeader},
+		}},
 	} {
-		t.Run(tc.name, tc.test)
+		t.Run(group.name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range group.tests {
+				t.Run(tc.name, tc.test)
+			}
+		})
 	}
 }
 
@@ -110,17 +125,29 @@ func dockerDoubleGrant(t *testing.T, env []string, scenario string) {
 func dockerRunIsolatesTheLeader(t *testing.T) {
 	tmp := t.TempDir()
 	results := filepath.Join(tmp, "results")
-	// An undecided run (the containers starved with two busy loops beside
-	// the suite: the lab saw them stand still 16 times, up to 7.3 s) is run
-	// again, as runDecided does.
-	code, out, _ := runDecided(t, []string{"TMPDIR=" + tmp}, results, "run", "--cluster", "docker", "--image", "local", "--approach", "zk-ephemeral",
-		"--results", results, filepath.Join("..", "..", "scenarios", "consensus-leader-isolated.yaml"))
-	if code != exitOK {
-		t.Fatalf("locklab run: exit %d\n%s", code, out)
-	}
-	dir, _ := readResults(t, results)
-	if !historyHasFault(t, dir, "server-isolate") {
-		t.Logf("locklab run:\n%s", out)
+	for try := 1; ; try++ {
+		// An undecided run (the containers starved with two busy loops
+		// beside the suite: the lab saw them stand still 16 times, up to
+		// 7.3 s) is run again, as runDecided does; so is one whose
+		// isolation never took effect (no leader told in time by starved
+		// members): it asked nothing of the lock, and says so.
+		code, out, _ := runDecided(t, []string{"TMPDIR=" + tmp}, results, "run", "--cluster", "docker", "--image", "local", "--approach", "zk-ephemeral",
+			"--results", results, filepath.Join("..", "..", "scenarios", "consensus-leader-isolated.yaml"))
+		if code != exitOK {
+			t.Fatalf("locklab run: exit %d\n%s", code, out)
+		}
+		if strings.Contains(out, "never took effect") && try < 3 {
+			t.Logf("try %d: the isolation never took effect; again:\n%s", try, out)
+			if err := os.RemoveAll(results); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		dir, _ := readResults(t, results)
+		if !historyHasFault(t, dir, "server-isolate") {
+			t.Logf("locklab run:\n%s", out)
+		}
+		return
 	}
 }
 
@@ -278,11 +305,15 @@ func dockerComposeFileRunsWithLocalImages(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	results := filepath.Join(tmp, "results")
-	out, err := locklab(tmp, "bench", "--cluster", "external", "--config", "../../examples/compose-cluster.yaml",
+	// A bench left undecided is run again (with two busy loops beside the
+	// suite and the other group's containers starting, both redis-redlock
+	// clients' first rounds ran past the node timeout and retired them:
+	// nobody granted in the second).
+	code, out, _ := runDecided(t, []string{"TMPDIR=" + tmp}, results, "bench", "--cluster", "external", "--config", "../../examples/compose-cluster.yaml",
 		"--approaches", "redis-setnx-px-lua,redis-redlock,mysql-insert-delete,zk-ephemeral,pg-advisory,etcd-lease",
-		"--clients", "2", "--duration", "1s", "--results", results).CombinedOutput()
-	if err != nil {
-		t.Fatalf("bench against compose.yaml's servers: %v\n%s", err, out)
+		"--clients", "2", "--duration", "1s", "--results", results)
+	if code != exitOK {
+		t.Fatalf("bench against compose.yaml's servers: exit %d\n%s", code, out)
 	}
 	_, res := readResults(t, results)
 	if len(res.Runs) != 6 {

@@ -117,10 +117,13 @@ func (l *Advisory) Acquire(ctx context.Context, key string, opt impls.AcquireOpt
 			return nil, impls.NotAcquiredBy(ctx)
 		}
 		lease, err := l.attempt(ctx, key, opt.Try)
-		if errors.Is(err, errSessionLost) && !retried {
+		if errors.Is(err, errSessionLost) && (!retried || !opt.Try && ctx.Err() == nil) {
 			// The session died under the request (a restarted or killed
-			// server): nothing is ours. Once more on a new session: it
-			// either queues again or finds the server unreachable.
+			// server), or a new one could not be had within the attempt's
+			// own time (a starved server took over 2 s to answer a new
+			// connection): nothing is ours. Again on a new session: it
+			// queues again, or finds the server unreachable (refused), or
+			// a waiter goes on until its own deadline; a try asks once more.
 			retried = true
 			continue
 		}

@@ -514,14 +514,17 @@ func (r *Redlock) extend(ctx context.Context, l *lease, ttl time.Duration) error
 		return n == 1, err
 	})
 	asked := marked(l.nodes)
-	extended, got := 0, 0
+	extended, refused, got := 0, 0, 0
 wait:
 	for got < asked && extended < r.quorum() {
 		select {
 		case a := <-answers:
 			got++
-			if a.ok {
+			switch {
+			case a.ok:
 				extended++
+			case a.err == nil:
+				refused++ // our token is not there
 			}
 		case <-round.C:
 			break wait
@@ -531,8 +534,18 @@ wait:
 	}
 	// The requests not yet answered still land, and are read to the end.
 	settleStragglers(answers, asked-got, cancel)
-	if extended < r.quorum() || ttl-r.clock.Now().Sub(start)-drift(ttl) <= 0 {
-		return fmt.Errorf("extend %s: %w: %d of %d nodes", l.key, impls.ErrNotHeld, extended, len(r.nodes))
+	switch {
+	case extended >= r.quorum() && ttl-r.clock.Now().Sub(start)-drift(ttl) <= 0:
+		return fmt.Errorf("extend %s: %w: %d of %d nodes, with no validity left", l.key, impls.ErrNotHeld, extended, len(r.nodes))
+	case extended >= r.quorum():
+	case asked-refused < r.quorum(): // the nodes never asked hold none of it
+		return fmt.Errorf("extend %s: %w: %d of %d nodes, %d without our token", l.key, impls.ErrNotHeld, extended, len(r.nodes), refused)
+	default:
+		// Too few confirmed in time, but the nodes that failed or did not
+		// answer may have extended it: a majority may still hold our
+		// token, for the new TTL or the old.
+		return fmt.Errorf("extend %s: %w: %d of %d nodes extended, %d without our token, %d failed or did not answer in time",
+			l.key, impls.ErrIndeterminate, extended, len(r.nodes), refused, asked-extended-refused)
 	}
 	l.validUntil = start.Add(ttl - drift(ttl))
 	return nil

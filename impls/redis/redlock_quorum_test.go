@@ -104,6 +104,18 @@ func TestRedlockQuorumFirst(t *testing.T) {
 	}
 }
 
+var refusedFailedRE = regexp.MustCompile(`(\d+) refused, (\d+) failed or did not answer in time`)
+
+// onlySlowNodes says whether err is a round that no node refused and some
+// failed or did not answer in time.
+func onlySlowNodes(err error) bool {
+	if !errors.Is(err, impls.ErrNotAcquired) {
+		return false
+	}
+	m := refusedFailedRE.FindStringSubmatch(err.Error())
+	return m != nil && m[1] == "0" && m[2] != "0"
+}
+
 // quorumCase is a stage (foreign locks on some nodes), an acquire, and
 // where its token must and must not be.
 type quorumCase struct {
@@ -134,10 +146,12 @@ func (tc quorumCase) run(ctx context.Context, t *testing.T, key string) bool {
 	got, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: quorumCaseTTL, Try: true})
 	took := time.Since(start)
 	hedged := took >= hedgeDelay(quorumCaseTTL)
-	if tc.granted && errors.Is(err, impls.ErrIndeterminate) && took >= nodeTimeout(quorumCaseTTL) {
+	if tc.granted && (errors.Is(err, impls.ErrIndeterminate) || onlySlowNodes(err)) && took >= nodeTimeout(quorumCaseTTL) {
 		// The round ran out its node timeout with answers missing: the
 		// nodes were slow (at a load of 35: "4 nodes may hold our
-		// token"), which says nothing of which nodes a round asks.
+		// token"; with two busy loops beside the suite: "2 of 5 nodes
+		// granted, 0 refused, 3 failed or did not answer in time"), which
+		// says nothing of which nodes a round asks.
 		t.Logf("acquire: %v after %v, past the node timeout: again", err, took)
 		return false
 	}

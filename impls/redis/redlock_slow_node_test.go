@@ -96,13 +96,14 @@ func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			// redis-redlock-quorum's holder is on nodes 0-2 alone: without
-			// node 0 no majority extends.
+			// node 0 no majority confirms the extend in time, and node 0's,
+			// held up by the pause, may still land: its outcome is unknown.
 			err := got.Extend(ctx, 10*time.Second)
 			if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
 				t.Fatal(err)
 			}
-			notHeld := a.Name == RedlockQuorumApproach.Name
-			if notHeld && !errors.Is(err, impls.ErrNotHeld) || !notHeld && err != nil {
+			unknown := a.Name == RedlockQuorumApproach.Name
+			if unknown && !errors.Is(err, impls.ErrIndeterminate) || !unknown && err != nil {
 				t.Fatalf("extend without node 0: %v", err)
 			}
 			if err := got.Release(ctx); err != nil {

@@ -25,8 +25,8 @@ func TestSentinelClientsGoThroughProxiesSentinelsDoNot(t *testing.T) {
 	}
 	l := newLocker(t, SentinelLuaApproach, 1)
 	opt := impls.AcquireOptions{TTL: 5 * time.Second, Try: true}
-	// Replies from the primary's proxy are dropped for 4 s: more than
-	// twice Sentinel's down-after (1.5 s), time enough to elect and
+	// Replies from the primary's proxy are dropped for 7 s: more than
+	// twice Sentinel's down-after (3 s), time enough to elect and
 	// promote had the Sentinels seen the silence.
 	p := primary.Proxy()
 	if _, err := p.Toxics.AddToxicJson(strings.NewReader(
@@ -50,9 +50,9 @@ func TestSentinelClientsGoThroughProxiesSentinelsDoNot(t *testing.T) {
 	if !errors.Is(err, impls.ErrIndeterminate) && !errors.Is(err, impls.ErrUnavailable) {
 		t.Fatalf("acquire with the primary's replies dropped: err = %v, want indeterminate or unavailable (the client must dial the proxy)", err)
 	}
-	time.Sleep(4*time.Second - time.Since(start))
+	time.Sleep(7*time.Second - time.Since(start))
 	heal()
-	// Sentinel would have needed 1.5 s to call the primary down; give a
+	// Sentinel would have needed 3 s to call the primary down; give a
 	// failover that started the time to show before asking.
 	time.Sleep(2 * time.Second)
 	// A promoted replica says so at once, whereas the old primary says

@@ -74,6 +74,9 @@ func (f *Finding) scenario(r *Result) []byte {
 		line("Not shrunk: the schedule that found it showed it in %d of its %d runs, not in most of them.", sh.Hits, sh.Tries)
 	case len(sh.Steps) == 0:
 		line("Confirmed in %d runs (shown in %d of %d); no smaller schedule showed it in most of its runs.", sh.Runs, sh.Hits, sh.Tries)
+		for _, u := range sh.Undone {
+			line("  - taken back, its schedule showing it in too few of its measuring runs: %s", u)
+		}
 		if sh.Stopped != "" {
 			line("(The shrink stopped early: %s.)", sh.Stopped)
 		}
@@ -83,6 +86,9 @@ func (f *Finding) scenario(r *Result) []byte {
 			sh.Runs, len(o.Faults), o.Workload.Clients, o.Duration, len(s.Faults), s.Workload.Clients, s.Duration, sh.RunsPer)
 		for _, st := range sh.Steps {
 			line("  - %s", st)
+		}
+		for _, u := range sh.Undone {
+			line("  - taken back, its schedule showing it in too few of its measuring runs: %s", u)
 		}
 		if sh.Stopped != "" {
 			line("(The shrink stopped early: %s.)", sh.Stopped)

@@ -68,6 +68,7 @@ type ShrinkSummary struct {
 	Refuted   bool     `json:"refuted,omitempty"` // the schedule that found it did not show it in most runs again
 	Runs      int      `json:"runs"`
 	Steps     []string `json:"steps,omitempty"`
+	Undone    []string `json:"undone,omitempty"` // steps taken back: their schedule showed it in too few measuring runs
 	Hits      int      `json:"final_hits"`
 	Tries     int      `json:"final_tries"`
 	Stopped   string   `json:"stopped,omitempty"`
@@ -101,7 +102,7 @@ func (r *Result) Summarize(steer bool) Summary {
 			Original: scheduleSummary(f.Original), Final: scheduleSummary(f.Schedule())}
 		if sh := f.Shrunk; sh != nil {
 			fs.FinalCase = sh.Last.Case
-			fs.Shrink = &ShrinkSummary{Confirmed: sh.Confirmed, Refuted: sh.Refuted, Runs: sh.Runs, Steps: sh.Steps, Hits: sh.Hits, Tries: sh.Tries, Stopped: sh.Stopped}
+			fs.Shrink = &ShrinkSummary{Confirmed: sh.Confirmed, Refuted: sh.Refuted, Runs: sh.Runs, Steps: sh.Steps, Undone: sh.Undone, Hits: sh.Hits, Tries: sh.Tries, Stopped: sh.Stopped}
 		}
 		s.Findings = append(s.Findings, fs)
 	}
@@ -194,7 +195,7 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 <p>{{$f.Proof}}{{if $f.Also}} (also: {{range $f.Also}}{{.}} {{end}}){{end}}</p>
 {{with timeline $.Files $f.Case}}<p><a href="{{timeline $.Pages $f.Case}}"><img src="{{.}}" alt="{{.}}"></a></p>{{end}}
 {{if $f.Shrink}}{{if $f.Shrink.Confirmed}}<p>Shrunk in {{$f.Shrink.Runs}} runs to <code>{{$f.Final.Text}}</code>, shown in {{$f.Shrink.Hits}} of its {{$f.Shrink.Tries}} runs{{if $f.Shrink.Stopped}} (stopped: {{$f.Shrink.Stopped}}){{end}}:</p>
-<ul>{{range $f.Shrink.Steps}}<li>{{.}}</li>{{end}}</ul>
+<ul>{{range $f.Shrink.Steps}}<li>{{.}}</li>{{end}}</ul>{{if $f.Shrink.Undone}}<p>Taken back, their schedule showing it in too few of its measuring runs:</p><ul>{{range $f.Shrink.Undone}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{with timeline $.Files $f.FinalCase}}<p><a href="{{timeline $.Pages $f.FinalCase}}"><img src="{{.}}" alt="{{.}}"></a></p>{{end}}{{else if $f.Shrink.Refuted}}<p>Not confirmed: shown again in {{$f.Shrink.Hits}} of {{$f.Shrink.Tries}} runs.</p>{{else}}<p>Not shrunk: the search ended first.</p>{{end}}{{end}}
 {{end}}
 {{range .S.Approaches}}<h2>{{.Approach}}: {{.Runs}} exploring runs, transitions reached</h2>
@@ -263,6 +264,9 @@ func (r *Result) Print(w io.Writer) error {
 			s := f.Schedule()
 			fmt.Fprintf(ew, "        shrunk in %d runs: %d -> %d fault(s), %v -> %v; shown in %d of %d runs: %s\n",
 				sh.Runs, len(f.Original.Faults), len(s.Faults), f.Original.Duration, s.Duration, sh.Hits, sh.Tries, s.Summary())
+			for _, u := range sh.Undone {
+				fmt.Fprintf(ew, "        taken back: %s\n", u)
+			}
 		}
 		fmt.Fprintf(ew, "        %s\n", filepath.Join(r.Dir, f.File))
 	}

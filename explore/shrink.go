@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/locklab/locklab/verdict"
@@ -49,6 +50,10 @@ type Shrinker struct {
 	// batch of runs of schedules like s side by side); nil: always. The
 	// shrink stops, keeping what it has, when there is not.
 	Afford func(s Schedule) bool
+	// AffordMore is Afford for More's runs; nil: Afford. The measuring of
+	// the final schedule may run on past the shrink's own time: a file
+	// that shows the violation is what the shrink is for.
+	AffordMore func(s Schedule) bool
 	// Scale is the schedule's time scale (Profile.Scale): a run is not
 	// cut shorter than the last fault's end plus one of it.
 	Scale func(workload.Spec) time.Duration
@@ -70,6 +75,18 @@ type Shrunk struct {
 	Last        Trial
 	Stopped     string // why it stopped early ("" when no candidate was left)
 	RunsPer     int    // the runs that decide a candidate
+	// Undone are the steps taken back because the schedule they made
+	// showed the violation in no more than half of its measuring runs
+	// (More), each with those runs' count.
+	Undone []string
+	kept   []keptSchedule // the original and each kept candidate, in order
+}
+
+// keptSchedule is a schedule the shrink kept, with its runs.
+type keptSchedule struct {
+	s           Schedule
+	hits, tries int
+	last        Trial
 }
 
 // Shrink shrinks s, which showed the violation in hits of tries runs
@@ -89,6 +106,7 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 		return out, nil
 	}
 	out.Confirmed = true
+	out.kept = []keptSchedule{{s: s, hits: d.hits, tries: d.tries, last: d.last}}
 	// Passes over the candidates, in order; a kept one replaces the
 	// schedule and the pass goes on from the same place in the new
 	// schedule's list, so the same cut is tried again at once (a fault
@@ -138,6 +156,7 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 				c := cs[at[kept]]
 				out.Schedule, out.Hits, out.Tries, out.Last = c.s, ds[kept].hits, ds[kept].tries, ds[kept].last
 				out.Steps = append(out.Steps, c.what)
+				out.kept = append(out.kept, keptSchedule{s: c.s, hits: ds[kept].hits, tries: ds[kept].tries, last: ds[kept].last})
 				progress = true
 				i = at[kept] // the same place in the new list
 			} else {
@@ -155,28 +174,47 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 }
 
 // More gives the final schedule of out more runs, side by side, until it
-// had n (or the budget ends): how often it shows the violation.
+// had n (or the budget ends): how often it shows the violation. A
+// schedule that showed it in no more than half of n runs gives way to the
+// one kept before it, measured in its turn: a cut kept on two lucky runs
+// of three is not what a user's file should be (a lost reply that must
+// fall on a free key, kept down to one key with 2 of 3, showed in none of
+// 9 replays). The original stays, however it measures.
 func (sh *Shrinker) More(ctx context.Context, out *Shrunk, n int) error {
-	if !out.Confirmed || out.Tries >= n {
-		return nil
-	}
-	ss := make([]Schedule, 0, n-out.Tries)
-	for k := out.Tries; k < n; k++ {
-		ss = append(ss, nth(out.Schedule, k))
-	}
-	ts, err := sh.trials(ctx, ss, &out.Runs)
-	for _, t := range ts {
-		out.Tries++
-		if t.Shown {
-			out.Hits++
-			out.Last = t
+	for out.Confirmed && out.Tries < n {
+		ss := make([]Schedule, 0, n-out.Tries)
+		for k := out.Tries; k < n; k++ {
+			ss = append(ss, nth(out.Schedule, k))
 		}
+		afford := sh.AffordMore
+		if afford == nil {
+			afford = sh.Afford
+		}
+		ts, err := sh.trials(ctx, ss, &out.Runs, afford)
+		for _, t := range ts {
+			out.Tries++
+			if t.Shown {
+				out.Hits++
+				out.Last = t
+			}
+		}
+		var stop errStop
+		if errors.As(err, &stop) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if 2*out.Hits > out.Tries || len(out.kept) < 2 || len(out.Steps) == 0 {
+			return nil
+		}
+		last := len(out.Steps) - 1
+		out.Undone = append(out.Undone, fmt.Sprintf("%s (shown in %d of %d)", out.Steps[last], out.Hits, out.Tries))
+		out.Steps, out.kept = out.Steps[:last], out.kept[:len(out.kept)-1]
+		k := out.kept[len(out.kept)-1]
+		out.Schedule, out.Hits, out.Tries, out.Last = k.s, k.hits, k.tries, k.last
 	}
-	var stop errStop
-	if errors.As(err, &stop) {
-		return nil
-	}
-	return err
+	return nil
 }
 
 // Reproduce runs s until most of Runs runs show the violation
@@ -264,7 +302,7 @@ func (sh *Shrinker) decide(ctx context.Context, ss []Schedule, ds []decision, ru
 		if len(batch) == 0 {
 			break
 		}
-		ts, err := sh.trials(ctx, batch, runs)
+		ts, err := sh.trials(ctx, batch, runs, sh.Afford)
 		for k, t := range ts {
 			d := &ds[owner[k]]
 			d.tries++
@@ -284,9 +322,9 @@ func (sh *Shrinker) decide(ctx context.Context, ss []Schedule, ds []decision, ru
 }
 
 // trials runs ss (side by side with Batch, else one after the other),
-// within MaxRuns and what Afford allows: the runs past a limit are not
+// within MaxRuns and what afford allows: the runs past a limit are not
 // run, and the limit is the error.
-func (sh *Shrinker) trials(ctx context.Context, ss []Schedule, runs *int) ([]Trial, error) {
+func (sh *Shrinker) trials(ctx context.Context, ss []Schedule, runs *int, afford func(Schedule) bool) ([]Trial, error) {
 	var out []Trial
 	for len(ss) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -304,7 +342,7 @@ func (sh *Shrinker) trials(ctx context.Context, ss []Schedule, runs *int) ([]Tri
 			}
 			n = min(n, sh.MaxRuns-*runs)
 		}
-		if sh.Afford != nil && !sh.Afford(longest(ss[:n])) {
+		if afford != nil && !afford(longest(ss[:n])) {
 			return out, errStop("the budget")
 		}
 		var ts []Trial

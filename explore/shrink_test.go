@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -329,6 +330,60 @@ func TestMoreRunsOfTheFinalSchedule(t *testing.T) {
 	}
 	if fmt.Sprint(seeds) != "[12 13 14]" || out.Tries != 5 || out.Hits != 4 || out.Runs != 3 || out.Last.Case != "14" {
 		t.Fatalf("seeds %v; %d of %d, %d runs, last %q", seeds, out.Hits, out.Tries, out.Runs, out.Last.Case)
+	}
+}
+
+// A step kept on lucky runs is taken back when the schedule it made shows
+// the violation in no more than half of its measuring runs: here one key
+// shows it only in the first two runs of a schedule (its seed and the
+// next), two keys always. The schedule before "one key" is measured in its
+// turn and stays; the original stays however it measures.
+func TestMoreTakesBackAStepKeptOnLuckyRuns(t *testing.T) {
+	base := big().Seed
+	shown := func(s Schedule) bool {
+		return needsClock(s) && (s.Workload.Keys > 1 || s.Seed < base+2)
+	}
+	sh := &Shrinker{Parallel: 4, Batch: func(_ context.Context, ss []Schedule) ([]Trial, error) {
+		out := make([]Trial, len(ss))
+		for i, s := range ss {
+			out[i] = Trial{Shown: shown(s), Case: fmt.Sprint(s.Seed)}
+		}
+		return out, nil
+	}}
+	out, err := sh.Shrink(context.Background(), big(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Schedule.Workload.Keys != 1 {
+		t.Fatalf("the shrink did not take one key on its lucky runs: %s", out.Schedule.Summary())
+	}
+	if err := sh.More(context.Background(), &out, 5); err != nil {
+		t.Fatal(err)
+	}
+	if out.Schedule.Workload.Keys != 2 || !needsClock(out.Schedule) || out.Hits != 5 || out.Tries != 5 {
+		t.Fatalf("kept %s, shown in %d of %d", out.Schedule.Summary(), out.Hits, out.Tries)
+	}
+	if len(out.Undone) == 0 || !strings.HasPrefix(out.Undone[len(out.Undone)-1], "one key (shown in 2 of 5)") {
+		t.Errorf("undone %q", out.Undone)
+	}
+	for _, st := range out.Steps {
+		if st == "one key" {
+			t.Errorf("steps still hold one key: %q", out.Steps)
+		}
+	}
+
+	// The original alone: it stays, shown in 2 of 5.
+	orig := big()
+	orig.Workload.Keys = 1
+	got, err := sh.Reproduce(context.Background(), orig)
+	if err != nil || !got.Confirmed {
+		t.Fatalf("original not confirmed: %v %+v", err, got)
+	}
+	if err := sh.More(context.Background(), &got, 5); err != nil {
+		t.Fatal(err)
+	}
+	if got.Hits != 2 || got.Tries != 5 || len(got.Undone) != 0 || got.Schedule.Workload.Keys != 1 {
+		t.Errorf("original: %d of %d, undone %q, %s", got.Hits, got.Tries, got.Undone, got.Schedule.Summary())
 	}
 }
 

@@ -33,6 +33,7 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 		prefix = fmt.Sprintf("f%dr%d-s", idx, f.Retries)
 	}
 	sh := e.shrinker(srch, f.Class, f.Stated, prefix, "shrinking")
+	sh.AffordMore = func(s Schedule) bool { return e.afford(srch, s) }
 	out, err := sh.Shrink(ctx, f.Original, f.hits, f.tries)
 	if err == nil {
 		// How often the final schedule shows it: more runs of it, while

@@ -43,7 +43,7 @@ func (doubleGrants) found(s sweep) []Violation {
 	revoked := map[int64]bool{}
 	rel := func(t int64) string { return fmt.Sprintf("%.6f s", time.Duration(t-s.origin).Seconds()) }
 	for _, d := range s.grants {
-		out = append(out, Violation{Kind: d.Class(), Key: d.Key, Events: d.Events(), Text: d.Describe(s.origin), Window: d.window()})
+		out = append(out, Violation{Kind: d.Class(), Key: d.Key, Events: d.Events(), Text: d.Describe(s.origin), Window: d.window(), Mechanism: d.Mechanism})
 		// A holder that never released says how it learned in the double
 		// grant's own words.
 		if d.Kind != NeverReleased && d.Held.Learned != 0 && !revoked[d.Held.StartIndex] {

@@ -55,7 +55,36 @@ type Fate struct {
 	// Regranted (mutex model) is when the holder was first granted the
 	// lock again while it held it; 0: never.
 	Regranted int64
+	// RenewedOver is this tenure's first extend answered ok while another
+	// process had held the key since before the extend was sent: the lock
+	// renewed a lease that was no longer the holder's. nil: none.
+	RenewedOver *Overlap
+	// ReleasedOver is the first release by another process answered ok
+	// while this tenure had held the key since before it was sent: a
+	// release that may have removed this holder's lock. nil: none.
+	ReleasedOver *Overlap
 }
+
+// Overlap is a call by another process answered ok on a key a tenure
+// held: by whom, when it was sent, its events.
+type Overlap struct {
+	Proc                     int
+	Invoke                   int64
+	InvokeIndex, AnswerIndex int64
+}
+
+// The mechanisms a double grant's history shows beyond its class, as
+// rules and findings name them.
+const (
+	// RenewedOverAnother: the first holder's extend, sent after the second
+	// was granted, was answered ok: the lock renews a lease without
+	// checking whose it is.
+	RenewedOverAnother = "renewed-over-another"
+	// ReleasedOverAnother: a third client's release, sent while the first
+	// holder held the key, was answered ok before the second grant: the
+	// lock's release removes a lock that is not the caller's.
+	ReleasedOverAnother = "released-over-another"
+)
 
 // beyond reports whether the tenure went on past what ends it under the
 // lease model (a failed release, a crash) or took in a grant of its own
@@ -135,6 +164,24 @@ type DoubleGrant struct {
 	Kind   string   // BothValid, HeldAtOnce, OutlivedLease or NeverReleased
 	Held   Interval // the earlier holder
 	Second Interval // the holder granted while Held was still held
+	// Mechanism is what the history shows of how it came about, beyond
+	// its kind: RenewedOverAnother, ReleasedOverAnother, or "".
+	Mechanism string
+}
+
+// mechanism is what held's fate shows of how second came to be granted
+// while held held the key (a double grant of kind). A release over held's
+// hold explains only a grant the lock was not entitled to make: one after
+// held outlived its lease needs no release to explain it.
+func mechanism(kind string, held, second Interval) string {
+	f := held.fate()
+	switch {
+	case f.ReleasedOver != nil && f.ReleasedOver.Invoke < second.Start && kind != OutlivedLease:
+		return ReleasedOverAnother
+	case f.RenewedOver != nil && f.RenewedOver.Proc == second.Proc:
+		return RenewedOverAnother
+	}
+	return ""
 }
 
 // Class is the violation class of the double grant.
@@ -155,6 +202,9 @@ func (d DoubleGrant) Class() Class {
 // and the second grant.
 func (d DoubleGrant) Events() []int64 {
 	evs := []int64{d.Held.StartIndex}
+	if o := d.overlap(); o != nil {
+		evs = append(evs, o.InvokeIndex, o.AnswerIndex)
+	}
 	if d.Kind == NeverReleased {
 		fate := d.Held.fate()
 		if f := fate.Failed; f != nil && f.Invoke <= d.Second.Start {
@@ -167,11 +217,31 @@ func (d DoubleGrant) Events() []int64 {
 	return append(evs, d.Second.StartIndex)
 }
 
+// overlap is the call its Mechanism names (nil: none).
+func (d DoubleGrant) overlap() *Overlap {
+	switch d.Mechanism {
+	case ReleasedOverAnother:
+		return d.Held.fate().ReleasedOver
+	case RenewedOverAnother:
+		return d.Held.fate().RenewedOver
+	}
+	return nil
+}
+
 // Describe says what happened in words, with times relative to origin.
 func (d DoubleGrant) Describe(origin int64) string {
 	rel := func(t int64) string { return fmt.Sprintf("%.6f s", time.Duration(t-origin).Seconds()) }
+	how := ""
+	switch o := d.overlap(); d.Mechanism {
+	case ReleasedOverAnother:
+		how = fmt.Sprintf("; client %d's release, sent at %s while client %d held it, was answered ok before that grant (%s, events %d, %d)",
+			o.Proc, rel(o.Invoke), d.Held.Proc, d.Mechanism, o.InvokeIndex, o.AnswerIndex)
+	case RenewedOverAnother:
+		how = fmt.Sprintf("; client %d's extend, sent at %s while client %d held it, was answered ok (%s, events %d, %d)",
+			o.Proc, rel(o.Invoke), d.Second.Proc, d.Mechanism, o.InvokeIndex, o.AnswerIndex)
+	}
 	if d.Kind == NeverReleased {
-		return d.describeNeverReleased(rel)
+		return d.describeNeverReleased(rel) + how
 	}
 	released := "never released it"
 	if d.Held.End != Open {
@@ -181,9 +251,9 @@ func (d DoubleGrant) Describe(origin int64) string {
 	if d.Held.ValidUntil != 0 {
 		lease = fmt.Sprintf("; its lease ran to %s", rel(d.Held.ValidUntil))
 	}
-	return fmt.Sprintf("client %d acquired %s at %s while client %d held it since %s and %s%s: %s (events %d, %d)",
+	return fmt.Sprintf("client %d acquired %s at %s while client %d held it since %s and %s%s: %s (events %d, %d)%s",
 		d.Second.Proc, lockName(d.Key), rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), released, lease, d.Kind,
-		d.Second.StartIndex, d.Held.StartIndex)
+		d.Second.StartIndex, d.Held.StartIndex, how)
 }
 
 // describeNeverReleased names, as Knossos would, which grant came while
@@ -243,7 +313,7 @@ type Mutex struct {
 	// take effect at any time after its invocation, or never).
 	infoAcquire map[procKey]bool
 	// unheld: a release invoked by a process that holds nothing there.
-	unheld map[procKey]int64 // -> the release's event index
+	unheld map[procKey]releaseCall
 	// pointRelease: a release by a process whose acquire was
 	// indeterminate. Its tenure is as short as the model allows: one
 	// instant inside the release, which must find the lock free of every
@@ -263,8 +333,13 @@ type Mutex struct {
 	depth      map[procKey]int
 	reentering map[procKey]bool
 	inner      map[procKey]bool
-	origin     int64
-	seen       bool
+	// extending is an extend asked and not yet answered; openOn counts the
+	// open tenures of each key (an ok extend or release looks for another
+	// holder only where there is one).
+	extending map[procKey]releaseCall
+	openOn    map[string]int
+	origin    int64
+	seen      bool
 }
 
 type releaseCall struct {
@@ -285,8 +360,9 @@ type Phantom struct {
 // NewMutex returns an empty checker judging under model.
 func NewMutex(model Model) *Mutex {
 	return &Mutex{model: model, open: map[procKey]Interval{}, intervals: map[string][]Interval{}, closing: map[procKey]int{},
-		releasing: map[procKey]releaseCall{}, infoAcquire: map[procKey]bool{}, unheld: map[procKey]int64{}, pointRelease: map[procKey]pointRel{},
-		depth: map[procKey]int{}, reentering: map[procKey]bool{}, inner: map[procKey]bool{}}
+		releasing: map[procKey]releaseCall{}, infoAcquire: map[procKey]bool{}, unheld: map[procKey]releaseCall{}, pointRelease: map[procKey]pointRel{},
+		depth: map[procKey]int{}, reentering: map[procKey]bool{}, inner: map[procKey]bool{}, extending: map[procKey]releaseCall{},
+		openOn: map[string]int{}}
 }
 
 // Model is the model the checker judges under.
@@ -329,6 +405,11 @@ func (m *Mutex) Add(ev history.Event) {
 	switch {
 	case ev.F == history.Crash:
 		m.crash(ev)
+	case ev.F == history.Extend && ev.Type != history.Invoke && ev.Type != history.OK:
+		delete(m.extending, pk)
+		if ev.Type == history.Fail && strings.Contains(ev.Error, "not held") {
+			m.told(pk, ev)
+		}
 	case ev.F == history.Acquire && ev.Type == history.Invoke:
 		if ev.Reentry {
 			m.reentering[pk] = true
@@ -339,12 +420,11 @@ func (m *Mutex) Add(ev history.Event) {
 		if _, held := m.open[pk]; !held {
 			m.infoAcquire[pk] = true
 		}
+	case ev.F == history.Extend && ev.Type == history.Invoke:
+		m.extending[pk] = releaseCall{t: ev.T, index: ev.Index}
 	case ev.F == history.Extend && ev.Type == history.OK:
-		if iv, held := m.open[pk]; held && ev.ValidUntil != 0 && !iv.beyond() {
-			iv.ValidUntil = ev.ValidUntil
-			m.open[pk] = iv
-		}
-	case (ev.F == history.Extend && ev.Type == history.Fail && strings.Contains(ev.Error, "not held")) || ev.F == history.Lost:
+		m.extended(pk, ev)
+	case ev.F == history.Lost:
 		m.told(pk, ev)
 	case ev.F == history.Release && ev.Type != history.Invoke && m.inner[pk]:
 		m.innerAnswered(pk, ev)
@@ -390,6 +470,84 @@ func (m *Mutex) granted(pk procKey, ev history.Event, reentry bool) {
 	}
 	m.open[pk] = Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
 		ValidUntil: ev.ValidUntil, Token: ev.Token}
+	m.openOn[ev.Key]++
+}
+
+// extended follows an extend answered ok: the holder's lease belief
+// moves on, and an extend sent while another held the key is noted.
+func (m *Mutex) extended(pk procKey, ev history.Event) {
+	inv, asked := m.extending[pk]
+	delete(m.extending, pk)
+	iv, held := m.open[pk]
+	if !held {
+		return
+	}
+	if ev.ValidUntil != 0 && !iv.beyond() {
+		iv.ValidUntil = ev.ValidUntil
+	}
+	if asked && iv.fate().RenewedOver == nil {
+		if other, ok := m.otherHolder(pk, inv.t); ok {
+			iv.note(func(f *Fate) {
+				f.RenewedOver = &Overlap{Proc: other.proc, Invoke: inv.t, InvokeIndex: inv.index, AnswerIndex: ev.Index}
+			})
+		}
+	}
+	m.open[pk] = iv
+}
+
+// otherHolder is a process other than pk's holding pk's key since before
+// t, if one is.
+func (m *Mutex) otherHolder(pk procKey, t int64) (procKey, bool) {
+	n := m.openOn[pk.key]
+	if _, own := m.open[pk]; own {
+		n--
+	}
+	if n <= 0 {
+		return procKey{}, false
+	}
+	var found procKey
+	ok := false
+	for opk, iv := range m.open {
+		if opk.key == pk.key && opk.proc != pk.proc && iv.Start < t && (!ok || iv.Start < m.open[found].Start) {
+			found, ok = opk, true
+		}
+	}
+	return found, ok
+}
+
+// releasedOver notes, on every other tenure holding the key since before
+// the release was sent, a release answered ok by pk.
+func (m *Mutex) releasedOver(pk procKey, inv releaseCall, ev history.Event) {
+	if _, ok := m.otherHolder(pk, inv.t); !ok {
+		return
+	}
+	for opk, iv := range m.open {
+		if opk.key == pk.key && opk.proc != pk.proc && iv.Start < inv.t && iv.fate().ReleasedOver == nil {
+			iv.note(func(f *Fate) {
+				f.ReleasedOver = &Overlap{Proc: pk.proc, Invoke: inv.t, InvokeIndex: inv.index, AnswerIndex: ev.Index}
+			})
+			m.open[opk] = iv
+		}
+	}
+}
+
+// releaseSent is when pk's release in flight was sent, however it was
+// taken (a holder's, a non-holder's, one after an indeterminate acquire).
+func (m *Mutex) releaseSent(pk procKey) (releaseCall, bool) {
+	if r, ok := m.releasing[pk]; ok {
+		return r, true
+	}
+	if i, ok := m.closing[pk]; ok {
+		iv := m.intervals[pk.key][i]
+		return releaseCall{t: iv.End, index: iv.EndIndex}, true
+	}
+	if r, ok := m.unheld[pk]; ok {
+		return r, true
+	}
+	if p, ok := m.pointRelease[pk]; ok {
+		return releaseCall{t: p.t, index: p.index}, true
+	}
+	return releaseCall{}, false
 }
 
 // told follows a holder being told its lock is gone (an extend answered
@@ -410,15 +568,18 @@ func (m *Mutex) told(pk procKey, ev history.Event) {
 
 // released follows a release answered ok.
 func (m *Mutex) released(pk procKey, ev history.Event) {
+	if inv, ok := m.releaseSent(pk); ok {
+		m.releasedOver(pk, inv, ev)
+	}
 	m.endRelease(pk)
 	delete(m.closing, pk)
 	if p, ok := m.pointRelease[pk]; ok {
 		delete(m.pointRelease, pk)
 		m.pointChecks = append(m.pointChecks, pointCheck{pk: pk, rel: p, okT: ev.T, okIndex: ev.Index})
 	}
-	if idx, ok := m.unheld[pk]; ok {
+	if r, ok := m.unheld[pk]; ok {
 		delete(m.unheld, pk)
-		m.phantoms = append(m.phantoms, Phantom{Key: ev.Key, Proc: ev.Proc, T: ev.T, Index: ev.Index, InvokeIdx: idx,
+		m.phantoms = append(m.phantoms, Phantom{Key: ev.Key, Proc: ev.Proc, T: ev.T, Index: ev.Index, InvokeIdx: r.index,
 			LastHolder: m.lastHolder(ev.Key, ev.Proc)})
 	}
 }
@@ -445,7 +606,7 @@ func (m *Mutex) releaseInvoked(pk procKey, ev history.Event) {
 			m.pointRelease[pk] = pointRel{t: ev.T, index: ev.Index}
 			return
 		}
-		m.unheld[pk] = ev.Index
+		m.unheld[pk] = releaseCall{t: ev.T, index: ev.Index}
 		return
 	}
 	if ev.ValidUntil != 0 && !iv.beyond() {
@@ -458,6 +619,7 @@ func (m *Mutex) releaseInvoked(pk procKey, ev history.Event) {
 		return
 	}
 	delete(m.open, pk)
+	m.openOn[pk.key]--
 	iv.End, iv.EndIndex = ev.T, ev.Index
 	m.closing[pk] = m.closeInterval(iv)
 }
@@ -520,6 +682,7 @@ func (m *Mutex) crash(ev history.Event) {
 	forget(m.infoAcquire, ev.Proc)
 	forget(m.unheld, ev.Proc)
 	forget(m.closing, ev.Proc)
+	forget(m.extending, ev.Proc)
 	for opk, iv := range m.open {
 		if opk.proc != ev.Proc {
 			continue
@@ -532,6 +695,7 @@ func (m *Mutex) crash(ev history.Event) {
 			continue
 		}
 		delete(m.open, opk)
+		m.openOn[opk.key]--
 		iv.End, iv.EndIndex = ev.T, ev.Index
 		m.closeInterval(iv)
 	}
@@ -603,6 +767,7 @@ func (m *Mutex) endRelease(pk procKey) {
 	delete(m.releasing, pk)
 	iv := m.open[pk]
 	delete(m.open, pk)
+	m.openOn[pk.key]--
 	iv.End, iv.EndIndex = r.t, r.index
 	m.closeInterval(iv)
 }
@@ -766,7 +931,7 @@ func (m *Mutex) doubleGrants(t tenures) []DoubleGrant {
 		var reach Interval
 		for i, iv := range ivs {
 			if i > 0 && iv.Start < reach.End {
-				out = append(out, DoubleGrant{Key: k, Kind: m.kind(reach, iv), Held: reach, Second: iv})
+				out = append(out, DoubleGrant{Key: k, Kind: m.kind(reach, iv), Held: reach, Second: iv, Mechanism: mechanism(m.kind(reach, iv), reach, iv)})
 			}
 			if i == 0 || iv.End > reach.End {
 				reach = iv

@@ -122,3 +122,75 @@ func TestPropertyCorrectMutexPassesInjectedOverlapFails(t *testing.T) {
 		}
 	}
 }
+
+// A double grant names how it came about where the history shows it: an
+// extend answered ok though another had held the key since before it was
+// sent, or a release by a third answered ok while the first held it,
+// before the grant. Neither where the lock refused the call, nor a
+// release after the grant, nor one that a holder outliving its lease
+// already explains, under both models.
+func TestDoubleGrantMechanisms(t *testing.T) {
+	inv, ok, fail := history.Invoke, history.OK, history.Fail
+	E := history.Extend
+	lease := func(e history.Event, until int64) history.Event { e.ValidUntil = until; return e }
+	tests := []struct {
+		name string
+		evs  []history.Event
+		want string
+	}{
+		{"extend over another's hold answered ok", []history.Event{
+			lease(ev(1, ok, A, "k", 10), 100), lease(ev(2, ok, A, "k", 120), 300),
+			ev(1, inv, E, "k", 130), lease(ev(1, ok, E, "k", 135), 335),
+			ev(1, inv, R, "k", 200), ev(2, inv, R, "k", 250),
+		}, RenewedOverAnother},
+		{"extend over another's hold refused", []history.Event{
+			lease(ev(1, ok, A, "k", 10), 100), lease(ev(2, ok, A, "k", 120), 300),
+			ev(1, inv, E, "k", 130), func() history.Event { e := ev(1, fail, E, "k", 135); e.Error = "not held"; return e }(),
+			ev(1, inv, R, "k", 200), ev(2, inv, R, "k", 250),
+		}, ""},
+		{"extend sent before the other's grant", []history.Event{
+			lease(ev(1, ok, A, "k", 10), 100), ev(1, inv, E, "k", 110), lease(ev(2, ok, A, "k", 120), 300),
+			lease(ev(1, ok, E, "k", 125), 325),
+			ev(1, inv, R, "k", 200), ev(2, inv, R, "k", 250),
+		}, ""},
+		{"a third's release answered ok before the grant", []history.Event{
+			lease(ev(3, ok, A, "k", 0), 50), ev(3, inv, R, "k", 60), ev(3, ok, R, "k", 61),
+			lease(ev(1, ok, A, "k", 70), 500),
+			ev(3, inv, R, "k", 80), ev(3, ok, R, "k", 90),
+			lease(ev(2, ok, A, "k", 100), 600), ev(2, inv, R, "k", 150), ev(1, inv, R, "k", 200),
+		}, ReleasedOverAnother},
+		{"a third's release refused", []history.Event{
+			lease(ev(1, ok, A, "k", 70), 500),
+			ev(3, inv, R, "k", 80), ev(3, fail, R, "k", 90),
+			lease(ev(2, ok, A, "k", 100), 600), ev(2, inv, R, "k", 150), ev(1, inv, R, "k", 200),
+		}, ""},
+		{"a third's release after the grant", []history.Event{
+			lease(ev(1, ok, A, "k", 70), 500), lease(ev(2, ok, A, "k", 100), 600),
+			ev(3, inv, R, "k", 110), ev(3, ok, R, "k", 120), ev(2, inv, R, "k", 150), ev(1, inv, R, "k", 200),
+		}, ""},
+		{"a third's release before a grant the outlived lease explains", []history.Event{
+			lease(ev(1, ok, A, "k", 70), 90),
+			ev(3, inv, R, "k", 80), ev(3, ok, R, "k", 85),
+			lease(ev(2, ok, A, "k", 100), 600), ev(2, inv, R, "k", 150), ev(1, inv, R, "k", 200),
+		}, ""},
+	}
+	for _, tc := range tests {
+		for _, model := range []Model{ModelLease, ModelMutex} {
+			m := NewMutex(model)
+			for i, e := range tc.evs {
+				e.Index = int64(i)
+				m.Add(e)
+			}
+			var got []string
+			for _, d := range m.DoubleGrants() {
+				got = append(got, d.Mechanism)
+				if d.Mechanism != "" && !strings.Contains(d.Describe(0), d.Mechanism) {
+					t.Errorf("%s (%s): %q does not name %s", tc.name, model, d.Describe(0), d.Mechanism)
+				}
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("%s (%s): mechanisms %q, want one double grant with %q", tc.name, model, got, tc.want)
+			}
+		}
+	}
+}

@@ -22,6 +22,9 @@ type Violation struct {
 	Key    string  `json:"key"`
 	Events []int64 `json:"events"`
 	Text   string  `json:"text"`
+	// Mechanism is how a double grant came about where the history shows
+	// more than its class (RenewedOverAnother, ReleasedOverAnother).
+	Mechanism string `json:"mechanism,omitempty"`
 	// Window: where and how long the lab must have stood still to have
 	// made it (nil: anywhere in its events' span, for any time).
 	Window *Window `json:"window,omitempty"`

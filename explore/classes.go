@@ -19,6 +19,10 @@ type Sighting struct {
 	// "double-grant" for a double grant the checker calls both valid and
 	// explore counts as outlived (see sightings).
 	Stated verdict.Outcome
+	// Mechanism is how one of its double grants came about, where the
+	// checker names it (checker.RenewedOverAnother, ...); Proof is then
+	// that one's.
+	Mechanism string
 }
 
 // sightings are the unsafe classes in a checker verdict, each once, in the
@@ -35,17 +39,20 @@ func sightings(v checker.Verdict, events []history.Event) []Sighting {
 		}
 	}
 	var out []Sighting
-	add := func(c, stated verdict.Outcome, proof string) {
+	add := func(c, stated verdict.Outcome, proof, mechanism string) {
 		for i := range out {
 			if out[i].Class == c {
 				out[i].Count++
 				if out[i].Stated != c && stated == c {
 					out[i].Stated = c // seen as the checker calls it too
 				}
+				if out[i].Mechanism == "" && mechanism != "" {
+					out[i].Mechanism, out[i].Proof = mechanism, proof
+				}
 				return
 			}
 		}
-		out = append(out, Sighting{Class: c, Count: 1, Proof: proof, Stated: stated})
+		out = append(out, Sighting{Class: c, Count: 1, Proof: proof, Stated: stated, Mechanism: mechanism})
 	}
 	for _, x := range v.Violations {
 		c := verdict.OutcomeOf(x.Kind)
@@ -55,11 +62,11 @@ func sightings(v checker.Verdict, events []history.Event) []Sighting {
 			proof += "; the second holder's own lease had run out before its grant reached it"
 		}
 		if c.Unsafe() {
-			add(c, stated, proof)
+			add(c, stated, proof, x.Mechanism)
 		}
 	}
 	if len(out) == 0 && v.Linearizable == checker.LinNo {
-		add(verdict.NonLinearizable, verdict.NonLinearizable, "the history is not linearizable")
+		add(verdict.NonLinearizable, verdict.NonLinearizable, "the history is not linearizable", "")
 	}
 	return out
 }

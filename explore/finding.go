@@ -20,6 +20,11 @@ type Finding struct {
 	Proof string
 	// Stated is the outcome its scenario file expects (Sighting.Stated).
 	Stated verdict.Outcome
+	// Mechanism: a finding new by how its double grant came about
+	// (Sighting.Mechanism), which no entry of the matrix's mechanisms gives
+	// its approach though a rule predicts its class; its runs must show
+	// that mechanism. "": the class alone.
+	Mechanism string
 	// Also are the consequences the run showed beside it.
 	Also     []verdict.Outcome
 	Original Schedule

@@ -1,9 +1,13 @@
 package explore
 
 import (
+	"fmt"
+	"time"
+
+	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/verdict"
-	"time"
+	"github.com/locklab/locklab/workload"
 )
 
 // examine and finding judge what exploring runs showed: each class of
@@ -28,7 +32,7 @@ func (e *explorer) examine(srch *Search, s Schedule, n int, name string, res run
 	for _, p := range primary {
 		// One finding per class and approach, and per judgement: a class
 		// known under some faults and new under others is two findings.
-		j := e.cfg.Expect.Judge(srch.approach, kinds, s.Workload, p.Class)
+		j, mech := e.judge(srch, kinds, s.Workload, p.Class, p.Mechanism)
 		allKnown = allKnown && j.Known
 		if j.Known {
 			e.queueUnmask(srch, p.Class, s, j.Because, n)
@@ -42,7 +46,7 @@ func (e *explorer) examine(srch *Search, s Schedule, n int, name string, res run
 			continue
 		}
 		f := &Finding{Approach: srch.Approach, Class: p.Class, Known: j.Known, Why: j.Why, Run: n, After: time.Since(e.start),
-			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Original: s, hits: 1, tries: 1}
+			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Mechanism: mech, Original: s, hits: 1, tries: 1}
 		for _, a := range also {
 			f.Also = append(f.Also, a.Class)
 		}
@@ -72,6 +76,22 @@ func (e *explorer) examine(srch *Search, s Schedule, n int, name string, res run
 		}
 	}
 	return nil
+}
+
+// judge is the matrix's judgement of class c of srch's approach under
+// fault kinds and workload w, and the mechanism (of its sighting's double
+// grant) that makes a known class new: one no entry of the matrix's
+// mechanisms gives the approach ("" when none does).
+func (e *explorer) judge(srch *Search, kinds []string, w workload.Spec, c verdict.Outcome, mechanism string) (matrix.Judgement, string) {
+	j := e.cfg.Expect.Judge(srch.approach, kinds, w, c)
+	if !j.Known || mechanism == "" || e.cfg.Expect.M == nil {
+		return j, ""
+	}
+	if _, ok := e.cfg.Expect.M.Shows(srch.approach, mechanism); ok {
+		return j, ""
+	}
+	return matrix.Judgement{Why: fmt.Sprintf("its double grant came about by %s, which no entry of matrix/expectations.yaml's mechanisms gives %s (the class alone: %s)",
+		mechanism, srch.Approach, j.Why)}, mechanism
 }
 
 func (e *explorer) finding(approach string, c verdict.Outcome, known bool) *Finding {

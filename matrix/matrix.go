@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
@@ -30,6 +31,19 @@ var Shipped embed.FS
 type Matrix struct {
 	Faults []Fault // in file order
 	cells  map[string][]Rule
+	// mechanisms: which approaches' double grants are known to come
+	// about by which mechanism (checker.RenewedOverAnother, ...).
+	mechanisms []MechanismRule
+}
+
+// MechanismRule says that the approaches it matches (as a rule's match)
+// show these mechanisms in their double grants, and why.
+type MechanismRule struct {
+	Line   int
+	Match  string
+	Shows  []string
+	Why    string
+	Source string
 }
 
 // Fault is one column: its name, what it does, the scenario that runs it.
@@ -67,8 +81,16 @@ func (c Cell) ExpectsViolation() bool {
 }
 
 type file struct {
-	Faults yaml.Node            `yaml:"faults"`
-	Cells  map[string]yaml.Node `yaml:"cells"`
+	Faults     yaml.Node            `yaml:"faults"`
+	Cells      map[string]yaml.Node `yaml:"cells"`
+	Mechanisms []yaml.Node          `yaml:"mechanisms"`
+}
+
+type mechanismFile struct {
+	Match  string   `yaml:"match"`
+	Shows  []string `yaml:"shows"`
+	Why    string   `yaml:"why"`
+	Source string   `yaml:"source"`
 }
 
 type ruleFile struct {
@@ -134,6 +156,13 @@ func Load(fsys fs.FS, reg *impls.Registry) (*Matrix, error) {
 			m.cells[name] = append(m.cells[name], r)
 		}
 	}
+	for _, n := range raw.Mechanisms {
+		r, err := parseMechanism(&n, reg)
+		if err != nil {
+			return nil, fmt.Errorf("matrix expectations.yaml line %d: mechanisms: %w", n.Line, err)
+		}
+		m.mechanisms = append(m.mechanisms, r)
+	}
 	for _, f := range m.Faults {
 		for _, a := range f.Scenario.Approaches {
 			ap, _ := reg.Get(a)
@@ -143,6 +172,45 @@ func Load(fsys fs.FS, reg *impls.Registry) (*Matrix, error) {
 		}
 	}
 	return m, nil
+}
+
+// Mechanisms are the names a mechanisms entry may give (the checker's).
+var Mechanisms = []string{checker.RenewedOverAnother, checker.ReleasedOverAnother}
+
+func parseMechanism(n *yaml.Node, reg *impls.Registry) (MechanismRule, error) {
+	var mf mechanismFile
+	if err := n.Decode(&mf); err != nil {
+		return MechanismRule{}, err
+	}
+	r := MechanismRule{Line: n.Line, Match: mf.Match, Shows: mf.Shows, Why: mf.Why, Source: mf.Source}
+	switch {
+	case mf.Why == "":
+		return r, fmt.Errorf("%s: why: the mechanism in one line", mf.Match)
+	case mf.Source == "":
+		return r, fmt.Errorf("%s: source: where it comes from", mf.Match)
+	case len(mf.Shows) == 0:
+		return r, fmt.Errorf("%s: shows: the mechanisms (%s)", mf.Match, strings.Join(Mechanisms, ", "))
+	}
+	if err := checkMatch(mf.Match, reg); err != nil {
+		return r, err
+	}
+	for _, s := range mf.Shows {
+		if !slices.Contains(Mechanisms, s) {
+			return r, fmt.Errorf("%s: unknown mechanism %q (known: %s)", mf.Match, s, strings.Join(Mechanisms, ", "))
+		}
+	}
+	return r, nil
+}
+
+// Shows reports whether approach a is known to show mechanism (by an
+// entry of mechanisms that matches it), and the entry's why.
+func (m *Matrix) Shows(a impls.Approach, mechanism string) (string, bool) {
+	for _, r := range m.mechanisms {
+		if matches(r.Match, a) >= 0 && slices.Contains(r.Shows, mechanism) {
+			return r.Why + " (" + r.Source + ")", true
+		}
+	}
+	return "", false
 }
 
 func parseRule(n *yaml.Node, reg *impls.Registry) (Rule, error) {
@@ -161,20 +229,8 @@ func parseRule(n *yaml.Node, reg *impls.Registry) (Rule, error) {
 	case len(rf.Expect) == 0:
 		return r, fmt.Errorf("rule %s: expect: the outcomes", rf.Match)
 	}
-	switch {
-	case rf.Match == "*" || rf.Match == "unsafe":
-	case strings.HasPrefix(rf.Match, "cap:"):
-		if !slices.Contains(allCaps(), strings.TrimPrefix(rf.Match, "cap:")) {
-			return r, fmt.Errorf("unknown capability %q (known: %s)", rf.Match, strings.Join(allCaps(), ", "))
-		}
-	case strings.HasPrefix(rf.Match, "weak:"):
-		if !slices.Contains(allWeaknesses(), strings.TrimPrefix(rf.Match, "weak:")) {
-			return r, fmt.Errorf("unknown weakness %q (known: %s)", rf.Match, strings.Join(allWeaknesses(), ", "))
-		}
-	default:
-		if _, err := reg.Get(rf.Match); err != nil {
-			return r, err
-		}
+	if err := checkMatch(rf.Match, reg); err != nil {
+		return r, err
 	}
 	e, err := verdict.ParseList(rf.Expect)
 	if err != nil {
@@ -183,6 +239,29 @@ func parseRule(n *yaml.Node, reg *impls.Registry) (Rule, error) {
 	r.Expect = e
 	r.Expect.Why = rf.Why + " (" + rf.Source + ")"
 	return r, nil
+}
+
+// checkMatch validates a rule's match: an approach that exists, a known
+// capability or weakness, unsafe or *.
+func checkMatch(match string, reg *impls.Registry) error {
+	switch {
+	case match == "":
+		return fmt.Errorf("a rule needs match: (an approach, weak:NAME, cap:NAME, unsafe or *)")
+	case match == "*" || match == "unsafe":
+	case strings.HasPrefix(match, "cap:"):
+		if !slices.Contains(allCaps(), strings.TrimPrefix(match, "cap:")) {
+			return fmt.Errorf("unknown capability %q (known: %s)", match, strings.Join(allCaps(), ", "))
+		}
+	case strings.HasPrefix(match, "weak:"):
+		if !slices.Contains(allWeaknesses(), strings.TrimPrefix(match, "weak:")) {
+			return fmt.Errorf("unknown weakness %q (known: %s)", match, strings.Join(allWeaknesses(), ", "))
+		}
+	default:
+		if _, err := reg.Get(match); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func allCaps() []string { return impls.CapabilityNames() }
@@ -202,29 +281,31 @@ func (m *Matrix) fault(name string) *Fault {
 // then unsafe (an approach that breaks with no fault breaks under any),
 // then a weakness, then a capability, then *.
 func (m *Matrix) rule(fault string, a impls.Approach) (Rule, bool) {
-	rules := m.cells[fault]
-	rank := func(r Rule) int {
-		switch {
-		case r.Match == a.Name:
-			return 0
-		case r.Match == "unsafe" && !a.Safe:
-			return 1
-		case strings.HasPrefix(r.Match, "weak:") && slices.Contains(a.Weak.Names(), strings.TrimPrefix(r.Match, "weak:")):
-			return 2
-		case strings.HasPrefix(r.Match, "cap:") && slices.Contains(a.Caps.Names(), strings.TrimPrefix(r.Match, "cap:")):
-			return 3
-		case r.Match == "*":
-			return 4
-		}
-		return -1
-	}
 	best, bestRank := Rule{}, 99
-	for _, r := range rules {
-		if k := rank(r); k >= 0 && k < bestRank {
+	for _, r := range m.cells[fault] {
+		if k := matches(r.Match, a); k >= 0 && k < bestRank {
 			best, bestRank = r, k
 		}
 	}
 	return best, bestRank < 99
+}
+
+// matches ranks how specifically match names approach a (0: by name,
+// then unsafe, a weakness, a capability, *); -1: it does not.
+func matches(match string, a impls.Approach) int {
+	switch {
+	case match == a.Name:
+		return 0
+	case match == "unsafe" && !a.Safe:
+		return 1
+	case strings.HasPrefix(match, "weak:") && slices.Contains(a.Weak.Names(), strings.TrimPrefix(match, "weak:")):
+		return 2
+	case strings.HasPrefix(match, "cap:") && slices.Contains(a.Caps.Names(), strings.TrimPrefix(match, "cap:")):
+		return 3
+	case match == "*":
+		return 4
+	}
+	return -1
 }
 
 // Cell says what the matrix expects of approach a under fault.

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"github.com/locklab/locklab/checker"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -84,6 +85,11 @@ func TestMatrixValidation(t *testing.T) {
 		{"approach without a cell", "faults:\n  f: x\ncells:\n  f:\n    - {match: weak:no-expiry, expect: [safe], why: w, source: s}\n", scenario, "no expectation for redis-setnx-px-lua under f"},
 		{"scenario states its own expectation", good, scenario + "expect: {redis-setnx: [safe]}\n", "belong in expectations.yaml"},
 		{"bad scenario", good, "name: f\napproaches: [nope]\nduration: 2s\n", "matrix faults/f.yaml"},
+		{"mechanisms", good + "mechanisms:\n  - {match: redis-setnx, shows: [released-over-another], why: w, source: s}\n", scenario, ""},
+		{"unknown mechanism", good + "mechanisms:\n  - {match: redis-setnx, shows: [teleported], why: w, source: s}\n", scenario, `unknown mechanism "teleported"`},
+		{"mechanism of an unknown approach", good + "mechanisms:\n  - {match: nope, shows: [released-over-another], why: w, source: s}\n", scenario, `unknown approach "nope"`},
+		{"mechanism without a source", good + "mechanisms:\n  - {match: redis-setnx, shows: [released-over-another], why: w}\n", scenario, "source:"},
+		{"mechanism showing nothing", good + "mechanisms:\n  - {match: redis-setnx, why: w, source: s}\n", scenario, "shows:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,6 +132,36 @@ func TestMostSpecificRuleWins(t *testing.T) {
 	a, _ := reg.Get("pg-advisory")
 	if c := m.Cell(a, "f"); c.Applies {
 		t.Error("a cell whose approach the fault's scenario does not run must be n/a")
+	}
+}
+
+// Every mechanisms entry that matches an approach counts: the shipped
+// matrix gives the plain-DEL releases theirs, the approaches declared unsafe
+// every one, and the correct Redis lock none.
+func TestShippedMechanisms(t *testing.T) {
+	reg := all.Registry()
+	m, err := Load(Shipped, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		approach, mechanism string
+		want                bool
+	}{
+		{"redis-setnx-px-del", checker.ReleasedOverAnother, true},
+		{"redis-setnx-px-getdel", checker.ReleasedOverAnother, true},
+		{"redis-setnx-px-del", checker.RenewedOverAnother, false},
+		{"redis-setnx-px-lua", checker.ReleasedOverAnother, false},
+		{"redis-setnx-px-lua", checker.RenewedOverAnother, false},
+		{"redis-get-set", checker.RenewedOverAnother, true},
+	} {
+		a, err := reg.Get(tc.approach)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why, got := m.Shows(a, tc.mechanism); got != tc.want || got && why == "" {
+			t.Errorf("%s shows %s: %v (%q), want %v", tc.approach, tc.mechanism, got, why, tc.want)
+		}
 	}
 }
 

@@ -662,8 +662,11 @@ func (s *suite) timeoutIsIndeterminate(t T) {
 		// (a server may take a moment to notice the dropped connection).
 		// Unavailable is such a claim too: an acquire of two calls
 		// (python-etcd3's lease, then its deciding transaction) whose
-		// first reply was lost never sent the second.
-		wctx, wcancel := context.WithTimeout(bg, 3*time.Second)
+		// first reply was lost never sent the second. A lock the claim
+		// hid stays held for its 30 s TTL; 10 s tells it from a starved
+		// server (with two busy loops beside the suite, mysql-queue-fair's
+		// second client could not join the queue in 3 s).
+		wctx, wcancel := context.WithTimeout(bg, 10*time.Second)
 		defer wcancel()
 		lease, err := b.Acquire(wctx, key, impls.AcquireOptions{TTL: 30 * time.Second})
 		if err != nil {

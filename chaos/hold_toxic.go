@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"sync"
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2/stream"
@@ -29,6 +30,39 @@ import (
 type holdToxic struct {
 	// FlushWaitMS overrides holdFlushWait (tests); 0 keeps it.
 	FlushWaitMS int64 `json:"flush_wait_ms"`
+
+	mu     sync.Mutex
+	healed chan struct{} // closed by healedAll once its heal removed it
+}
+
+// healedCh is closed once the toxic's heal has removed it from its proxy.
+func (t *holdToxic) healedCh() chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.healed == nil {
+		t.healed = make(chan struct{})
+	}
+	return t.healed
+}
+
+// healedAll tells every connection still holding for this toxic that its
+// heal is done. toxiproxy 2.5.0 removes a toxic from a connection by its
+// place in the chain, and a removal beside it that closed a stub (a
+// dropped reply's timeout toxic, this one's close at a heal) leaves the
+// connection's stubs out of step with the chain: the removal then reaches
+// another stub, or none, and this one would hold a closed connection for
+// ever, a connection the proxy never lets go and a later add trips over
+// (addToxic). Told here, it hands on what it held and passes everything
+// on, closing as the sender closes.
+func (t *holdToxic) healedAll() {
+	ch := t.healedCh()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
 }
 
 // holdToxicType is the name it is registered under in toxiproxy.
@@ -67,9 +101,11 @@ func registerHold() { toxics.Register(holdToxicType, new(holdToxic)) }
 // NewState gives each connection its own held bytes.
 func (*holdToxic) NewState() interface{} { return &holdState{} }
 
-// Pipe keeps everything that arrives until interrupted.
-func (*holdToxic) Pipe(stub *toxics.ToxicStub) {
+// Pipe keeps everything that arrives until interrupted, or until its heal
+// is done without toxiproxy removing it from this connection (healedAll).
+func (t *holdToxic) Pipe(stub *toxics.ToxicStub) {
 	st := stub.State.(*holdState)
+	healed := t.healedCh()
 	for {
 		in := stub.Input
 		if st.eof || len(st.data) >= holdLimit {
@@ -78,12 +114,40 @@ func (*holdToxic) Pipe(stub *toxics.ToxicStub) {
 		select {
 		case <-stub.Interrupt:
 			return
+		case <-healed:
+			t.passOn(stub, st)
+			return
 		case c := <-in:
 			if c == nil {
 				st.eof = true
 				continue
 			}
 			st.data = append(st.data, c.Data...)
+		}
+	}
+}
+
+// passOn is a healed toxic left on a connection: what was held, then
+// everything, as it comes, until the sender closes or toxiproxy interrupts.
+func (t *holdToxic) passOn(stub *toxics.ToxicStub, st *holdState) {
+	t.Cleanup(stub)
+	if stub.Closed() {
+		return
+	}
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+			select {
+			case stub.Output <- c:
+			case <-stub.Interrupt:
+				return
+			}
 		}
 	}
 }

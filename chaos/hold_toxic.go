@@ -115,7 +115,7 @@ func (t *holdToxic) Pipe(stub *toxics.ToxicStub) {
 		case <-stub.Interrupt:
 			return
 		case <-healed:
-			t.passOn(stub, st)
+			t.passOn(stub)
 			return
 		case c := <-in:
 			if c == nil {
@@ -129,7 +129,7 @@ func (t *holdToxic) Pipe(stub *toxics.ToxicStub) {
 
 // passOn is a healed toxic left on a connection: what was held, then
 // everything, as it comes, until the sender closes or toxiproxy interrupts.
-func (t *holdToxic) passOn(stub *toxics.ToxicStub, st *holdState) {
+func (t *holdToxic) passOn(stub *toxics.ToxicStub) {
 	t.Cleanup(stub)
 	if stub.Closed() {
 		return

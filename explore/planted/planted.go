@@ -26,7 +26,7 @@ import (
 
 // Approaches are the planted approaches.
 func Approaches() []impls.Approach {
-	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply, RenewAfterRelease, ExpireAfterSet, ReentryKeepsTTL}
+	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply, RenewAfterRelease, ExpireAfterSet, ReentryKeepsTTL, UncheckedExtend}
 }
 
 // Register adds the planted approaches to reg.
@@ -87,6 +87,14 @@ var ExpireAfterSet = approach("planted-expire-after-set",
 	"the lock is taken with SETNX and given its TTL by a PEXPIRE sent after",
 	func(l *locker) { l.expireAfter = true })
 
+// UncheckedExtend renews a lease with a plain PEXPIRE, without comparing
+// the token: once its holder's lease ran out (a pause, a slow reply) and
+// another client took the key, the holder's next renewal answers ok and
+// lengthens the other's lock, and the holder believes in a fresh lease.
+var UncheckedExtend = approach("planted-extend-unchecked",
+	"an extend renews whatever lock the key holds (PEXPIRE, no token compared)",
+	func(l *locker) { l.extendUnchecked = true })
+
 func approach(name, mistake string, plant func(*locker)) impls.Approach {
 	return impls.Approach{
 		Name: name, Server: impls.Redis, Nodes: 1,
@@ -145,15 +153,16 @@ return 0`)
 const releaseDeadline = 100 * time.Millisecond
 
 type locker struct {
-	c           *goredis.Client
-	clk         clock.Clock
-	release     func(ctx context.Context, l *lease) error
-	fromReply   bool
-	expireAfter bool   // ExpireAfterSet
-	watchdog    bool   // RenewAfterRelease
-	id          string // RenewAfterRelease: the client's id, every lock's value
-	mu          sync.Mutex
-	cache       map[string]string // CachedHold: key -> token of a lock it believes it holds
+	c               *goredis.Client
+	clk             clock.Clock
+	release         func(ctx context.Context, l *lease) error
+	fromReply       bool
+	expireAfter     bool   // ExpireAfterSet
+	extendUnchecked bool   // UncheckedExtend
+	watchdog        bool   // RenewAfterRelease
+	id              string // RenewAfterRelease: the client's id, every lock's value
+	mu              sync.Mutex
+	cache           map[string]string // CachedHold: key -> token of a lock it believes it holds
 }
 
 type lease struct {
@@ -290,7 +299,17 @@ func (s *lease) Release(ctx context.Context) error {
 
 func (s *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	sent := s.l.clk.Now()
-	n, err := compareAndPExpire.Run(ctx, s.l.c, []string{s.key}, s.token, ttl.Milliseconds()).Int()
+	var n int
+	var err error
+	if s.l.extendUnchecked {
+		var renewed bool
+		renewed, err = s.l.c.PExpire(ctx, s.key, ttl).Result()
+		if renewed {
+			n = 1
+		}
+	} else {
+		n, err = compareAndPExpire.Run(ctx, s.l.c, []string{s.key}, s.token, ttl.Milliseconds()).Int()
+	}
 	if err != nil {
 		return outcome(ctx, "extend", err)
 	}

@@ -81,6 +81,9 @@ type Run struct {
 	ViolationCount int                   `json:"violation_count"`
 	ViolationKinds map[checker.Class]int `json:"violation_kinds,omitempty"`
 	Violations     []string              `json:"violations,omitempty"` // the first few, described
+	// Mechanisms counts the double grants whose history shows how they came
+	// about (checker.RenewedOverAnother, checker.ReleasedOverAnother).
+	Mechanisms map[string]int `json:"mechanisms,omitempty"`
 	// AnomalyCount counts what the check reports that is no violation
 	// (under the lease model, revocations during a release), by class in
 	// AnomalyKinds, the first few described in Anomalies.

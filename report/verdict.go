@@ -66,6 +66,12 @@ func (r *Run) AddVerdict(v checker.Verdict, dir string, l Limits) {
 	r.ViolationKinds = map[checker.Class]int{}
 	for _, x := range v.Violations {
 		r.ViolationKinds[x.Kind]++
+		if x.Mechanism != "" {
+			if r.Mechanisms == nil {
+				r.Mechanisms = map[string]int{}
+			}
+			r.Mechanisms[x.Mechanism]++
+		}
 	}
 	r.Violations = append(r.Violations, ViolationLines(v, l)...)
 	r.AnomalyCount = len(v.Anomalies)

@@ -281,6 +281,24 @@ func findsNew(t *testing.T, bug, correct string, class verdict.Outcome, budget t
 	}
 }
 
+// runText runs the scenario text once, its cases in this process.
+func runText(t *testing.T, reg *impls.Registry, text string) (runner.Plan, *runner.Outcome) {
+	t.Helper()
+	sc, err := scenario.Parse([]byte(text), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := (&runner.Runner{Log: t.Logf}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, out
+}
+
 // The planted renewal bug (an extend that PEXPIREs whatever lock the key
 // holds) shows under a partition as every lease does, a holder outliving
 // its lease; what tells it apart is how: the cut-off holder's renewals,
@@ -305,18 +323,7 @@ expect:
   planted-extend-unchecked: [double-grant]
   redis-setnx-px-lua: [double-grant]
 `
-	sc, err := scenario.Parse([]byte(text), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := (&runner.Runner{Log: t.Logf}).Run(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, out := runText(t, reg, text)
 	for i, r := range out.Results.Runs {
 		a := p.Cases[i].Approach.Name
 		n := r.Mechanisms[checker.RenewedOverAnother]
@@ -372,18 +379,7 @@ expect:
 		reentry float64
 		planted string
 	}{{1, "double-grant:both-valid"}, {0, "not:double-grant:both-valid"}} {
-		sc, err := scenario.Parse([]byte(fmt.Sprintf(text, tc.reentry, tc.planted)), reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := (&runner.Runner{Log: t.Logf}).Run(context.Background(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, out := runText(t, reg, fmt.Sprintf(text, tc.reentry, tc.planted))
 		for i, v := range out.Verdicts {
 			t.Logf("reentry %v, %s: %s: %s", tc.reentry, p.Cases[i].Approach.Name, v.Status, v.Text)
 			if v.Status != verdict.Agrees {

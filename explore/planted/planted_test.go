@@ -312,6 +312,9 @@ func TestUncheckedRenewalIsNamedOnRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers")
 	}
+	// Beside the searches, whose budgets are fixed: a case of its own
+	// servers, not the package's time after them.
+	t.Parallel()
 	reg := registry()
 	const text = `name: renewal
 approaches: [planted-extend-unchecked, redis-setnx-px-lua]
@@ -366,6 +369,9 @@ func TestReentryBugShowsOnlyWithReentry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers")
 	}
+	// Beside the searches, whose budgets are fixed: a case of its own
+	// servers, not the package's time after them.
+	t.Parallel()
 	reg := registry()
 	const text = `name: reentry
 approaches: [planted-reentry-keeps-ttl, redis-reentrant]

@@ -333,11 +333,11 @@ type Mutex struct {
 	depth      map[procKey]int
 	reentering map[procKey]bool
 	inner      map[procKey]bool
-	// extending is an extend asked and not yet answered; openOn counts the
-	// open tenures of each key (an ok extend or release looks for another
-	// holder only where there is one).
+	// extending is an extend asked and not yet answered; holding is each
+	// key's processes with an open tenure (an ok extend or release looks
+	// for another holder among them, not through every key's).
 	extending map[procKey]releaseCall
-	openOn    map[string]int
+	holding   map[string]map[int]bool
 	origin    int64
 	seen      bool
 }
@@ -362,7 +362,7 @@ func NewMutex(model Model) *Mutex {
 	return &Mutex{model: model, open: map[procKey]Interval{}, intervals: map[string][]Interval{}, closing: map[procKey]int{},
 		releasing: map[procKey]releaseCall{}, infoAcquire: map[procKey]bool{}, unheld: map[procKey]releaseCall{}, pointRelease: map[procKey]pointRel{},
 		depth: map[procKey]int{}, reentering: map[procKey]bool{}, inner: map[procKey]bool{}, extending: map[procKey]releaseCall{},
-		openOn: map[string]int{}}
+		holding: map[string]map[int]bool{}}
 }
 
 // Model is the model the checker judges under.
@@ -470,7 +470,10 @@ func (m *Mutex) granted(pk procKey, ev history.Event, reentry bool) {
 	}
 	m.open[pk] = Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
 		ValidUntil: ev.ValidUntil, Token: ev.Token}
-	m.openOn[ev.Key]++
+	if m.holding[ev.Key] == nil {
+		m.holding[ev.Key] = map[int]bool{}
+	}
+	m.holding[ev.Key][ev.Proc] = true
 }
 
 // extended follows an extend answered ok: the holder's lease belief
@@ -495,20 +498,18 @@ func (m *Mutex) extended(pk procKey, ev history.Event) {
 	m.open[pk] = iv
 }
 
-// otherHolder is a process other than pk's holding pk's key since before
-// t, if one is.
+// letGo takes pk's tenure out of its key's holders (the key's set stays,
+// for its next holder: one allocation per key, not per grant).
+func (m *Mutex) letGo(pk procKey) { delete(m.holding[pk.key], pk.proc) }
+
+// otherHolder is the process other than pk's that has held pk's key the
+// longest, since before t, if one has.
 func (m *Mutex) otherHolder(pk procKey, t int64) (procKey, bool) {
-	n := m.openOn[pk.key]
-	if _, own := m.open[pk]; own {
-		n--
-	}
-	if n <= 0 {
-		return procKey{}, false
-	}
 	var found procKey
 	ok := false
-	for opk, iv := range m.open {
-		if opk.key == pk.key && opk.proc != pk.proc && iv.Start < t && (!ok || iv.Start < m.open[found].Start) {
+	for proc := range m.holding[pk.key] {
+		opk := procKey{proc, pk.key}
+		if iv := m.open[opk]; proc != pk.proc && iv.Start < t && (!ok || iv.Start < m.open[found].Start) {
 			found, ok = opk, true
 		}
 	}
@@ -518,11 +519,9 @@ func (m *Mutex) otherHolder(pk procKey, t int64) (procKey, bool) {
 // releasedOver notes, on every other tenure holding the key since before
 // the release was sent, a release answered ok by pk.
 func (m *Mutex) releasedOver(pk procKey, inv releaseCall, ev history.Event) {
-	if _, ok := m.otherHolder(pk, inv.t); !ok {
-		return
-	}
-	for opk, iv := range m.open {
-		if opk.key == pk.key && opk.proc != pk.proc && iv.Start < inv.t && iv.fate().ReleasedOver == nil {
+	for proc := range m.holding[pk.key] {
+		opk := procKey{proc, pk.key}
+		if iv := m.open[opk]; proc != pk.proc && iv.Start < inv.t && iv.fate().ReleasedOver == nil {
 			iv.note(func(f *Fate) {
 				f.ReleasedOver = &Overlap{Proc: pk.proc, Invoke: inv.t, InvokeIndex: inv.index, AnswerIndex: ev.Index}
 			})
@@ -619,7 +618,7 @@ func (m *Mutex) releaseInvoked(pk procKey, ev history.Event) {
 		return
 	}
 	delete(m.open, pk)
-	m.openOn[pk.key]--
+	m.letGo(pk)
 	iv.End, iv.EndIndex = ev.T, ev.Index
 	m.closing[pk] = m.closeInterval(iv)
 }
@@ -695,7 +694,7 @@ func (m *Mutex) crash(ev history.Event) {
 			continue
 		}
 		delete(m.open, opk)
-		m.openOn[opk.key]--
+		m.letGo(opk)
 		iv.End, iv.EndIndex = ev.T, ev.Index
 		m.closeInterval(iv)
 	}
@@ -767,7 +766,7 @@ func (m *Mutex) endRelease(pk procKey) {
 	delete(m.releasing, pk)
 	iv := m.open[pk]
 	delete(m.open, pk)
-	m.openOn[pk.key]--
+	m.letGo(pk)
 	iv.End, iv.EndIndex = r.t, r.index
 	m.closeInterval(iv)
 }

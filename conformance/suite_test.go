@@ -34,7 +34,9 @@ func TestReleaseSettled(t *testing.T) {
 	}{
 		{"released at once", []error{nil}, nil, 1},
 		{"not held at once stays not held", []error{impls.ErrNotHeld}, impls.ErrNotHeld, 1},
-		{"unavailable is not retried", []error{impls.ErrUnavailable}, impls.ErrUnavailable, 1},
+		{"retried after it could not reach the server", []error{impls.ErrUnavailable, nil}, nil, 2},
+		{"not held after an unreachable try: the lock went meanwhile", []error{impls.ErrUnavailable, impls.ErrNotHeld}, nil, 2},
+		{"unreachable until the deadline", []error{impls.ErrUnavailable}, impls.ErrUnavailable, -1},
 		{"retried until released", []error{indeterminate, indeterminate, nil}, nil, 3},
 		{"not held after an indeterminate try: that try took", []error{indeterminate, impls.ErrNotHeld}, nil, 2},
 		{"indeterminate until the deadline", []error{indeterminate}, impls.ErrIndeterminate, -1},

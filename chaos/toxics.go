@@ -86,8 +86,7 @@ func addToxics(ctx context.Context, kind string, proxies []*toxiproxy.Proxy, spe
 // it can put off for as long as it lasts. A toxic added to a connection
 // with two stubs too many indexes the chain past its end and panics in
 // toxiproxy's own goroutine, which no recover reaches: the whole process
-// dies (seen under overlapping partitions in an explore search). Such a
-// connection is closing (one of its stubs is closed), so it is dropped
+// dies. Such a connection is closing (one of its stubs is closed), so it is dropped
 // from the proxy's links, which only adds and removals read: its own
 // goroutines still end it, and a hold on it lets go when its heal is done
 // (holdToxic.healedAll).

@@ -247,7 +247,7 @@ func release(t T, lease impls.Lease) {
 // a ZooKeeper client whose 2 s session misses pings on a loaded machine) is
 // tried again until its outcome is known or ctx ends, and so is one that
 // could not reach the server (unavailable: a ZooKeeper client reconnecting
-// after its connection dropped, with two busy loops beside the suite).
+// after its connection dropped).
 // After such a try, "not held" means that earlier try took effect, or the
 // lock went as the approach frees it while its holder could not reach the
 // server (its session or TTL ran out). The tests that are about
@@ -668,8 +668,7 @@ func (s *suite) timeoutIsIndeterminate(t T) {
 		// (python-etcd3's lease, then its deciding transaction) whose
 		// first reply was lost never sent the second. A lock the claim
 		// hid stays held for its 30 s TTL; 10 s tells it from a starved
-		// server (with two busy loops beside the suite, mysql-queue-fair's
-		// second client could not join the queue in 3 s).
+		// server that b cannot reach at once.
 		wctx, wcancel := context.WithTimeout(bg, 10*time.Second)
 		defer wcancel()
 		lease, err := b.Acquire(wctx, key, impls.AcquireOptions{TTL: 30 * time.Second})

@@ -177,9 +177,8 @@ func (sh *Shrinker) Shrink(ctx context.Context, s Schedule, hits, tries int) (Sh
 // had n (or the budget ends): how often it shows the violation. A
 // schedule that showed it in no more than half of n runs gives way to the
 // one kept before it, measured in its turn: a cut kept on two lucky runs
-// of three is not what a user's file should be (a lost reply that must
-// fall on a free key, kept down to one key with 2 of 3, showed in none of
-// 9 replays). The original stays, however it measures.
+// of three is not what a user's file should be. The original stays,
+// however it measures.
 func (sh *Shrinker) More(ctx context.Context, out *Shrunk, n int) error {
 	for out.Confirmed && out.Tries < n {
 		ss := make([]Schedule, 0, n-out.Tries)

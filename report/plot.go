@@ -113,9 +113,11 @@ func PlotPercentiles(path, title string, series []Series) error {
 	}
 	// Both axes are logarithmic and every point is at least 1 on each:
 	// say so, rather than leave gonum a range it may pad down to 0.
+	// The top gets half as much again, so that the slowest request's rise
+	// at the last percentile shows its end below the frame.
 	p.X.Min, p.Y.Min = 1, math.Max(1, p.Y.Min)
 	p.X.Max = math.Max(p.X.Max, 10)
-	p.Y.Max = math.Max(p.Y.Max, 2)
+	p.Y.Max = math.Max(p.Y.Max*1.5, 2)
 	return savePlot(p, 9*vg.Inch, 5.5*vg.Inch, path)
 }
 

@@ -55,13 +55,15 @@ func (t *holdToxic) healedCh() chan struct{} {
 // (addToxic). Told here, it hands on what it held and passes everything
 // on, closing as the sender closes.
 func (t *holdToxic) healedAll() {
-	ch := t.healedCh()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.healed == nil {
+		t.healed = make(chan struct{})
+	}
 	select {
-	case <-ch:
+	case <-t.healed:
 	default:
-		close(ch)
+		close(t.healed)
 	}
 }
 

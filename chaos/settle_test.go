@@ -18,7 +18,8 @@ import (
 // partition's hold whose sender had closed) among the proxy's links with
 // a stub more than the chain, and a toxic added then reaches it, indexes
 // the chain past its end and panics in toxiproxy's own goroutine: the test
-// binary dies. Every add waits for such connections to go (addToxic).
+// binary dies. Every add first drops such connections from the proxy's
+// links (addToxic).
 func TestAddAfterAClosingRemoval(t *testing.T) {
 	echo, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -86,10 +86,10 @@ func addToxics(ctx context.Context, kind string, proxies []*toxiproxy.Proxy, spe
 // it can put off for as long as it lasts. A toxic added to a connection
 // with two stubs too many indexes the chain past its end and panics in
 // toxiproxy's own goroutine, which no recover reaches: the whole process
-// dies. Such a connection is closing (one of its stubs is closed), so it is dropped
-// from the proxy's links, which only adds and removals read: its own
-// goroutines still end it, and a hold on it lets go when its heal is done
-// (holdToxic.healedAll).
+// dies. Such a connection is closing (one of its stubs is closed), so it
+// is dropped from the proxy's links, which only adds and removals read:
+// its own goroutines still end it, and a hold on it lets go when its heal
+// is done (holdToxic.healedAll).
 func addToxic(p *toxiproxy.Proxy, b []byte) (*toxics.ToxicWrapper, error) {
 	p.Lock()
 	defer p.Unlock()
@@ -136,8 +136,8 @@ const toxicRemoveWait = 30 * time.Second
 func removeToxic(ctx context.Context, p *toxiproxy.Proxy, name string) error {
 	done := make(chan error, 1)
 	go func() {
-		// Alone on the proxy: an add must not slip in between this removal
-		// and its settling (addToxic).
+		// Alone on the proxy: an add must not run while this removal
+		// leaves connections out of step (addToxic).
 		p.Lock()
 		defer p.Unlock()
 		done <- p.Toxics.RemoveToxic(ctx, name)

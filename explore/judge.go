@@ -87,7 +87,7 @@ func (e *explorer) judge(srch *Search, kinds []string, w workload.Spec, c verdic
 	if !j.Known || mechanism == "" || e.cfg.Expect.M == nil {
 		return j, ""
 	}
-	if _, ok := e.cfg.Expect.M.Shows(srch.approach, mechanism); ok {
+	if e.cfg.Expect.M.Shows(srch.approach, mechanism) {
 		return j, ""
 	}
 	return matrix.Judgement{Why: fmt.Sprintf("its double grant came about by %s, which no entry of matrix/expectations.yaml's mechanisms gives %s (the class alone: %s)",

@@ -203,14 +203,11 @@ func parseMechanism(n *yaml.Node, reg *impls.Registry) (MechanismRule, error) {
 }
 
 // Shows reports whether approach a is known to show mechanism (by an
-// entry of mechanisms that matches it), and the entry's why.
-func (m *Matrix) Shows(a impls.Approach, mechanism string) (string, bool) {
-	for _, r := range m.mechanisms {
-		if matches(r.Match, a) >= 0 && slices.Contains(r.Shows, mechanism) {
-			return r.Why + " (" + r.Source + ")", true
-		}
-	}
-	return "", false
+// entry of mechanisms that matches it).
+func (m *Matrix) Shows(a impls.Approach, mechanism string) bool {
+	return slices.ContainsFunc(m.mechanisms, func(r MechanismRule) bool {
+		return matches(r.Match, a) >= 0 && slices.Contains(r.Shows, mechanism)
+	})
 }
 
 func parseRule(n *yaml.Node, reg *impls.Registry) (Rule, error) {

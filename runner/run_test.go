@@ -79,6 +79,29 @@ func TestRunSafeLockAgreesWithItsExpectation(t *testing.T) {
 	}
 }
 
+// TestRunWithoutHistory: a bench that records nothing (--no-history)
+// counts its grants and writes no history, and is judged on what it
+// counted.
+func TestRunWithoutHistory(t *testing.T) {
+	p := memoryPlan(t, memlock.NewService(1), 4, 300*time.Millisecond)
+	for i := range p.Cases {
+		p.Cases[i].Record = false
+	}
+	out, err := (&Runner{}).Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Verdicts) != 1 || out.Verdicts[0].Status == verdict.Contradicts {
+		t.Fatalf("verdicts = %+v", out.Verdicts)
+	}
+	if r := readResults(t, out.Dir).Runs; len(r) != 1 || r[0].Acquired == 0 {
+		t.Fatalf("runs = %+v, want one with its grants counted", r)
+	}
+	if _, err := os.Stat(filepath.Join(out.Dir, history.FileName)); err == nil {
+		t.Errorf("%s written though nothing was to be recorded", history.FileName)
+	}
+}
+
 func TestRunRacyLockContradictsSafe(t *testing.T) {
 	svc := memlock.NewService(1)
 	svc.Racy = true

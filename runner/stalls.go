@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/report"
@@ -258,7 +259,11 @@ func (r *caseRun) decisive() verdict.Decisive {
 	// The holds, as long as their holders held on: a crash ends a tenure
 	// under the lease model, but a holder that crashed did not let go (the
 	// crash was the fault).
-	for _, ivs := range r.rec.check.Intervals() {
+	var held map[string][]checker.Interval
+	if r.rec.check != nil { // nothing recorded (bench --no-history): no holds known
+		held = r.rec.check.Intervals()
+	}
+	for _, ivs := range held {
 		for _, iv := range ivs {
 			end := min(iv.End, r.last)
 			if iv.Fate != nil && iv.Fate.Crashed != 0 {

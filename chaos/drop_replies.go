@@ -1,6 +1,10 @@
 package chaos
 
-import "context"
+import (
+	"context"
+
+	"github.com/locklab/locklab/tcpproxy"
+)
 
 // DropReplies swallows every reply on the target links while requests still
 // reach the server: the server applies a command and the client never learns
@@ -12,7 +16,7 @@ import "context"
 // client's links. Heartbeats and keep-alives still arrive, so ZooKeeper and
 // etcd sessions stay alive; losing them takes a partition.
 //
-// The bytes are dropped (a toxiproxy timeout toxic with timeout 0), so the
+// The bytes are dropped (tcpproxy.Drop), so the
 // TCP stream is broken: healing closes both sides of every connection that
 // went through the link during the fault, and clients reconnect. A stream
 // with a hole in it cannot be resumed, so that is also what a real network
@@ -30,6 +34,5 @@ func (DropReplies) Validate() error { return nil }
 func (f DropReplies) Available(t Target) error { return needLinks(f, t) }
 
 func (f DropReplies) Inject(ctx context.Context, t Target) (Heal, error) {
-	return addToxics(ctx, f.Kind(), t.Links,
-		toxic{Type: "timeout", Stream: "downstream", Attributes: map[string]any{"timeout": 0}})
+	return addToxics(ctx, f.Kind(), t.Links, tcpproxy.Toxic{Kind: tcpproxy.Drop, Direction: tcpproxy.Downstream})
 }

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // Fault is one kind of failure with its parameters, decoded from a scenario
@@ -33,7 +33,7 @@ type Fault interface {
 	// checks it again at injection time.
 	Available(t Target) error
 	// Inject starts the fault on t and returns what undoes exactly this
-	// injection (its own toxic names, its own clock delta), so injections
+	// injection (its own toxics, its own clock delta), so injections
 	// of one kind can overlap. A nil heal means the fault is instantaneous
 	// (a crash): there is nothing to undo. On error nothing is left
 	// injected: a fault acting on several links rolls back those done.
@@ -134,7 +134,7 @@ type Target struct {
 	Process Process
 	// Links are the proxies a network fault acts on: a node's shared proxy,
 	// or one client's own proxies to the chosen nodes.
-	Links []*toxiproxy.Proxy
+	Links []*tcpproxy.Proxy
 	// Clock is a client's lease clock (clock.Skewable satisfies it).
 	Clock Clock
 }

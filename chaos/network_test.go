@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // quiet is how long a test waits to conclude that nothing arrives: long
@@ -128,9 +129,10 @@ func TestPartitionHoldsMuchData(t *testing.T) {
 }
 
 // TestPartitionHealAfterServerClosed: when the server closes a connection
-// during a holding partition, the heal is still prompt (toxiproxy's latency
-// toxic, the first way tried, took 15 s for 5 held pings), and the client
-// then gets the server's close after nothing else.
+// during a holding partition, the heal is still prompt (a proxy that hands
+// held chunks on one by one, each under its own timeout, took 15 s for 5
+// held pings), and the client then gets the server's close after nothing
+// else.
 func TestPartitionHealAfterServerClosed(t *testing.T) {
 	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
@@ -271,14 +273,11 @@ func TestSlowReplies(t *testing.T) {
 }
 
 // TestSlowRepliesHealAfterClientReset: a client resets its connection while
-// its replies are delayed, and the heal comes before they are due. At the
-// heal the proxy's writer fails on the first reply and then waits for the
-// proxy's toxic lock, which the heal holds, so it takes no more replies.
-// With toxiproxy's own latency toxic the heal then waits 5 s for each
-// delayed reply (20 s here), and when the writer fails while the toxic is
-// handing on a reply instead of sleeping, for ever: a full matrix hung on
-// such a heal. The heal must return within one flush wait, and the proxy
-// must go on serving.
+// its replies are delayed, and the heal comes before they are due: the
+// proxy's first write of a reply fails. The heal must return within one
+// flush wait (a heal that waited for each delayed reply's hand-off took 5 s
+// a reply, and for ever when the writer had gone: a full matrix hung on
+// one), and the proxy must go on serving.
 func TestSlowRepliesHealAfterClientReset(t *testing.T) {
 	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	node := c.Nodes()[0]
@@ -303,11 +302,11 @@ func TestSlowRepliesHealAfterClientReset(t *testing.T) {
 		if err != nil {
 			t.Fatalf("heal: %v", err)
 		}
-		if took := time.Since(start); took > holdFlushWait+2*time.Second {
-			t.Fatalf("heal took %v, want at most the flush wait (%v)", took, holdFlushWait)
+		if took := time.Since(start); took > tcpproxy.FlushWait+2*time.Second {
+			t.Fatalf("heal took %v, want at most the flush wait (%v)", took, tcpproxy.FlushWait)
 		}
-	case <-time.After(8 * holdFlushWait):
-		t.Fatalf("heal did not return in %v", 8*holdFlushWait)
+	case <-time.After(8 * tcpproxy.FlushWait):
+		t.Fatalf("heal did not return in %v", 8*tcpproxy.FlushWait)
 	}
 	fresh := dialRedis(t, node.Addr())
 	start = time.Now()

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // Node is what chaos needs of a server node: its name, its shared proxy,
@@ -16,7 +16,7 @@ import (
 // asks of t.Process (Restarter, Isolator, ServerClockSetter, FailoverNode).
 type Node interface {
 	fmt.Stringer
-	Proxy() *toxiproxy.Proxy
+	Proxy() *tcpproxy.Proxy
 	Controllable() bool
 	Role(ctx context.Context) (string, error)
 	Process
@@ -26,7 +26,7 @@ type Node interface {
 // node itself as its process when locklab runs it (an external server has
 // none, so server faults are unavailable on it).
 func NodeTarget(n Node) Target {
-	t := Target{Kind: TargetNode, Name: n.String(), Links: []*toxiproxy.Proxy{n.Proxy()}}
+	t := Target{Kind: TargetNode, Name: n.String(), Links: []*tcpproxy.Proxy{n.Proxy()}}
 	if n.Controllable() {
 		t.Process = n
 	}
@@ -45,7 +45,7 @@ func NodeTargets[N Node](nodes []N) []Target {
 // LinkTarget is the target for one client's own links to nodes: a network
 // fault on it hits that client alone. name is how events call the client
 // ("client 7"); links are its proxies to those nodes.
-func LinkTarget[N Node](name string, nodes []N, links []*toxiproxy.Proxy) Target {
+func LinkTarget[N Node](name string, nodes []N, links []*tcpproxy.Proxy) Target {
 	names := make([]string, len(nodes))
 	for i, n := range nodes {
 		names[i] = n.String()

@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // Partition cuts the target links both ways: nothing the client sends
@@ -16,13 +18,13 @@ import (
 //   - hold (the default) behaves as a real network stall shorter than TCP's
 //     retransmission timeout: bytes are held back, not dropped, and every
 //     TCP connection survives the heal; the held bytes are then delivered,
-//     in order (hold_toxic.go). A command sent during the partition is
+//     in order (tcpproxy.Hold). A command sent during the partition is
 //     applied only after the heal. SQL session locks are not freed by the
 //     heal: a holder keeps its session, as it would on a real network. A
 //     side that closed its connection during the partition has its close
 //     delivered after its bytes.
 //   - reset drops the bytes and, at the heal, closes both sides of every
-//     connection that went through the link (toxiproxy's timeout toxic):
+//     connection that went through the link (tcpproxy.Drop):
 //     every SQL session lock on the link is freed at the heal, and clients
 //     reconnect. This is what locklab did before hold existed.
 //
@@ -60,12 +62,9 @@ func (f Partition) Validate() error {
 func (f Partition) Available(t Target) error { return needLinks(f, t) }
 
 func (f Partition) Inject(ctx context.Context, t Target) (Heal, error) {
-	registerHold()
-	spec := toxic{Type: holdToxicType, Attributes: map[string]any{}}
+	kind := tcpproxy.Hold
 	if f.Mode == "reset" {
-		spec = toxic{Type: "timeout", Attributes: map[string]any{"timeout": 0}}
+		kind = tcpproxy.Drop
 	}
-	up, down := spec, spec
-	up.Stream, down.Stream = "upstream", "downstream"
-	return addToxics(ctx, f.Kind(), t.Links, up, down)
+	return addToxics(ctx, f.Kind(), t.Links, bothWays(kind)...)
 }

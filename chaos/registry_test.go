@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
+
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // TestRegistry: every kind builds a fresh fault that names itself, says
@@ -178,34 +178,33 @@ func TestInjectAllRollsBack(t *testing.T) {
 }
 
 // TestToxicsRollBack: a network fault on several links that fails on one
-// removes the toxics it added to the others. The same proxy twice makes
-// the second add fail (its toxic name is taken).
+// removes the toxics it added to the others. A stopped proxy makes the
+// add fail.
 func TestToxicsRollBack(t *testing.T) {
-	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	p := toxiproxy.NewProxy(server, "p", "127.0.0.1:0", "127.0.0.1:1")
-	other := toxiproxy.NewProxy(server, "other", "127.0.0.1:0", "127.0.0.1:1")
+	p, other, stopped := tcpproxy.New("p", "127.0.0.1:1"), tcpproxy.New("other", "127.0.0.1:1"), tcpproxy.New("stopped", "127.0.0.1:1")
+	stopped.Stop()
 	_, err := (&Partition{}).Inject(context.Background(), Target{Kind: TargetNode, Name: "x",
-		Links: []*toxiproxy.Proxy{other, p, p}})
-	if err == nil {
-		t.Fatal("adding the same toxic twice to one proxy succeeded")
+		Links: []*tcpproxy.Proxy{other, p, stopped}})
+	if !errors.Is(err, tcpproxy.ErrStopped) {
+		t.Fatalf("a partition through a stopped proxy: %v, want it refused", err)
 	}
-	for _, px := range []*toxiproxy.Proxy{p, other} {
-		if n := len(px.Toxics.GetToxicArray()); n != 0 {
+	for _, px := range []*tcpproxy.Proxy{p, other} {
+		if n := px.Toxics(); n != 0 {
 			t.Errorf("proxy %s keeps %d toxics after the rollback", px.Name, n)
 		}
 	}
 	h, err := (&SlowReplies{Latency: Duration(time.Millisecond)}).Inject(context.Background(),
-		Target{Kind: TargetNode, Name: "x", Links: []*toxiproxy.Proxy{p, other}})
+		Target{Kind: TargetNode, Name: "x", Links: []*tcpproxy.Proxy{p, other}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(p.Toxics.GetToxicArray()) + len(other.Toxics.GetToxicArray()); n != 2 {
+	if n := p.Toxics() + other.Toxics(); n != 2 {
 		t.Fatalf("%d toxics, want 2", n)
 	}
 	if err := h(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(p.Toxics.GetToxicArray()) + len(other.Toxics.GetToxicArray()); n != 0 {
+	if n := p.Toxics() + other.Toxics(); n != 0 {
 		t.Fatalf("%d toxics after the heal", n)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // SlowReplies delays every reply on the target links by Latency (± Jitter)
@@ -12,9 +14,8 @@ import (
 // "still mine" may act after the lock expired and passed to another client;
 // an acquire's reply may arrive after much of its lease has gone.
 //
-// Options: latency (required, at least 1ms; toxiproxy works in whole
-// milliseconds), jitter (0 to latency: each chunk of bytes waits
-// latency ± a uniform jitter). Targets: a node or one client's links.
+// Options: latency (required, at least 1ms), jitter (0 to latency: each
+// chunk of bytes waits latency ± a uniform jitter). Targets: a node or one client's links.
 // Connections survive the heal: the delayed bytes are delivered.
 type SlowReplies struct {
 	Latency Duration `yaml:"latency"`
@@ -45,7 +46,6 @@ func (f SlowReplies) Validate() error {
 func (f SlowReplies) Available(t Target) error { return needLinks(f, t) }
 
 func (f SlowReplies) Inject(ctx context.Context, t Target) (Heal, error) {
-	registerSlow()
-	return addToxics(ctx, f.Kind(), t.Links, toxic{Type: slowToxicType, Stream: "downstream", Attributes: map[string]any{
-		"latency": f.Latency.D().Milliseconds(), "jitter": f.Jitter.D().Milliseconds()}})
+	return addToxics(ctx, f.Kind(), t.Links, tcpproxy.Toxic{Kind: tcpproxy.Slow, Direction: tcpproxy.Downstream,
+		Latency: f.Latency.D(), Jitter: f.Jitter.D()})
 }

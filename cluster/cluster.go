@@ -1,6 +1,6 @@
 // Package cluster owns server lifecycles: Local starts the real binaries on
 // 127.0.0.1 (the default), External uses servers the user runs. Either way
-// every node sits behind an in-process toxiproxy proxy that clients always
+// every node sits behind an in-process proxy (tcpproxy) that clients always
 // connect through, so chaos can drop replies, add latency or cut links.
 package cluster
 
@@ -15,11 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
-
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/spawn"
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // ErrUnsupported: the node cannot do this (e.g. pausing an external server).
@@ -30,7 +28,7 @@ type Node struct {
 	Name   string
 	Server impls.Server
 	direct string
-	proxy  *toxiproxy.Proxy
+	proxy  *tcpproxy.Proxy
 	proc   *process         // a server locklab runs on this machine
 	ctr    *dockerContainer // a server locklab runs as a container
 	cmds   *nodeCommands    // the user's server, with the user's fault commands
@@ -40,14 +38,14 @@ type Node struct {
 // String is the node's name (chaos.Node).
 func (n *Node) String() string { return n.Name }
 
-// Addr is the address clients use: the toxiproxy proxy in front of the node.
+// Addr is the address clients use: the proxy in front of the node.
 func (n *Node) Addr() string { return n.proxy.Listen }
 
 // DirectAddr is the server's own address, bypassing the proxy.
 func (n *Node) DirectAddr() string { return n.direct }
 
 // Proxy is the fault-injecting proxy in front of the node.
-func (n *Node) Proxy() *toxiproxy.Proxy { return n.proxy }
+func (n *Node) Proxy() *tcpproxy.Proxy { return n.proxy }
 
 // Controllable says whether locklab can act on the server: it runs it, so
 // it can pause, kill and restart it, or the user gave fault commands for
@@ -241,7 +239,7 @@ type Cluster struct {
 	// at another address (external clusters); a kind missing here is one
 	// locklab runs, with its own DSN.
 	dsns     map[impls.Server]func(addr string) string
-	proxies  *toxiproxy.ApiServer
+	links    *namedLinks // per-client and replication proxies, made on first use
 	spawn    *spawn.Spawner
 	dir      string         // temp dir removed at Close; "" for external
 	docker   *dockerSession // the containers' engine, network and guard (--cluster docker)
@@ -253,7 +251,7 @@ type Cluster struct {
 
 func newCluster() *Cluster {
 	return &Cluster{
-		proxies:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		links:    newNamedLinks(),
 		Versions: map[impls.Server]string{},
 	}
 }
@@ -286,7 +284,7 @@ func (c *Cluster) Addresses() map[impls.Server][]string {
 func (c *Cluster) Endpoints() impls.Endpoints { return c.endpoints((*Node).Addr) }
 
 // DirectEndpoints bypass the proxies: no fault injection, but no proxy hop
-// either (toxiproxy adds about 0.1 ms per round trip on a 2-core machine),
+// either (a proxy adds a read and a write per chunk each way),
 // for benches that compare raw speed.
 func (c *Cluster) DirectEndpoints() impls.Endpoints { return c.endpoints((*Node).DirectAddr) }
 
@@ -320,9 +318,9 @@ func (c *Cluster) setVersion(b impls.Server, v string) {
 	c.Versions[b] = v
 }
 
-// addProxy puts a toxiproxy proxy on a free loopback port in front of upstream.
-func (c *Cluster) addProxy(name, upstream string) (*toxiproxy.Proxy, error) {
-	p := toxiproxy.NewProxy(c.proxies, name, "127.0.0.1:0", upstream)
+// addProxy puts a proxy on a free loopback port in front of upstream.
+func (c *Cluster) addProxy(name, upstream string) (*tcpproxy.Proxy, error) {
+	p := tcpproxy.New(name, upstream)
 	if err := p.Start(); err != nil {
 		return nil, fmt.Errorf("proxy for %s: %w", name, err)
 	}
@@ -338,7 +336,7 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.closed = true
-	c.closeClientLinks()
+	c.links.stopAll()
 	var wg sync.WaitGroup
 	for _, n := range c.nodes {
 		if n.proxy != nil {

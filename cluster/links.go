@@ -3,25 +3,24 @@ package cluster
 import (
 	"errors"
 	"fmt"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"sync"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // Per-client links. A node's own proxy is shared by every client, so a
 // fault on it hits them all. Kleppmann's Redlock scenario needs client 1 cut
 // from nodes D and E while client 2 still reaches them: each client that
 // needs that gets its own proxy to each node, made on first use. They live
-// in the cluster's toxiproxy collection (which nothing else uses; node
-// proxies are kept on their Node), under names "client N -> node", and
-// Close stops them with the rest.
+// among the cluster's named links (node proxies are kept on their Node),
+// under names "client N -> node", and Close stops them with the rest.
 
 // ClientEndpoints returns the endpoints client uses when it must be
 // targetable on its own: the same servers as Endpoints, each through a
 // proxy of this client's own. Calling it again returns the same proxies.
 func (c *Cluster) ClientEndpoints(client int) (impls.Endpoints, error) {
-	links, err := c.clientLinks(client, c.nodes)
+	links, err := c.ClientLinks(client, c.nodes)
 	if err != nil {
 		return impls.Endpoints{}, err
 	}
@@ -35,35 +34,61 @@ func (c *Cluster) ClientEndpoints(client int) (impls.Endpoints, error) {
 // ClientLinks returns client's own proxies to nodes, in order, making those
 // that do not exist yet: a fault on them hits this client alone. They are
 // the proxies behind ClientEndpoints(client).
-func (c *Cluster) ClientLinks(client int, nodes []*Node) ([]*toxiproxy.Proxy, error) {
-	return c.clientLinks(client, nodes)
-}
-
-func (c *Cluster) clientLinks(client int, nodes []*Node) ([]*toxiproxy.Proxy, error) {
-	// closeMu orders link creation with Close, so no proxy is made after
-	// the collection was cleared.
-	c.closeMu.Lock()
-	defer c.closeMu.Unlock()
-	if c.closed {
-		return nil, errors.New("cluster is closed")
-	}
-	out := make([]*toxiproxy.Proxy, len(nodes))
+func (c *Cluster) ClientLinks(client int, nodes []*Node) ([]*tcpproxy.Proxy, error) {
+	out := make([]*tcpproxy.Proxy, len(nodes))
 	for i, n := range nodes {
-		name := fmt.Sprintf("client %d -> %s", client, n.Name)
-		if p, err := c.proxies.Collection.Get(name); err == nil {
-			out[i] = p
-			continue
-		}
-		p := toxiproxy.NewProxy(c.proxies, name, "127.0.0.1:0", n.direct)
-		if err := c.proxies.Collection.Add(p, true); err != nil {
-			return nil, fmt.Errorf("proxy %s: %w", name, err)
+		p, err := c.links.get(fmt.Sprintf("client %d -> %s", client, n.Name), n.direct)
+		if err != nil {
+			return nil, err
 		}
 		out[i] = p
 	}
 	return out, nil
 }
 
-// closeClientLinks stops every per-client proxy, closing its connections.
-func (c *Cluster) closeClientLinks() {
-	_ = c.proxies.Collection.Clear() // never fails
+// namedLinks are proxies made on first use and found again by name.
+type namedLinks struct {
+	mu     sync.Mutex
+	byName map[string]*tcpproxy.Proxy
+	closed bool
+}
+
+func newNamedLinks() *namedLinks { return &namedLinks{byName: map[string]*tcpproxy.Proxy{}} }
+
+// get returns the proxy called name, starting it in front of upstream if
+// there is none yet.
+func (l *namedLinks) get(name, upstream string) (*tcpproxy.Proxy, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, errors.New("cluster is closed")
+	}
+	if p := l.byName[name]; p != nil {
+		return p, nil
+	}
+	p := tcpproxy.New(name, upstream)
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("proxy %s: %w", name, err)
+	}
+	l.byName[name] = p
+	return p, nil
+}
+
+// lookup is the proxy called name, or nil.
+func (l *namedLinks) lookup(name string) *tcpproxy.Proxy {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.byName[name]
+}
+
+// stopAll stops every proxy, closing its connections; none is made after.
+func (l *namedLinks) stopAll() {
+	l.mu.Lock()
+	l.closed = true
+	stop := l.byName
+	l.byName = map[string]*tcpproxy.Proxy{}
+	l.mu.Unlock()
+	for _, p := range stop {
+		p.Stop()
+	}
 }

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // What the db-failover fault needs of a replicated MariaDB topology's
@@ -49,7 +48,7 @@ type HeldDBReplication struct {
 	// Replicas are the replicas' own addresses, as they report them.
 	Replicas []string
 	semiSync bool
-	proxy    *toxiproxy.Proxy
+	proxy    *tcpproxy.Proxy
 	// prev is where each held replica replicated from, to point it back
 	// if no failover happens.
 	prev map[string]int

@@ -13,9 +13,8 @@ import (
 	"sync"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // The replicated MariaDB topologies (impls.MySQLReplicated and
@@ -463,31 +462,23 @@ func execAll(ctx context.Context, conn querier, stmts ...string) error {
 }
 
 // replicationLink is the address of the proxy a replica of primary
-// replicates through, made on first use. It lives in the proxy
-// collection, which Close stops.
+// replicates through, made on first use. It lives among the cluster's
+// named links, which Close stops.
 func (c *Cluster) replicationLink(primary *Node) string {
-	if p := c.ReplicationLinkOf(primary); p != nil {
-		return p.Listen
-	}
-	p := toxiproxy.NewProxy(c.proxies, primary.Name+" replication", "127.0.0.1:0", primary.direct)
-	if err := c.proxies.Collection.Add(p, true); err != nil {
-		if q := c.ReplicationLinkOf(primary); q != nil {
-			return q.Listen // added meanwhile
-		}
+	p, err := c.links.get(replicationLinkName(primary), primary.direct)
+	if err != nil {
 		return primary.direct // replicate directly rather than not at all
 	}
 	return p.Listen
 }
 
+func replicationLinkName(primary *Node) string { return primary.Name + " replication" }
+
 // ReplicationLinkOf is the proxy the replicas of a node of a replicated
 // MariaDB topology replicate through, or nil (none has yet): a fault on it
 // holds replication back while clients still reach the primary.
-func (c *Cluster) ReplicationLinkOf(primary *Node) *toxiproxy.Proxy {
-	p, err := c.proxies.Collection.Get(primary.Name + " replication")
-	if err != nil {
-		return nil
-	}
-	return p
+func (c *Cluster) ReplicationLinkOf(primary *Node) *tcpproxy.Proxy {
+	return c.links.lookup(replicationLinkName(primary))
 }
 
 // replicatedMariaDBRole: the node that takes writes and replicates from

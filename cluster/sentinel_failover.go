@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // What the failover fault needs of the Sentinel topology's primary. A Node
@@ -38,7 +38,7 @@ type HeldReplication struct {
 	// Replicas are the replicas' own addresses, as the primary names
 	// them.
 	Replicas []string
-	proxy    *toxiproxy.Proxy
+	proxy    *tcpproxy.Proxy
 	// prev is where each replica replicated from before, to point it back
 	// if no failover happens.
 	prev map[string]string
@@ -47,7 +47,7 @@ type HeldReplication struct {
 // HoldReplication cuts replication from the primary n to its replicas
 // before anything else happens, so a write acknowledged by n afterwards
 // certainly never reaches them. It does so by pointing each replica
-// (REPLICAOF) at a toxiproxy proxy of n that holds every byte: this works
+// (REPLICAOF) at a proxy of n that holds every byte: this works
 // whichever node is primary now, whereas the topology's own
 // ReplicationLink only stands between the first primary and its replica,
 // and a Node cannot reach the Cluster that owns it. The replica keeps its

@@ -132,8 +132,7 @@ func exportedOf(t *testing.T, paths ...string) []string {
 // The page's module, written out as a user would (its files, its go.mod
 // with the replace pointed at this checkout), passes `go vet` and
 // `go test` against a real Redis: the conformance suite and the scenario.
-// Its go.mod, tidied, requires no container engine and no telemetry but
-// prometheus (toxiproxy's).
+// Its go.mod, tidied, requires no container engine and no telemetry.
 func TestGoPageIsAModuleThatPasses(t *testing.T) {
 	files := pageFiles(t)
 	checkout, err := filepath.Abs("..")
@@ -181,7 +180,8 @@ func TestGoPageIsAModuleThatPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	indirect := strings.Count(string(gomod), "// indirect")
-	for _, mod := range []string{"testcontainers", "github.com/moby/", "github.com/docker/", "github.com/containerd/", "go.opentelemetry.io/"} {
+	for _, mod := range []string{"testcontainers", "github.com/moby/", "github.com/docker/", "github.com/containerd/", "go.opentelemetry.io/",
+		"github.com/prometheus/"} {
 		if strings.Contains(string(gomod), mod) {
 			t.Errorf("the page's module requires %s (go.mod after go mod tidy):\n%s", mod, gomod)
 		}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/locklab/locklab/tcpproxy"
 
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/cluster"
@@ -300,4 +300,4 @@ type plannedClock struct{ d time.Duration }
 func (c *plannedClock) SetOffset(d time.Duration) { c.d = d }
 func (c *plannedClock) Offset() time.Duration     { return c.d }
 
-var placeholderLinks = make([]*toxiproxy.Proxy, 1)
+var placeholderLinks = make([]*tcpproxy.Proxy, 1)

@@ -3,12 +3,12 @@ package redis
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/tcpproxy"
 )
 
 // Clients of the Sentinel topology reach the primary through its proxy,
@@ -28,18 +28,13 @@ func TestSentinelClientsGoThroughProxiesSentinelsDoNot(t *testing.T) {
 	// Replies from the primary's proxy are dropped for 7 s: more than
 	// twice Sentinel's down-after (3 s), time enough to elect and
 	// promote had the Sentinels seen the silence.
-	p := primary.Proxy()
-	if _, err := p.Toxics.AddToxicJson(strings.NewReader(
-		`{"name":"drop-replies","type":"timeout","stream":"downstream","toxicity":1,"attributes":{"timeout":0}}`)); err != nil {
+	drop, err := primary.Proxy().Add(tcpproxy.Toxic{Kind: tcpproxy.Drop, Direction: tcpproxy.Downstream})
+	if err != nil {
 		t.Fatal(err)
 	}
-	healed := false
 	heal := func() {
-		if !healed {
-			healed = true
-			if err := p.Toxics.RemoveToxic(ctx, "drop-replies"); err != nil {
-				t.Fatal(err)
-			}
+		if err := drop.Remove(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 	defer heal()

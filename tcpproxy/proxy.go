@@ -247,9 +247,9 @@ func (a *Added) witness(c *conn) {
 }
 
 // Remove takes the toxic off its proxy. A Drop closes the connections it
-// saw; a Hold or Slow waits, at most FlushWait (or ctx), for what its
-// direction had queued to be written on, and closes a connection that
-// could not take it. Removing twice is a no-op.
+// saw; the last Hold or Slow on a direction waits, at most FlushWait (or
+// ctx), for what the direction had queued to be written on, and closes a
+// connection that could not take it. Removing twice is a no-op.
 func (a *Added) Remove(ctx context.Context) error {
 	p, d := a.p, a.t.Direction
 	p.mu.Lock()
@@ -271,7 +271,9 @@ func (a *Added) Remove(ctx context.Context) error {
 		done <-chan struct{}
 	}
 	var flushes []flush
-	if a.t.Kind != Drop {
+	// Bytes flow on once the direction has no toxic left; while another
+	// is on, its own removal waits for them.
+	if a.t.Kind != Drop && len(p.toxics[d]) == 0 {
 		for c := range p.conns {
 			if done := c.pipes[d].flushed(); done != nil {
 				flushes = append(flushes, flush{c, done})

@@ -1,8 +1,10 @@
 package adapter
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 
@@ -11,8 +13,14 @@ import (
 
 // TestMain lets the test binary be the reference adapter: called as
 // `BINARY adapt APPROACH` (testdata/reference.yaml does, through
-// $LOCKLAB), it serves a built-in approach as `locklab adapt` does.
+// $LOCKLAB), it serves a built-in approach as `locklab adapt` does; called
+// as `BINARY echo`, it echoes each line (the bare pipe round trip the
+// protocol's cost is set beside).
 func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == "echo" {
+		echoLines(os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
 	if len(os.Args) == 3 && os.Args[1] == "adapt" {
 		a, err := all.Registry().Get(os.Args[2])
 		if err == nil {
@@ -25,4 +33,15 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// echoLines writes each line it reads back at once.
+func echoLines(in io.Reader, out io.Writer) {
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		line := append(sc.Bytes(), '\n')
+		if _, err := out.Write(line); err != nil {
+			return
+		}
+	}
 }

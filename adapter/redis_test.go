@@ -1,18 +1,22 @@
 package adapter
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/conformance"
+	"io"
 	"os"
+	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/conformance"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
 )
@@ -129,10 +133,12 @@ func BenchmarkCycle(b *testing.B) {
 	}
 }
 
-// BenchmarkCycleSideBySide alternates one in-process cycle and one cycle
-// through the protocol on the same Redis, so both see the same machine:
-// adapter/in-process is the ratio of their cycles per second (the
-// protocol's overhead goal: at least 0.8 at one client).
+// BenchmarkCycleSideBySide alternates two bare line round trips to an
+// echoing process, one in-process cycle and one cycle through the protocol
+// on the same Redis (a cycle is two requests), so all three see the same
+// machine. Medians: adapter/in-process is the ratio of their cycles per
+// second; hop-ns/request what the protocol adds to one request, and
+// hop/echo that in bare pipe round trips.
 func BenchmarkCycleSideBySide(b *testing.B) {
 	ep := startRedis(b)
 	inProcess, err := all.Registry().Get("redis-setnx-px-lua")
@@ -147,10 +153,17 @@ func BenchmarkCycleSideBySide(b *testing.B) {
 		}
 		defer lockers[i].Close()
 	}
+	echo := startEcho(b)
 	key := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	var spent [2]time.Duration
+	cycles := [2][]time.Duration{make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)}
+	echoes := make([]time.Duration, 0, 2*b.N)
 	b.ResetTimer()
 	for range b.N {
+		for range 2 {
+			start := time.Now()
+			echo.roundTrip(b)
+			echoes = append(echoes, time.Since(start))
+		}
 		for i, l := range lockers {
 			start := time.Now()
 			lease, err := l.Acquire(ctx, key, impls.AcquireOptions{TTL: 10 * time.Second})
@@ -160,12 +173,60 @@ func BenchmarkCycleSideBySide(b *testing.B) {
 			if err := lease.Release(ctx); err != nil {
 				b.Fatal(err)
 			}
-			spent[i] += time.Since(start)
+			cycles[i] = append(cycles[i], time.Since(start))
 		}
 	}
-	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "in-process-ns/cycle")
-	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "adapter-ns/cycle")
-	b.ReportMetric(float64(spent[0])/float64(spent[1]), "adapter/in-process")
+	b.StopTimer()
+	inProc, viaAdapter, echoRT := median(cycles[0]), median(cycles[1]), median(echoes)
+	hop := (viaAdapter - inProc) / 2
+	b.ReportMetric(float64(inProc.Nanoseconds()), "in-process-ns/cycle")
+	b.ReportMetric(float64(viaAdapter.Nanoseconds()), "adapter-ns/cycle")
+	b.ReportMetric(float64(inProc)/float64(viaAdapter), "adapter/in-process")
+	b.ReportMetric(float64(echoRT.Nanoseconds()), "echo-ns/roundtrip")
+	b.ReportMetric(float64(hop.Nanoseconds()), "hop-ns/request")
+	b.ReportMetric(float64(hop)/float64(echoRT), "hop/echo")
+}
+
+// median of ds (sorted in place).
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// echoProcess is this test binary started as `echo`: a bare line round
+// trip through two pipes and another process's wake-up.
+type echoProcess struct {
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startEcho(tb testing.TB) *echoProcess {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "echo")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { in.Close(); cmd.Wait() })
+	return &echoProcess{in: in, out: bufio.NewReader(out)}
+}
+
+// roundTrip sends a line the size of an acquire request and reads it back.
+func (e *echoProcess) roundTrip(tb testing.TB) {
+	const line = `{"type":"request","id":1,"op":"acquire","key":"k0","ttl_ms":10000,"wait":true,"timeout_ms":10000}` + "\n"
+	if _, err := io.WriteString(e.in, line); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := e.out.ReadSlice('\n'); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // TestAdapterWatchdogConforms runs the suite's watchdog tests through the

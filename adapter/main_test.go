@@ -9,16 +9,25 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/impls/memlock"
 )
 
 // TestMain lets the test binary be the reference adapter: called as
 // `BINARY adapt APPROACH` (testdata/reference.yaml does, through
 // $LOCKLAB), it serves a built-in approach as `locklab adapt` does; called
 // as `BINARY echo`, it echoes each line (the bare pipe round trip the
-// protocol's cost is set beside).
+// protocol's cost is set beside); as `BINARY adapt-memory`, it serves the
+// in-memory lock (the protocol's cost without a server's).
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == "echo" {
 		echoLines(os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
+	if len(os.Args) == 2 && os.Args[1] == "adapt-memory" {
+		if err := Serve(context.Background(), memlock.NewService(1).Approach("memory"), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "adapt-memory:", err)
+			os.Exit(3)
+		}
 		os.Exit(0)
 	}
 	if len(os.Args) == 3 && os.Args[1] == "adapt" {

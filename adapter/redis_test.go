@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/locklab/locklab/conformance"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/impls/memlock"
 )
 
 // startRedis starts one local Redis for the test, and makes this test
@@ -182,6 +185,62 @@ func BenchmarkCycleSideBySide(b *testing.B) {
 	b.ReportMetric(float64(inProc.Nanoseconds()), "in-process-ns/cycle")
 	b.ReportMetric(float64(viaAdapter.Nanoseconds()), "adapter-ns/cycle")
 	b.ReportMetric(float64(inProc)/float64(viaAdapter), "adapter/in-process")
+	b.ReportMetric(float64(echoRT.Nanoseconds()), "echo-ns/roundtrip")
+	b.ReportMetric(float64(hop.Nanoseconds()), "hop-ns/request")
+	b.ReportMetric(float64(hop)/float64(echoRT), "hop/echo")
+}
+
+// BenchmarkHopWithoutAServer is BenchmarkCycleSideBySide's hop without
+// a server behind it: the in-memory lock in-process and served over the
+// protocol by another process (the test binary as adapt-memory), beside
+// the bare echo, alternated, medians. A cycle is two requests.
+func BenchmarkHopWithoutAServer(b *testing.B) {
+	spec := filepath.Join(b.TempDir(), "memory.yaml")
+	yaml := "name: ref-memory\ncommand: [" + strconv.Quote(os.Args[0]) + ", adapt-memory]\nserver: redis\nnodes: 1\n" +
+		"capabilities: [ttl]\nsafe: true\nstart-timeout: 10s\n"
+	if err := os.WriteFile(spec, []byte(yaml), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Load(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	env := func(id int) impls.Env {
+		return impls.Env{Endpoints: impls.Endpoints{impls.Redis: {Addrs: []string{"127.0.0.1:1"}}}, Clock: &clock.Skewable{}, ClientID: id}
+	}
+	var lockers [2]impls.Locker
+	for i, a := range []impls.Approach{memlock.NewService(1).Approach("memory"), s.Approach()} {
+		if lockers[i], err = a.New(ctx, env(i+1)); err != nil {
+			b.Fatal(err)
+		}
+		defer lockers[i].Close()
+	}
+	echo := startEcho(b)
+	cycles := [2][]time.Duration{make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)}
+	echoes := make([]time.Duration, 0, 2*b.N)
+	b.ResetTimer()
+	for range b.N {
+		for range 2 {
+			start := time.Now()
+			echo.roundTrip(b)
+			echoes = append(echoes, time.Since(start))
+		}
+		for i, l := range lockers {
+			start := time.Now()
+			lease, err := l.Acquire(ctx, "k", impls.AcquireOptions{TTL: 10 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := lease.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+			cycles[i] = append(cycles[i], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	hop := (median(cycles[1]) - median(cycles[0])) / 2
+	echoRT := median(echoes)
 	b.ReportMetric(float64(echoRT.Nanoseconds()), "echo-ns/roundtrip")
 	b.ReportMetric(float64(hop.Nanoseconds()), "hop-ns/request")
 	b.ReportMetric(float64(hop)/float64(echoRT), "hop/echo")

@@ -5,6 +5,7 @@ package checker
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,7 +27,8 @@ type Interval struct {
 	EndIndex   int64 // index of the release invoke event, -1 if open
 	// ValidUntil is the holder's latest belief about its lease expiry
 	// (monotonic ns): as recorded at the grant, updated by renewals and by
-	// the belief it recorded when it let go. 0 = none.
+	// the belief it recorded when it let go. 0 = none. What it believed
+	// before a renewal is in Fate.Earlier (believedAt).
 	ValidUntil int64
 	Token      *uint64
 	// Learned is when the holder was told the lock was no longer its own
@@ -63,7 +65,15 @@ type Fate struct {
 	// while this tenure had held the key since before it was sent: a
 	// release that may have removed this holder's lock. nil: none.
 	ReleasedOver *Overlap
+	// Earlier are the lease ends the holder believed in before its
+	// latest, each with when the extend that replaced it was sent. nil:
+	// no extend moved it.
+	Earlier []Belief
 }
+
+// Belief is a lease end a holder believed in until an extend sent at
+// Replaced moved it.
+type Belief struct{ Until, Replaced int64 }
 
 // Overlap is a call by another process answered ok on a key a tenure
 // held: by whom, when it was sent, its events.
@@ -93,6 +103,31 @@ const (
 // that came during its own lease are classified.
 func (iv Interval) beyond() bool {
 	return iv.cut() != 0 || iv.fate().Regranted != 0
+}
+
+// extendedTo moves the holder's lease belief to until by an extend sent
+// at sent, keeping the belief it replaces: a grant to another before the
+// extend was sent is judged by what the holder believed then (an extend
+// answered ok over another's grant does not make the holder's lease
+// valid at that grant after the fact). From when it was sent, not when it
+// was answered: a grant while it was under way counts the new lease.
+func (iv *Interval) extendedTo(until, sent int64) {
+	if until == iv.ValidUntil {
+		return
+	}
+	old := iv.ValidUntil
+	iv.note(func(f *Fate) { f.Earlier = append(slices.Clip(f.Earlier), Belief{Until: old, Replaced: sent}) })
+	iv.ValidUntil = until
+}
+
+// believedAt is the lease end the holder believed in at t.
+func (iv Interval) believedAt(t int64) int64 {
+	for _, b := range iv.fate().Earlier {
+		if t < b.Replaced {
+			return b.Until
+		}
+	}
+	return iv.ValidUntil
 }
 
 // fate is what befell the tenure (the zero Fate: nothing).
@@ -248,8 +283,8 @@ func (d DoubleGrant) Describe(origin int64) string {
 		released = "released at " + rel(d.Held.End)
 	}
 	lease := ""
-	if d.Held.ValidUntil != 0 {
-		lease = fmt.Sprintf("; its lease ran to %s", rel(d.Held.ValidUntil))
+	if believed := d.Held.believedAt(d.Second.Start); believed != 0 {
+		lease = fmt.Sprintf("; its lease ran to %s", rel(believed))
 	}
 	return fmt.Sprintf("client %d acquired %s at %s while client %d held it since %s and %s%s: %s (events %d, %d)%s",
 		d.Second.Proc, lockName(d.Key), rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), released, lease, d.Kind,
@@ -486,7 +521,11 @@ func (m *Mutex) extended(pk procKey, ev history.Event) {
 		return
 	}
 	if ev.ValidUntil != 0 && !iv.beyond() {
-		iv.ValidUntil = ev.ValidUntil
+		sent := ev.T
+		if asked {
+			sent = inv.t
+		}
+		iv.extendedTo(ev.ValidUntil, sent)
 	}
 	if asked && iv.fate().RenewedOver == nil {
 		if other, ok := m.otherHolder(pk, inv.t); ok {
@@ -949,15 +988,17 @@ func (m *Mutex) doubleGrants(t tenures) []DoubleGrant {
 	return out
 }
 
-// kind classifies a grant that came while held was held.
+// kind classifies a grant that came while held was held, by what held
+// believed of its lease at that grant.
 func (m *Mutex) kind(held, second Interval) string {
 	if c := held.cut(); m.model == ModelMutex && c != 0 && second.Start >= c {
 		return NeverReleased
 	}
-	if held.ValidUntil != 0 && second.Start >= held.ValidUntil {
+	believed := held.believedAt(second.Start)
+	if believed != 0 && second.Start >= believed {
 		return OutlivedLease
 	}
-	if held.ValidUntil == 0 && second.ValidUntil == 0 {
+	if believed == 0 && second.ValidUntil == 0 {
 		return HeldAtOnce
 	}
 	return BothValid

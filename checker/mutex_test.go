@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/history"
 )
@@ -190,6 +191,60 @@ func TestDoubleGrantMechanisms(t *testing.T) {
 			}
 			if len(got) != 1 || got[0] != tc.want {
 				t.Errorf("%s (%s): mechanisms %q, want one double grant with %q", tc.name, model, got, tc.want)
+			}
+		}
+	}
+}
+
+// A double grant is judged by what the first holder believed of its lease
+// at the second grant: an extend sent after that grant and answered ok
+// does not make an outlived lease valid there after the fact; one sent
+// before the grant counts, however late its answer; the description gives
+// the belief at the grant. Both models.
+func TestDoubleGrantKindIsTheBeliefAtTheGrant(t *testing.T) {
+	inv, ok := history.Invoke, history.OK
+	E := history.Extend
+	const ms = int64(time.Millisecond)
+	lease := func(e history.Event, until int64) history.Event { e.ValidUntil = until; return e }
+	tests := []struct {
+		name  string
+		evs   []history.Event
+		want  string
+		lease string // the describe's "its lease ran to"
+	}{
+		{"an extend sent after the grant", []history.Event{
+			lease(ev(1, ok, A, "k", 10*ms), 100*ms), lease(ev(2, ok, A, "k", 120*ms), 300*ms),
+			ev(1, inv, E, "k", 130*ms), lease(ev(1, ok, E, "k", 135*ms), 335*ms),
+			ev(1, inv, R, "k", 200*ms), ev(2, inv, R, "k", 250*ms),
+		}, OutlivedLease, "its lease ran to 0.100000 s"},
+		{"an extend sent before the grant, answered after it", []history.Event{
+			lease(ev(1, ok, A, "k", 10*ms), 100*ms), ev(1, inv, E, "k", 90*ms), lease(ev(2, ok, A, "k", 120*ms), 300*ms),
+			lease(ev(1, ok, E, "k", 125*ms), 325*ms),
+			ev(1, inv, R, "k", 200*ms), ev(2, inv, R, "k", 250*ms),
+		}, BothValid, "its lease ran to 0.325000 s"},
+		{"two extends, the grant between them", []history.Event{
+			lease(ev(1, ok, A, "k", 10*ms), 100*ms), ev(1, inv, E, "k", 50*ms), lease(ev(1, ok, E, "k", 55*ms), 150*ms),
+			lease(ev(2, ok, A, "k", 120*ms), 300*ms),
+			ev(1, inv, E, "k", 140*ms), lease(ev(1, ok, E, "k", 145*ms), 500*ms),
+			ev(1, inv, R, "k", 200*ms), ev(2, inv, R, "k", 250*ms),
+		}, BothValid, "its lease ran to 0.150000 s"},
+		{"two extends, the grant after the first lease ran out", []history.Event{
+			lease(ev(1, ok, A, "k", 10*ms), 100*ms), ev(1, inv, E, "k", 50*ms), lease(ev(1, ok, E, "k", 55*ms), 150*ms),
+			lease(ev(2, ok, A, "k", 160*ms), 300*ms),
+			ev(1, inv, E, "k", 170*ms), lease(ev(1, ok, E, "k", 175*ms), 500*ms),
+			ev(1, inv, R, "k", 200*ms), ev(2, inv, R, "k", 250*ms),
+		}, OutlivedLease, "its lease ran to 0.150000 s"},
+	}
+	for _, tc := range tests {
+		for _, model := range []Model{ModelLease, ModelMutex} {
+			m := NewMutex(model)
+			for i, e := range tc.evs {
+				e.Index = int64(i)
+				m.Add(e)
+			}
+			got := m.DoubleGrants()
+			if len(got) != 1 || got[0].Kind != tc.want || !strings.Contains(got[0].Describe(0), tc.lease) {
+				t.Errorf("%s (%s): %+v, want one %q saying %q", tc.name, model, got, tc.want, tc.lease)
 			}
 		}
 	}

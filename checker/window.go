@@ -28,13 +28,10 @@ func (d DoubleGrant) window() *Window {
 	if d.Kind == NeverReleased || d.Held.End == Open {
 		return w
 	}
-	end := func(iv Interval) int64 {
-		if iv.ValidUntil != 0 && d.Kind == BothValid {
-			return iv.ValidUntil
-		}
-		return iv.End
+	over := d.Held.End
+	if believed := d.Held.believedAt(d.Second.Start); believed != 0 && d.Kind == BothValid {
+		over = believed
 	}
-	over := end(d.Held)
 	if over == Open || over <= d.Second.Start {
 		return w
 	}

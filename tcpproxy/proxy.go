@@ -266,10 +266,6 @@ func (a *Added) Remove(ctx context.Context) error {
 		}
 	}
 	p.active[d].Add(-1)
-	type flush struct {
-		c    *conn
-		done <-chan struct{}
-	}
 	var flushes []flush
 	// Bytes flow on once the direction has no toxic left; while another
 	// is on, its own removal waits for them.
@@ -295,6 +291,9 @@ func (a *Added) Remove(ctx context.Context) error {
 	defer wait.Stop()
 	var err error
 	for _, f := range flushes {
+		if f.flushed() {
+			continue // checked first: once the wait is over, its case is always ready
+		}
 		select {
 		case <-f.done:
 		case <-f.c.done:
@@ -307,6 +306,24 @@ func (a *Added) Remove(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// flush is a connection whose queued bytes a removal waits for.
+type flush struct {
+	c    *conn
+	done <-chan struct{}
+}
+
+// flushed says whether they were handed on, or the connection closed.
+func (f flush) flushed() bool {
+	select {
+	case <-f.done:
+		return true
+	case <-f.c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // state is what a direction's toxics do to the chunk at its head.

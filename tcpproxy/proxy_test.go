@@ -288,6 +288,55 @@ func TestRemoveWithAReceiverThatReadsNothing(t *testing.T) {
 	}
 }
 
+// TestRemoveClosesOnlyWhatCouldNotFlush: a removal that gives up on one
+// connection (its receiver reads nothing) closes that one only; another
+// whose bytes were handed on stays open, whatever order they are waited in.
+func TestRemoveClosesOnlyWhatCouldNotFlush(t *testing.T) {
+	for range 5 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		p := started(t, ln.Addr().String())
+		stuck := dial(t, p)
+		deaf, err := ln.Accept() // reads nothing
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer deaf.Close()
+		fine := dial(t, p)
+		listener, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer listener.Close()
+		up := add(t, p, Toxic{Kind: Hold, Direction: Upstream})
+		go func() {
+			for range 64 {
+				if _, err := stuck.Write(make([]byte, 1<<20)); err != nil {
+					return
+				}
+			}
+		}()
+		fine.Write([]byte("x"))
+		time.Sleep(quiet)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err = up.Remove(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("removal: %v, want the context's deadline", err)
+		}
+		if got, err := readFor(listener, 1, 2*time.Second); err != nil || string(got) != "x" {
+			t.Fatalf("the held byte of the connection that could flush: %q %v", got, err)
+		}
+		fine.Write([]byte("y"))
+		if got, err := readFor(listener, 1, 2*time.Second); err != nil || string(got) != "y" {
+			t.Fatalf("the connection that flushed was closed: %q %v", got, err)
+		}
+	}
+}
+
 func TestStop(t *testing.T) {
 	p := New("test", echoServer(t))
 	if err := p.Start(); err != nil {

@@ -50,6 +50,14 @@ func CPU(t testing.TB, pids []int, d time.Duration) {
 	// Put back even if the test fails: a process left at 1 ms a second
 	// would starve the rest of the suite's servers' work.
 	restore := func() {
+		// The limit goes first: a process moved out of a cgroup that has
+		// throttled it stays stopped until that cgroup's period ends (up
+		// to a second more here), and its wait shows only once it runs.
+		if v2 {
+			_ = os.WriteFile(filepath.Join(dir, "cpu.max"), []byte("max 1000000"), 0o644)
+		} else {
+			_ = os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte("-1"), 0o644)
+		}
 		for pid, to := range back {
 			_ = os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
 		}

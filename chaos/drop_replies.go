@@ -16,11 +16,11 @@ import (
 // client's links. Heartbeats and keep-alives still arrive, so ZooKeeper and
 // etcd sessions stay alive; losing them takes a partition.
 //
-// The bytes are dropped (tcpproxy.Drop), so the
-// TCP stream is broken: healing closes both sides of every connection that
-// went through the link during the fault, and clients reconnect. A stream
-// with a hole in it cannot be resumed, so that is also what a real network
-// would end in. The conformance suite relies on exactly this behaviour.
+// The bytes are dropped (tcpproxy.Drop), so the TCP stream is broken:
+// healing closes both sides of every connection that went through the
+// link during the fault, and clients reconnect. A stream with a hole in it
+// cannot be resumed, so that is also what a real network would end in.
+// The conformance suite relies on exactly this behaviour.
 type DropReplies struct{}
 
 func (DropReplies) Needs() Needs   { return Needs{Links: true} }

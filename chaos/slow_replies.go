@@ -15,8 +15,9 @@ import (
 // an acquire's reply may arrive after much of its lease has gone.
 //
 // Options: latency (required, at least 1ms), jitter (0 to latency: each
-// chunk of bytes waits latency ± a uniform jitter). Targets: a node or one client's links.
-// Connections survive the heal: the delayed bytes are delivered.
+// chunk of bytes waits latency ± a uniform jitter). Targets: a node or one
+// client's links. Connections survive the heal: the delayed bytes are
+// delivered.
 type SlowReplies struct {
 	Latency Duration `yaml:"latency"`
 	Jitter  Duration `yaml:"jitter"`

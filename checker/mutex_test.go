@@ -19,8 +19,11 @@ const (
 	R = history.Release
 )
 
-func run(evs []history.Event) []DoubleGrant {
-	m := NewMutex(ModelLease)
+func run(evs []history.Event) []DoubleGrant { return grantsUnder(ModelLease, evs) }
+
+// grantsUnder checks evs, indexed in order, under model.
+func grantsUnder(model Model, evs []history.Event) []DoubleGrant {
+	m := NewMutex(model)
 	for i, e := range evs {
 		e.Index = int64(i)
 		m.Add(e)
@@ -177,13 +180,8 @@ func TestDoubleGrantMechanisms(t *testing.T) {
 	}
 	for _, tc := range tests {
 		for _, model := range []Model{ModelLease, ModelMutex} {
-			m := NewMutex(model)
-			for i, e := range tc.evs {
-				e.Index = int64(i)
-				m.Add(e)
-			}
 			var got []string
-			for _, d := range m.DoubleGrants() {
+			for _, d := range grantsUnder(model, tc.evs) {
 				got = append(got, d.Mechanism)
 				if d.Mechanism != "" && !strings.Contains(d.Describe(0), d.Mechanism) {
 					t.Errorf("%s (%s): %q does not name %s", tc.name, model, d.Describe(0), d.Mechanism)
@@ -237,12 +235,7 @@ func TestDoubleGrantKindIsTheBeliefAtTheGrant(t *testing.T) {
 	}
 	for _, tc := range tests {
 		for _, model := range []Model{ModelLease, ModelMutex} {
-			m := NewMutex(model)
-			for i, e := range tc.evs {
-				e.Index = int64(i)
-				m.Add(e)
-			}
-			got := m.DoubleGrants()
+			got := grantsUnder(model, tc.evs)
 			if len(got) != 1 || got[0].Kind != tc.want || !strings.Contains(got[0].Describe(0), tc.lease) {
 				t.Errorf("%s (%s): %+v, want one %q saying %q", tc.name, model, got, tc.want, tc.lease)
 			}

@@ -318,11 +318,12 @@ func (c *Cluster) setVersion(b impls.Server, v string) {
 	c.Versions[b] = v
 }
 
-// addProxy puts a proxy on a free loopback port in front of upstream.
-func (c *Cluster) addProxy(name, upstream string) (*tcpproxy.Proxy, error) {
+// startProxy puts a proxy on a free loopback port in front of upstream.
+// Its error names the proxy.
+func startProxy(name, upstream string) (*tcpproxy.Proxy, error) {
 	p := tcpproxy.New(name, upstream)
 	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("proxy for %s: %w", name, err)
+		return nil, err
 	}
 	return p, nil
 }

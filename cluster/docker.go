@@ -259,7 +259,7 @@ func (c *Cluster) startContainer(ctx context.Context, s containerSpec) (*Node, e
 				return n, err
 			}
 		}
-		if n.proxy, err = c.addProxy(s.name, direct); err != nil {
+		if n.proxy, err = startProxy(s.name, direct); err != nil {
 			return n, err
 		}
 		return n, nil

@@ -77,7 +77,7 @@ func (c *Cluster) tryEnsemble(ctx context.Context, size, portsPerNode int, build
 		}
 	}
 	for _, n := range nodes {
-		p, err := c.addProxy(n.Name, n.direct)
+		p, err := startProxy(n.Name, n.direct)
 		if err != nil {
 			cleanup()
 			return nil, err

@@ -380,7 +380,7 @@ func (c *Cluster) addExternal(ctx context.Context, k Kind, name, a string, cmds 
 	if err := waitHealthy(hctx, n); err != nil {
 		return fmt.Errorf("%s at %s unreachable: %w", name, a, err)
 	}
-	p, err := c.addProxy(name, a)
+	p, err := startProxy(name, a)
 	if err != nil {
 		return err
 	}

@@ -66,9 +66,9 @@ func (l *namedLinks) get(name, upstream string) (*tcpproxy.Proxy, error) {
 	if p := l.byName[name]; p != nil {
 		return p, nil
 	}
-	p := tcpproxy.New(name, upstream)
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("proxy %s: %w", name, err)
+	p, err := startProxy(name, upstream)
+	if err != nil {
+		return nil, err
 	}
 	l.byName[name] = p
 	return p, nil

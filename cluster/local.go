@@ -85,7 +85,7 @@ func (c *Cluster) startNode(ctx context.Context, name string, server impls.Serve
 		err = waitHealthy(ctx, n)
 		held.release()
 		if err == nil {
-			n.proxy, err = c.addProxy(name, direct)
+			n.proxy, err = startProxy(name, direct)
 			if err != nil {
 				proc.stop(0)
 				return nil, err

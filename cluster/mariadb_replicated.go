@@ -211,7 +211,7 @@ func (c *Cluster) topologyNode(name string, s impls.Server) (n *Node, dir string
 		return nil, "", 0, err
 	}
 	direct := addr(ports[0])
-	proxy, err := c.addProxy(name, direct)
+	proxy, err := startProxy(name, direct)
 	if err != nil {
 		return nil, "", 0, err
 	}

@@ -1,10 +1,8 @@
 package stall
 
 import (
-	"cmp"
 	"context"
 	"os/exec"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -114,17 +112,12 @@ func TestRunqueueSeesAStarvedProcess(t *testing.T) {
 	}
 }
 
-// coveredOf is how much of [from, to] the spans cover together.
+// coveredOf is how much of [from, to] the spans cover together: all of it
+// but what Minus leaves.
 func coveredOf(spans []Span, from, to int64) int64 {
-	sorted := slices.Clone(spans)
-	slices.SortFunc(sorted, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) })
-	var covered, reached int64 = 0, from
-	for _, s := range sorted {
-		start, end := max(s.Start, reached), min(s.End, to)
-		if end > start {
-			covered += end - start
-			reached = end
-		}
+	covered := to - from
+	for _, left := range Minus(Span{Start: from, End: to}, spans) {
+		covered -= left.End - left.Start
 	}
 	return covered
 }

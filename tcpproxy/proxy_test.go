@@ -46,23 +46,37 @@ func started(t *testing.T, upstream string) *Proxy {
 	return p
 }
 
-// throughProxy is a proxy in front of a server the test plays: the
-// proxy, a client's connection through it, and the server's end of it.
-func throughProxy(t *testing.T) (*Proxy, net.Conn, net.Conn) {
+// throughProxy is a proxy in front of a server the test plays: the proxy,
+// and connect, which makes a client's connection through it and gives
+// the server's end of it too.
+func throughProxy(t *testing.T) (p *Proxy, connect func() (client, server net.Conn)) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	p := started(t, ln.Addr().String())
-	c := dial(t, p)
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { ln.Close() })
+	p = started(t, ln.Addr().String())
+	return p, func() (net.Conn, net.Conn) {
+		t.Helper()
+		c := dial(t, p)
+		server, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { server.Close() })
+		return c, server
 	}
-	t.Cleanup(func() { server.Close() })
-	return p, c, server
+}
+
+// flood writes far more to c than the far side's socket buffers take,
+// until a write fails.
+func flood(c net.Conn) {
+	for range 64 {
+		if _, err := c.Write(make([]byte, 1<<20)); err != nil {
+			return
+		}
+	}
 }
 
 func dial(t *testing.T, p *Proxy) net.Conn {
@@ -188,7 +202,8 @@ func TestOverlappingHolds(t *testing.T) {
 // during a hold has its bytes, then its close, reach the client at the
 // heal.
 func TestHoldDeliversACloseAfterTheBytes(t *testing.T) {
-	p, c, server := throughProxy(t)
+	p, connect := throughProxy(t)
+	c, server := connect()
 	down := add(t, p, Toxic{Kind: Hold, Direction: Downstream})
 	server.Write([]byte("bye"))
 	server.Close()
@@ -268,15 +283,10 @@ func TestSlow(t *testing.T) {
 // cannot be written on gives up when its context ends, closing that
 // connection, and says so.
 func TestRemoveWithAReceiverThatReadsNothing(t *testing.T) {
-	p, c, _ := throughProxy(t)
+	p, connect := throughProxy(t)
+	c, _ := connect()
 	up := add(t, p, Toxic{Kind: Hold, Direction: Upstream})
-	go func() { // far more than the server's socket buffers take
-		for range 64 {
-			if _, err := c.Write(make([]byte, 1<<20)); err != nil {
-				return
-			}
-		}
-	}()
+	go flood(c)
 	time.Sleep(quiet)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -293,36 +303,15 @@ func TestRemoveWithAReceiverThatReadsNothing(t *testing.T) {
 // whose bytes were handed on stays open, whatever order they are waited in.
 func TestRemoveClosesOnlyWhatCouldNotFlush(t *testing.T) {
 	for range 5 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		p := started(t, ln.Addr().String())
-		stuck := dial(t, p)
-		deaf, err := ln.Accept() // reads nothing
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer deaf.Close()
-		fine := dial(t, p)
-		listener, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer listener.Close()
+		p, connect := throughProxy(t)
+		stuck, _ := connect() // its server end reads nothing
+		fine, listener := connect()
 		up := add(t, p, Toxic{Kind: Hold, Direction: Upstream})
-		go func() {
-			for range 64 {
-				if _, err := stuck.Write(make([]byte, 1<<20)); err != nil {
-					return
-				}
-			}
-		}()
+		go flood(stuck)
 		fine.Write([]byte("x"))
 		time.Sleep(quiet)
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		err = up.Remove(ctx)
+		err := up.Remove(ctx)
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("removal: %v, want the context's deadline", err)

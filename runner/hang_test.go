@@ -55,6 +55,13 @@ func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
 				if v := out.Verdicts[0]; v.Status != verdict.Agrees {
 					t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 				}
+				if _, ok := healedHang(evs); !ok && try < 3 {
+					// Nobody held the key when the hang came (ZooKeeper
+					// sessions lost under load: "nobody held ... within
+					// 2s"): the case hung nobody and tests nothing.
+					t.Logf("try %d: the hang was not injected%s; again", try, whatWentWrong(evs))
+					continue
+				}
 				win, hung = hangWindow(t, evs)
 				if heldThrough(evs, hung, win) || try == 3 {
 					break
@@ -130,18 +137,25 @@ func heldAt(evs []history.Event, proc int, t int64) bool {
 	return held
 }
 
-// hangWindow is the history's client-hang window and the process that held
-// the key when it began (the hang moves to the next holder if the one
-// picked had let go).
-func hangWindow(t *testing.T, evs []history.Event) (history.Window, int) {
-	t.Helper()
+// healedHang is the history's last client-hang window, if one was
+// injected and healed.
+func healedHang(evs []history.Event) (history.Window, bool) {
 	var win history.Window
 	for _, w := range history.FaultWindows(evs) {
 		if w.Fault == "client-hang" {
 			win = w
 		}
 	}
-	if win.Start == 0 || win.End == 0 {
+	return win, win.Start != 0 && win.End != 0
+}
+
+// hangWindow is the history's client-hang window and the process that held
+// the key when it began (the hang moves to the next holder if the one
+// picked had let go).
+func hangWindow(t *testing.T, evs []history.Event) (history.Window, int) {
+	t.Helper()
+	win, ok := healedHang(evs)
+	if !ok {
 		t.Fatalf("no healed client-hang window in the history%s", whatWentWrong(evs))
 	}
 	// The fault names whom it hung ("client 1 (process 14)"): the holder

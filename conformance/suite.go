@@ -731,6 +731,7 @@ func (s *suite) crashedHolderFreedAfterTTL(t T) {
 			t.Errorf("ValidUntil = %v, want within one TTL from now", vu)
 		}
 		a.Close() // crash: no release
+		waitFrom := time.Since(start)
 		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		lease2, err := b.Acquire(wctx, key, impls.AcquireOptions{TTL: ttl})
 		wcancel()
@@ -760,16 +761,18 @@ func (s *suite) crashedHolderFreedAfterTTL(t T) {
 		// else measured late) took its time after the lock was free. A
 		// lease whose expiry counts from before the TTL ran out (from the
 		// acquire's start, say) does not tell when its grant was asked.
-		asked := took
+		asked, counted := took, "no expiry"
 		if vu := lease2.ValidUntil(); !vu.IsZero() {
-			if a := vu.Add(-ttl).Sub(start); a >= ttl-100*time.Millisecond && a < asked {
+			a := vu.Add(-ttl).Sub(start)
+			counted = a.String()
+			if a >= ttl-100*time.Millisecond && a < asked {
 				asked = a
 			}
 		}
 		late := ttl + time.Second + 4*granted + still + slow
 		if took < ttl-100*time.Millisecond || asked > late {
-			t.Errorf("lock of a crashed holder freed after %v (its granting request sent after %v), want between %v and %v (acquire took %v, this process still for %v, the server's round trips late by %v)",
-				took, asked, ttl-100*time.Millisecond, late, granted, still, slow)
+			t.Errorf("lock of a crashed holder freed after %v (its granting request sent after %v), want between %v and %v (acquire took %v, the waiter asked from %v, its lease counts from %v, this process still for %v, the server's round trips late by %v)",
+				took, asked, ttl-100*time.Millisecond, late, granted, waitFrom, counted, still, slow)
 		}
 		releaseOrExpired(t, lease2)
 		return

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/internal/remotehosts"
 )
 
@@ -159,6 +160,7 @@ func dockerServersOnOtherHosts(t *testing.T) {
 		code, out, _ := runDecided(t, []string{"DOCKER_HOST=" + engine}, results, "run", "--cluster", "external", "--config", cfg, "--allow-remote",
 			"--results", results, longerHolds(t, scenario("redlock-restart-no-persistence"), tmp))
 		if code != exitOK {
+			logHistory(t, results)
 			t.Fatalf("exit %d, want the scenario's expected outcome:\n%s", code, out)
 		}
 		dir, res := readResults(t, results)
@@ -348,6 +350,24 @@ func dockerEngineOverTCP(t *testing.T) {
 			}
 		}
 	})
+}
+
+// logHistory logs the history of the one run under results, for a test
+// that failed on a run of two clients' few operations: the run's folder
+// goes with the test's temp dir, and what each client asked and was
+// answered around the fault is what tells why.
+func logHistory(t *testing.T, results string) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(results, "*", history.FileName))
+	if len(dirs) != 1 {
+		t.Logf("no history to show: %v", dirs)
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(historyBytes(t, dirs[0]))), "\n")
+	if len(lines) > 600 {
+		lines = append(lines[:300], append([]string{"..."}, lines[len(lines)-300:]...)...)
+	}
+	t.Logf("%s:\n%s", dirs[0], strings.Join(lines, "\n"))
 }
 
 // longerHolds is a copy of the shipped Redlock restart scenario whose holds

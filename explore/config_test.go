@@ -35,6 +35,8 @@ func TestConfigValidate(t *testing.T) {
 		{"too many runs", with(func(c *Config) { c.Runs = 16 }), "--runs 16: want 1..15"},
 		{"none at once", with(func(c *Config) { c.Parallel = 0 }), "--parallel 0: want 1..64"},
 		{"too many at once", with(func(c *Config) { c.Parallel = 65 }), "--parallel 65: want 1..64"},
+		{"stop after the first new finding", with(func(c *Config) { c.StopAfterNew = 1 }), ""},
+		{"stop after a negative count", with(func(c *Config) { c.StopAfterNew = -1 }), "--stop-after-new -1: want 0 (search the whole budget) or more"},
 		{"the approach first", with(func(c *Config) { c.Approaches, c.Budget, c.Runs = nil, 0, 0 }), "--approach"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

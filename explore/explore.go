@@ -37,6 +37,10 @@ type Config struct {
 	// time; 0 in a Config given to Run: DefaultParallel): exploring runs,
 	// and the runs that decide shrink candidates.
 	Parallel int
+	// StopAfterNew ends the search once this many new findings are
+	// confirmed and shrunk (0: search the whole budget): a gate wants the
+	// first unknown bug, not the rest of the budget spent after it.
+	StopAfterNew int
 	// Progress is told what explore is doing, a few times a second.
 	Progress func(Progress)
 	// Command is the command line, for the results.
@@ -60,6 +64,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--runs %d: want 1..%d", c.Runs, maxRuns)
 	case c.Parallel < 1 || c.Parallel > maxParallel:
 		return fmt.Errorf("--parallel %d: want 1..%d", c.Parallel, maxParallel)
+	case c.StopAfterNew < 0:
+		return fmt.Errorf("--stop-after-new %d: want 0 (search the whole budget) or more", c.StopAfterNew)
 	}
 	return nil
 }
@@ -101,7 +107,10 @@ type Result struct {
 	Findings    []*Finding // new ones first
 	Approaches  []*Search
 	Interrupted bool
-	Outcome     *runner.Outcome
+	// StoppedEarly: StopAfterNew new findings were confirmed and shrunk
+	// before the budget ran out.
+	StoppedEarly bool
+	Outcome      *runner.Outcome
 }
 
 // Search is one approach's part of an exploration.
@@ -113,6 +122,17 @@ type Search struct {
 	searcher *Searcher
 	overhead time.Duration // a case's time beyond its duration, measured
 	approach impls.Approach
+}
+
+// confirmedNew counts the new findings whose shrink confirmed them.
+func (r *Result) confirmedNew() int {
+	n := 0
+	for _, f := range r.Findings {
+		if !f.Known && f.Shrunk != nil && f.Shrunk.Confirmed {
+			n++
+		}
+	}
+	return n
 }
 
 // New counts the new findings.
@@ -271,8 +291,9 @@ func (e *explorer) close(ctx context.Context, runErr error) error {
 	return err
 }
 
-// loop runs cases until the budget is spent: a new finding is shrunk as
-// soon as it is found; in the last part of the budget, the known ones.
+// loop runs cases until the budget is spent (or StopAfterNew new findings
+// are confirmed): a new finding is shrunk as soon as it is found; in the
+// last part of the budget, the known ones.
 func (e *explorer) loop(ctx context.Context) error {
 	ctx, cancel := context.WithDeadline(ctx, e.deadline)
 	defer cancel()
@@ -290,6 +311,10 @@ func (e *explorer) loop(ctx context.Context) error {
 			shrunk[todo], todo.reshrink = true, false
 			if err := e.shrink(ctx, todo); err != nil {
 				return e.ended(ctx, err)
+			}
+			if n := e.cfg.StopAfterNew; n > 0 && e.res.confirmedNew() >= n {
+				e.res.StoppedEarly = true
+				return nil
 			}
 			continue
 		}

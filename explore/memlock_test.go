@@ -144,24 +144,16 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 // unshrunk, as a scenario file that loads; results.json and index.html say
 // what was found and that the search was interrupted.
 func TestExploreKeepsFindingsWhenInterrupted(t *testing.T) {
-	svc := memlock.NewService(1)
-	svc.Racy = true
-	reg := impls.NewRegistry()
-	reg.Register(svc.Approach("mem-racy"))
-	m, err := matrix.Load(matrix.Shipped, all.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := Config{Registry: reg, Approaches: []string{"mem-racy"}, Faults: []string{"client-clock"}, Budget: time.Minute,
-		Seed: 2, Steer: true, Expect: matrix.NewExpectations(m, all.Registry()), ResultsDir: t.TempDir(),
-		Progress: func(p Progress) {
-			if p.Findings > 0 {
-				cancel() // Ctrl-C
-			}
-		}}
+	cfg := racySearch(t, time.Minute)
+	cfg.Progress = func(p Progress) {
+		if p.Findings > 0 {
+			cancel() // Ctrl-C
+		}
+	}
 	res, err := Run(ctx, cfg)
+	reg := cfg.Registry
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want the interruption", err)
 	}
@@ -211,8 +203,72 @@ func TestExploreKeepsFindingsWhenInterrupted(t *testing.T) {
 	}
 }
 
+// racySearch is a seed-2 search for budget of an in-memory lock that
+// grants twice under plain contention, under client clock jumps, judged by
+// the shipped matrix.
+func racySearch(t *testing.T, budget time.Duration) Config {
+	t.Helper()
+	svc := memlock.NewService(1)
+	svc.Racy = true
+	reg := impls.NewRegistry()
+	reg.Register(svc.Approach("mem-racy"))
+	m, err := matrix.Load(matrix.Shipped, all.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Registry: reg, Approaches: []string{"mem-racy"}, Faults: []string{"client-clock"}, Budget: budget,
+		Seed: 2, Steer: true, Expect: matrix.NewExpectations(m, all.Registry()), ResultsDir: t.TempDir()}
+}
+
 // unseeded is s's scenario without its seed: the same for each of its runs.
 func unseeded(s Schedule) string {
 	s.Seed = 0
 	return string(s.Scenario("x"))
+}
+
+// A search asked to stop after one new finding ends once that finding is
+// confirmed by its shrink, with no exploring run after it, and says so in
+// its results and summary. (Without it the search runs on past its
+// findings: TestExploreKeepsFindingsWhenInterrupted's is cut by hand.)
+func TestExploreStopsAfterNewFindings(t *testing.T) {
+	t.Parallel()
+	// A shrink gets 30% of the budget, 27 s: a few of the in-memory lock's cases.
+	cfg := racySearch(t, 90*time.Second)
+	cfg.StopAfterNew = 1
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var confirmed []*Finding
+	for _, f := range res.Findings {
+		if !f.Known && f.Shrunk != nil && f.Shrunk.Confirmed {
+			confirmed = append(confirmed, f)
+		}
+	}
+	t.Logf("%d exploring runs, %d shrink runs in %v; %d new confirmed", res.Runs, res.ShrinkRuns, res.Elapsed.Round(time.Millisecond), len(confirmed))
+	if !res.StoppedEarly || len(confirmed) != 1 {
+		t.Fatalf("stopped early %v with %d new findings confirmed, want it stopped at the first", res.StoppedEarly, len(confirmed))
+	}
+	// No exploring run began after the shrink: the runs are those of the
+	// batch that found it, at most Parallel side by side.
+	if f := confirmed[0]; res.Runs >= f.Run+res.Parallel {
+		t.Errorf("%d exploring runs, the finding in run %d with %d side by side: the search went on after its shrink", res.Runs, f.Run, res.Parallel)
+	}
+	b, err := os.ReadFile(filepath.Join(res.Dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rj struct {
+		Explore Summary `json:"explore"`
+	}
+	if err := json.Unmarshal(b, &rj); err != nil {
+		t.Fatal(err)
+	}
+	if !rj.Explore.StoppedEarly {
+		t.Errorf("results.json does not say the search stopped early: %+v", rj.Explore)
+	}
+	var out bytes.Buffer
+	if err := res.Print(&out); err != nil || !bytes.Contains(out.Bytes(), []byte("stopped early")) {
+		t.Errorf("the summary does not say it stopped early (%v):\n%s", err, out.String())
+	}
 }

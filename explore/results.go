@@ -23,14 +23,17 @@ type Summary struct {
 	// Stalled counts the exploring runs whose violations were not taken
 	// as findings: the lab itself stalled during the events that show
 	// them (see Result.Stalled).
-	Stalled     int              `json:"stalled_runs"`
-	Parallel    int              `json:"parallel"` // cases side by side
-	Classes     int              `json:"classes"`  // distinct classes of violation (approach, class)
-	Known       int              `json:"known"`    // findings a rule predicts
-	New         int              `json:"new"`      // findings no rule predicts
-	Interrupted bool             `json:"interrupted,omitempty"`
-	Findings    []FindingSummary `json:"findings"`
-	Approaches  []SearchSummary  `json:"approaches"`
+	Stalled     int  `json:"stalled_runs"`
+	Parallel    int  `json:"parallel"` // cases side by side
+	Classes     int  `json:"classes"`  // distinct classes of violation (approach, class)
+	Known       int  `json:"known"`    // findings a rule predicts
+	New         int  `json:"new"`      // findings no rule predicts
+	Interrupted bool `json:"interrupted,omitempty"`
+	// StoppedEarly: the search ended once --stop-after-new new findings
+	// were confirmed, before its budget ran out.
+	StoppedEarly bool             `json:"stopped_early,omitempty"`
+	Findings     []FindingSummary `json:"findings"`
+	Approaches   []SearchSummary  `json:"approaches"`
 }
 
 // FindingSummary is one finding in results.json.
@@ -94,7 +97,7 @@ type TransitionCount struct {
 func (r *Result) Summarize(steer bool) Summary {
 	s := Summary{Seed: r.Seed, Budget: r.Budget.Seconds(), Elapsed: r.Elapsed.Seconds(), Steer: steer, Runs: r.Runs,
 		ShrinkRuns: r.ShrinkRuns, Stalled: r.Stalled, Parallel: r.Parallel, Classes: r.Classes(), New: r.New(), Interrupted: r.Interrupted,
-		Findings: []FindingSummary{}}
+		StoppedEarly: r.StoppedEarly, Findings: []FindingSummary{}}
 	s.Known = len(r.Findings) - s.New
 	for _, f := range r.Findings {
 		fs := FindingSummary{Approach: f.Approach, Class: f.Class, Known: f.Known, Why: f.Why, Run: f.Run, After: f.After.Seconds(),
@@ -181,6 +184,7 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 </style></head><body>
 <h1>locklab explore {{.Res.RunID}}</h1>
 {{if .S.Interrupted}}<p class="note"><b>Interrupted</b>: every finding so far is kept, shrunk or not.</p>{{end}}
+{{if .S.StoppedEarly}}<p class="note"><b>Stopped early</b>: {{.S.New}} new finding(s) confirmed before the budget ran out (--stop-after-new).</p>{{end}}
 <p>{{.S.Runs}} exploring runs and {{.S.ShrinkRuns}} shrink runs in {{printf "%.0f" .S.Elapsed}} s (budget {{printf "%.0f" .S.Budget}} s), seed {{.S.Seed}}{{if .S.Steer}}, steered{{end}}:
 <b>{{.S.Classes}} distinct class(es) of violation; findings: {{.S.New}} new, {{.S.Known}} known</b>.</p>
 {{if .S.Findings}}<table><tr><th>approach</th><th>class</th><th></th><th>found in run</th><th>seen in runs</th><th>shrunk</th><th>reproduced</th><th>file</th></tr>
@@ -245,6 +249,9 @@ func (r *Result) Print(w io.Writer) error {
 	ew := &bytes.Buffer{}
 	fmt.Fprintf(ew, "explore: %d exploring runs, %d shrink runs in %v (%d side by side): %d distinct class(es) of violation; findings: %d new, %d known\n",
 		r.Runs, r.ShrinkRuns, r.Elapsed.Round(1e9), r.Parallel, r.Classes(), r.New(), len(r.Findings)-r.New())
+	if r.StoppedEarly {
+		fmt.Fprintf(ew, "  stopped early: new findings confirmed with %v of the budget left\n", max(r.Budget-r.Elapsed, 0).Round(1e9))
+	}
 	if r.Stalled > 0 {
 		fmt.Fprintf(ew, "  %d exploring run(s) showed a violation while the lab itself stalled: not taken as findings\n", r.Stalled)
 	}

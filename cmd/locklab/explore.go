@@ -28,6 +28,7 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 	seed := fs.Uint64("seed", 1, "seed of the schedules: the same seed gives the same sequence for the same observations")
 	steer := fs.Bool("steer", true, "favour schedules that reached rarely seen lock-state transitions (false: seeded dice only)")
 	runs := fs.Int("runs", 3, "runs that decide a shrink candidate: it is kept only if most of them show the violation")
+	stopAfter := fs.Int("stop-after-new", 0, "end the search once this many new findings are confirmed and shrunk; 0: search the whole budget")
 	parallel := fs.Int("parallel", explore.DefaultParallel(), "cases side by side (exploring runs, and the runs deciding a shrink candidate); 1: one at a time")
 	results := fs.String("results", "results", "directory for results/<run-id>/ (found/*.yaml in it)")
 	junit := fs.String("junit", "", "also write JUnit XML: one test case per finding, a new one failing")
@@ -46,7 +47,7 @@ func cmdExplore(ctx context.Context, reg *impls.Registry, args []string, stdout,
 		return exitUsage
 	}
 	cfg := explore.Config{Registry: reg, Approaches: approaches, Faults: faults, Budget: *budget, Seed: *seed, Steer: *steer,
-		ResultsDir: *results, Runs: *runs, Parallel: *parallel, Command: "locklab explore " + strings.Join(args, " ")}
+		ResultsDir: *results, Runs: *runs, Parallel: *parallel, StopAfterNew: *stopAfter, Command: "locklab explore " + strings.Join(args, " ")}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "locklab explore: %v\n", err)
 		return exitUsage

@@ -117,14 +117,17 @@ func TestCaseEndsOnceAnswered(t *testing.T) {
 			if !tc.racy && r.Acquired < minGrantsNoFault {
 				t.Fatalf("ended after %d grants, want at least %d", r.Acquired, minGrantsNoFault)
 			}
-			// Without EndWhenAnswered the case runs on.
+			// Without EndWhenAnswered the case runs on until it is cut: the
+			// run returns no sooner than its context's end (how much of
+			// those 3 s the case itself had is the machine's to say: under
+			// 2.9 s in a loaded make test).
 			p = memoryPlan(t, svc, 4, 20*time.Second)
 			p.Cases[0].Expect = verdict.Expect("test", tc.expect)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			out, _ = (&Runner{}).Run(ctx, p)
-			if out == nil || len(out.Results.Runs) != 1 || out.Results.Runs[0].Answered || out.Results.Runs[0].Seconds < 2.9 {
-				t.Fatalf("without EndWhenAnswered the case ended early: %+v", out)
+			if out == nil || len(out.Results.Runs) != 1 || out.Results.Runs[0].Answered || ctx.Err() == nil {
+				t.Fatalf("without EndWhenAnswered the case ended before it was cut (%v): %+v", ctx.Err(), out)
 			}
 		})
 	}

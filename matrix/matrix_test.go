@@ -36,7 +36,7 @@ func TestShippedMatrixIsValidAndComplete(t *testing.T) {
 		want            []verdict.Outcome
 	}{
 		{"redis-setnx-px-lua", "client-pause", []verdict.Outcome{verdict.DoubleGrantOutlived, verdict.LostUpdate}},
-		{"redis-setnx-px-del", "client-pause", []verdict.Outcome{verdict.DoubleGrantOutlived, verdict.DoubleGrantBothValid, verdict.LostUpdate}},
+		{"redis-setnx-px-del", "client-pause", []verdict.Outcome{verdict.DoubleGrantOutlived, verdict.LostUpdate}},
 		{"etcd-lease", "client-pause", []verdict.Outcome{verdict.DoubleGrantOutlived, verdict.LostUpdate}},
 		{"mysql-for-update", "client-pause", []verdict.Outcome{verdict.Safe}},
 		{"mysql-insert-delete", "client-pause", []verdict.Outcome{verdict.Safe}},
@@ -52,6 +52,12 @@ func TestShippedMatrixIsValidAndComplete(t *testing.T) {
 		if !c.Applies || !sameOutcomes(c.Expect.Outcomes, tt.want) {
 			t.Errorf("%s under %s: %+v, want %v", tt.approach, tt.fault, c.Expect, tt.want)
 		}
+	}
+	// The plain DEL's third grant is predicted, not required: the DEL may
+	// land between two holds.
+	a, _ := reg.Get("redis-setnx-px-del")
+	if c := m.Cell(a, "client-pause"); !sameOutcomes(c.Expect.May, []verdict.Outcome{verdict.DoubleGrantBothValid}) {
+		t.Errorf("redis-setnx-px-del under client-pause may show %v, want double-grant:both-valid", c.Expect.May)
 	}
 }
 

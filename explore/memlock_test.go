@@ -267,6 +267,9 @@ func TestExploreStopsAfterNewFindings(t *testing.T) {
 	if !rj.Explore.StoppedEarly {
 		t.Errorf("results.json does not say the search stopped early: %+v", rj.Explore)
 	}
+	if html, err := os.ReadFile(filepath.Join(res.Dir, "index.html")); err != nil || !bytes.Contains(html, []byte("Stopped early")) {
+		t.Errorf("index.html does not say the search stopped early (%v)", err)
+	}
 	var out bytes.Buffer
 	if err := res.Print(&out); err != nil || !bytes.Contains(out.Bytes(), []byte("stopped early")) {
 		t.Errorf("the summary does not say it stopped early (%v):\n%s", err, out.String())

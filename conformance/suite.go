@@ -1458,7 +1458,9 @@ func (s *suite) extendKeepsTheLock(t T) {
 		case late:
 			t.Logf("a try on a %v lease extended to %v was answered after the extended lease's end (%v): again on a longer lease", ttl, 6*ttl, err)
 		case errors.Is(err, impls.ErrIndeterminate):
-			late = !stillHeld(t, lease, err, 6*ttl) && ttl < 4*time.Second
+			if late = !stillHeld(t, lease, err, 6*ttl); late && ttl >= 4*time.Second {
+				t.Fatalf("a try was indeterminate and no extend of the holder was answered within its lease, on leases of up to %v: %v", ttl, err)
+			}
 		default:
 			t.Fatalf("extended lock was free after its first TTL: err = %v", err)
 		}

@@ -30,7 +30,12 @@ var WatchdogApproach = impls.Approach{
 }
 
 // startWatchdog renews key every TTL/3 (the TTL last asked for) while kh
-// holds it, telling onRenew of each renewal. It stops when the stop it
+// holds it, telling onRenew of each renewal. A renewal without an answer
+// (cut off by its deadline, the connection lost) is tried again a tenth of
+// the TTL later rather than a third: waiting a whole period after a
+// renewal that took its whole deadline would send the next one at the
+// lease's end, so one lost answer would cost the lock (as Redisson retries
+// a failed renewal command within its lease). It stops when the stop it
 // returns is called (which waits for a renewal in flight), when the client
 // closes, or when a renewal finds the key no longer held.
 func (h *hashLock) startWatchdog(key string, kh *keyHold, onRenew func(impls.Renewal)) (stop func()) {
@@ -42,11 +47,16 @@ func (h *hashLock) startWatchdog(key string, kh *keyHold, onRenew func(impls.Ren
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		failed := false
 		for {
 			h.mu.Lock()
 			ttl := kh.ttl
 			h.mu.Unlock()
-			t := time.NewTimer(ttl / 3)
+			wait := ttl / 3
+			if failed {
+				wait = ttl / 10
+			}
+			t := time.NewTimer(wait)
 			select {
 			case <-quit:
 				t.Stop()
@@ -66,9 +76,11 @@ func (h *hashLock) startWatchdog(key string, kh *keyHold, onRenew func(impls.Ren
 			h.mu.Lock()
 			ttl = kh.ttl
 			h.mu.Unlock()
-			if !h.renew(key, kh, ttl, onRenew) {
+			err := h.renew(key, kh, ttl, onRenew)
+			if errors.Is(err, impls.ErrNotHeld) {
 				return
 			}
+			failed = err != nil
 		}
 	}()
 	return func() {
@@ -77,9 +89,9 @@ func (h *hashLock) startWatchdog(key string, kh *keyHold, onRenew func(impls.Ren
 	}
 }
 
-// renew makes one renewal of key to ttl. It reports false when the key is
-// no longer held: the watchdog has nothing left to keep.
-func (h *hashLock) renew(key string, kh *keyHold, ttl time.Duration, onRenew func(impls.Renewal)) (goOn bool) {
+// renew makes one renewal of key to ttl. Its error wraps impls.ErrNotHeld
+// when the key is no longer held: the watchdog has nothing left to keep.
+func (h *hashLock) renew(key string, kh *keyHold, ttl time.Duration, onRenew func(impls.Renewal)) error {
 	onRenew(impls.Renewal{})
 	// A third of the TTL: a renewal never runs into the next one.
 	ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
@@ -94,5 +106,5 @@ func (h *hashLock) renew(key string, kh *keyHold, ttl time.Duration, onRenew fun
 		h.mu.Unlock()
 	}
 	onRenew(r)
-	return !errors.Is(err, impls.ErrNotHeld)
+	return err
 }

@@ -51,6 +51,7 @@ var Pinned = map[string]string{
 	"redis-setnx-px-lua":             "redis safe ttl renewal nodes:1",
 	"redis-watchdog":                 "redis safe ttl reentrant renewal watchdog nodes:1",
 	"redis-pubsub":                   "redis safe ttl blocking renewal nodes:1",
+	"redis-pubsub-handoff":           "redis safe ttl fair blocking renewal nodes:1",
 	"zk-ephemeral":                   "zookeeper safe blocking fault-tolerant loss-signal crash-freed-after:2s",
 	"zk-sequential":                  "zookeeper safe fair blocking fencing fault-tolerant loss-signal crash-freed-after:2s",
 }

@@ -24,6 +24,7 @@ func Register(r *impls.Registry) {
 	r.Register(FairApproach)
 	r.Register(WatchdogApproach)
 	r.Register(PubSubApproach)
+	r.Register(HandOffApproach)
 	r.Register(RedlockApproach)
 	r.Register(RedlockQuorumApproach)
 	r.Register(RedsyncApproach)

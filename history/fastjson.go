@@ -9,12 +9,13 @@ import (
 // decodeLine decodes one JSONL event. Lines in the shape AppendJSON writes
 // take a fast path; anything else (other field order, escapes, nested
 // values it cannot skip, whitespace) falls back to encoding/json, so the
-// result is always what encoding/json would give.
-func decodeLine(raw []byte, ev *Event) error {
-	if fastDecode(raw, ev) {
+// result is always what encoding/json would give. A line without "i" has
+// index next.
+func decodeLine(raw []byte, ev *Event, next int64) error {
+	if fastDecode(raw, ev, next) {
 		return nil
 	}
-	*ev = Event{}
+	*ev = Event{Index: next}
 	if err := json.Unmarshal(raw, ev); err != nil {
 		return err
 	}
@@ -26,8 +27,8 @@ func decodeLine(raw []byte, ev *Event) error {
 
 // fastDecode handles flat objects of known keys with integer and plain
 // string values, and a "value" that it skips as raw JSON.
-func fastDecode(b []byte, ev *Event) bool {
-	*ev = Event{}
+func fastDecode(b []byte, ev *Event, next int64) bool {
+	*ev = Event{Index: next}
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
 		return false
 	}

@@ -42,7 +42,7 @@ func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
 	}
 	for _, line := range lines {
 		var fast, slow Event
-		errFast := decodeLine([]byte(line), &fast)
+		errFast := decodeLine([]byte(line), &fast, 0)
 		errSlow := json.Unmarshal([]byte(line), &slow)
 		if (errFast == nil) != (errSlow == nil) {
 			t.Fatalf("%s: fast err %v, encoding/json err %v", line, errFast, errSlow)
@@ -62,7 +62,7 @@ func BenchmarkDecodeLine(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		var out Event
-		if err := decodeLine(line, &out); err != nil {
+		if err := decodeLine(line, &out, 0); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package history
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,13 +18,15 @@ func TestWriterRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := []Event{
-		{Proc: 1, Type: Invoke, F: Acquire, Key: "k1", T: 10},
-		{Proc: 1, Type: OK, F: Acquire, Key: "k1", Token: tok(7), ValidUntil: 99, T: 20, Value: json.RawMessage(`"owner-a"`)},
-		{Proc: 2, Type: Info, F: Release, Key: "we\"ird\nkey", T: 30, Error: "timeout: é"},
-		{Proc: 1, Type: OK, F: Acquire, Key: "k1", T: 40, Reentry: true},
+		{Proc: 1, Type: Invoke, F: Acquire, Key: "k1", T: 10_000},
+		{Proc: 1, Type: OK, F: Acquire, Key: "k1", Token: tok(7), ValidUntil: 99_000, T: 20_000, Value: json.RawMessage(`"owner-a"`)},
+		{Proc: 2, Type: Info, F: Release, Key: "we\"ird\nkey", T: 30_000, Error: "timeout: é"},
+		{Proc: 1, Type: OK, F: Acquire, Key: "k1", T: 40_000, Reentry: true},
 	}
-	for _, ev := range in {
-		w.Record(ev)
+	for i, ev := range in {
+		if got := w.Record(ev); got.Index != int64(i) {
+			t.Fatalf("event %d recorded with index %d", i, got.Index)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -37,6 +40,57 @@ func TestWriterRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", out, in)
+	}
+}
+
+// The writer records times to the microsecond, rounded down (before the
+// run, too), and leaves the index out of its lines: a reader counts it,
+// and a line that has one sets the count.
+func TestWriterRecordsMicrosecondsAndCountsTheIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := w.Record(Event{Proc: 1, Type: OK, F: Acquire, T: 1_234_567_891, ValidUntil: 2_000_000_999})
+	if got.T != 1_234_567_000 || got.ValidUntil != 2_000_000_000 {
+		t.Fatalf("recorded t %d, valid_until %d: want them to the microsecond, rounded down", got.T, got.ValidUntil)
+	}
+	w.Record(Event{Proc: 1, Type: Invoke, F: Release, T: -1_500})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), `"i":`) {
+		t.Fatalf("the writer wrote indexes: %s", raw)
+	}
+	evs, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Index != 0 || evs[1].Index != 1 || evs[1].T != -2_000 {
+		t.Fatalf("read %+v", evs)
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     []int64
+	}{
+		{"none", `{"proc":1,"type":"ok","f":"acquire","t":1}` + "\n" + `{"proc":1,"type":"ok","f":"acquire","t":2}`, []int64{0, 1}},
+		{"some", `{"i":7,"proc":1,"type":"ok","f":"acquire","t":1}` + "\n" + `{"proc":1,"type":"ok","f":"acquire","t":2}` + "\n" + `{"i":3,"proc":1,"type":"ok","f":"acquire","t":3}`, []int64{7, 8, 3}},
+		{"slow path", `{ "proc":1,"type":"ok","f":"acquire","t":1}` + "\n" + `{"t":2, "proc":1,"type":"ok","f":"acquire"}`, []int64{0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var idx []int64
+			if err := ReadJSONL(strings.NewReader(tc.in), func(ev Event) error { idx = append(idx, ev.Index); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(idx, tc.want) {
+				t.Fatalf("indexes %v, want %v", idx, tc.want)
+			}
+		})
 	}
 }
 

@@ -52,7 +52,7 @@ func TestZstdRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(evs) != 5000 || evs[4999].Index != 4999 || evs[4999].T != benchEvent(4999).T {
+		if len(evs) != 5000 || evs[4999].Index != 4999 || evs[4999].T != ToResolution(benchEvent(4999).T) {
 			t.Fatalf("%s: read %d events, last %+v", name, len(evs), evs[len(evs)-1])
 		}
 		var format string

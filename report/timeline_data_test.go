@@ -311,7 +311,7 @@ func testWriteHistoryPages(t *testing.T, histName string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`class="l c" id="i5"><span class="n">6</span>{&#34;i&#34;:5,`, `id="i2"`, `id="i8"`, `id="i33"`, `&lt;k&gt;`, `href="timeline-a.html"`} {
+	for _, want := range []string{`class="l c" id="i5"><span class="n">6</span>{&#34;proc&#34;:2,`, `id="i2"`, `id="i8"`, `id="i33"`, `&lt;k&gt;`, `href="timeline-a.html"`} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the page lacks %s", want)
 		}

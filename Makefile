@@ -6,7 +6,7 @@ APPROACHES ?= redis-setnx-px-lua,mysql-insert-delete
 CLIENTS ?= 1,8,32
 DURATION ?= 5s
 
-.PHONY: help deps images build test vet bench gobench clean
+.PHONY: docker-weight help deps images build test vet bench gobench clean
 
 help:
 	@echo "make deps      install servers and Go (Debian 12)"
@@ -41,8 +41,14 @@ images:
 # suites run their server kinds side by side. ./regressions builds the
 # pinned library adapters on first use (into ~/.cache/locklab).
 SLOW_PACKAGES := ./cmd/locklab ./explore/planted ./regressions ./conformance/indocker ./impls/redis ./runner ./impls/mysql ./approaches ./cluster ./impls/zk
-test: vet images
+test: vet images docker-weight
 	$(GO) test -count=1 -p 3 -parallel 4 -timeout 20m $(SLOW_PACKAGES) ./...
+
+# On a cgroup v1 host all of Docker's containers weigh as one process
+# beside the tests' servers and any busy neighbour: the script says why
+# and gives them eight processes' weight (nothing elsewhere).
+docker-weight:
+	./scripts/docker-cpu-weight.sh
 
 bench: build
 	./$(BIN) bench --approaches $(APPROACHES) --clients $(CLIENTS) --duration $(DURATION)

@@ -595,8 +595,15 @@ func (s *suite) cancelReturnsPromptly(t T) {
 	defer release(t, held)
 	// A first try connects b: on a loaded machine a dial alone can outlast
 	// the deadline below, and a dial cut short is "unavailable", which
-	// says nothing about how a waiter gives up.
-	if _, err := tryAcquire(b, key); !errors.Is(err, impls.ErrNotAcquired) {
+	// says nothing about how a waiter gives up. Nor does a try whose answer
+	// was lost (a Redis read timing out after 3 s in a starved container):
+	// it is made again, three times at most.
+	_, err := tryAcquire(b, key)
+	for try := 1; try < 3 && (errors.Is(err, impls.ErrIndeterminate) || errors.Is(err, impls.ErrUnavailable)); try++ {
+		t.Logf("the connecting try, %d: %v: again", try, err)
+		_, err = tryAcquire(b, key)
+	}
+	if !errors.Is(err, impls.ErrNotAcquired) {
 		t.Fatalf("try on a held key: err = %v, want ErrNotAcquired", err)
 	}
 	// The slack is relative to the machine's pace: a second try, on a
@@ -614,7 +621,7 @@ func (s *suite) cancelReturnsPromptly(t T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	start := time.Now()
-	_, err := b.Acquire(ctx, key, impls.AcquireOptions{})
+	_, err = b.Acquire(ctx, key, impls.AcquireOptions{})
 	took := time.Since(start)
 	// The time this process stood still meanwhile is the machine's, not
 	// the client's: a client that ignores its context waits far longer.

@@ -263,3 +263,23 @@ func TestWriteMatrix(t *testing.T) {
 		t.Error("a folder that does not exist must be an error")
 	}
 }
+
+func TestRunCores(t *testing.T) {
+	two := 2.0
+	for _, tc := range []struct {
+		name string
+		run  Run
+		want string
+	}{
+		{"both", Run{Seconds: 4, CPU: &CPUUse{Locklab: 3, Servers: &two}}, "0.75/0.50"},
+		{"servers not measured", Run{Seconds: 2, CPU: &CPUUse{Locklab: 1}}, "0.50/-"},
+		{"nothing measured", Run{Seconds: 2}, "-"},
+		{"no duration", Run{CPU: &CPUUse{Locklab: 1}}, "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.run.Cores(); got != tc.want {
+				t.Fatalf("Cores() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

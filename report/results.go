@@ -48,6 +48,17 @@ type Host struct {
 	OS   string `json:"os"`
 }
 
+// CPUUse is the processor time (user and system, in seconds) spent while
+// a case's clients ran: locklab's own process (its goroutine clients, the
+// recorder and checker; other cases run beside it count too, and worker
+// processes do not) and the servers of the case's kind that locklab runs
+// on this machine (none measured for containers or servers it did not
+// start: Servers is then absent).
+type CPUUse struct {
+	Locklab float64  `json:"locklab_s"`
+	Servers *float64 `json:"servers_s,omitempty"`
+}
+
 // Run is one case: one approach at one setting (a client count, a
 // scenario, a matrix cell).
 type Run struct {
@@ -100,19 +111,21 @@ type Run struct {
 	// Unrecovered: the servers failed their health check after every
 	// fault was healed (the check's error); the next cases had servers
 	// started anew.
-	Unrecovered string         `json:"unrecovered,omitempty"`
-	ViaProxy    bool           `json:"via_proxy"` // clients went through the fault-injecting proxies
-	Renewals    int64          `json:"renewals,omitempty"`
-	Reentries   int64          `json:"reentries,omitempty"` // re-entries granted (workload reentry)
-	Lost        int64          `json:"lost,omitempty"`      // holders told their lock was gone
-	Replaced    int64          `json:"replaced,omitempty"`  // clients retired (indeterminate outcome, crash) and replaced
-	Crashed     int64          `json:"crashed,omitempty"`   // client processes killed by a fault
-	Late        int64          `json:"late,omitempty"`      // open loop: requests that started behind their schedule
-	Faults      []Fault        `json:"faults,omitempty"`    // what chaos injected, in order
-	Expected    []string       `json:"expected,omitempty"`  // the outcomes the case had to show
-	Observed    []string       `json:"observed,omitempty"`  // the outcomes it showed
-	Missing     []string       `json:"missing,omitempty"`   // expected outcomes that never showed
-	Status      verdict.Status `json:"status,omitempty"`
+	Unrecovered string `json:"unrecovered,omitempty"`
+	ViaProxy    bool   `json:"via_proxy"` // clients went through the fault-injecting proxies
+	Renewals    int64  `json:"renewals,omitempty"`
+	Reentries   int64  `json:"reentries,omitempty"` // re-entries granted (workload reentry)
+	Lost        int64  `json:"lost,omitempty"`      // holders told their lock was gone
+	Replaced    int64  `json:"replaced,omitempty"`  // clients retired (indeterminate outcome, crash) and replaced
+	Crashed     int64  `json:"crashed,omitempty"`   // client processes killed by a fault
+	Late        int64  `json:"late,omitempty"`      // open loop: requests that started behind their schedule
+	// CPU is what the run cost in processor time while its clients ran.
+	CPU      *CPUUse        `json:"cpu,omitempty"`
+	Faults   []Fault        `json:"faults,omitempty"`   // what chaos injected, in order
+	Expected []string       `json:"expected,omitempty"` // the outcomes the case had to show
+	Observed []string       `json:"observed,omitempty"` // the outcomes it showed
+	Missing  []string       `json:"missing,omitempty"`  // expected outcomes that never showed
+	Status   verdict.Status `json:"status,omitempty"`
 	// Missed: it contradicts only because an expected violation did not
 	// show (verdict.Result.Missed), which repeated runs may tolerate.
 	Missed bool `json:"missed,omitempty"`

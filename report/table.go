@@ -12,10 +12,11 @@ import (
 // PrintTable writes the bench table: one row per approach and client count.
 // Fairness is Jain's index of the grants per client (1: even); the longest
 // stall is the lab's own (Run.LongestStall), beside the latencies it may
-// have stretched.
+// have stretched. The CPU column is the cores locklab and the case's
+// servers kept busy while its clients ran (Run.CPU): locklab's own first.
 func PrintTable(w io.Writer, runs []Run) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "approach\tclients\tacquires/s\tp50\tp99\tp99.9\tmax\tlongest stall\thand-off p50\thand-off p99\tfairness\tdouble grants\tother anomalies\tlinearizable\tfailed\t")
+	fmt.Fprintln(tw, "approach\tclients\tacquires/s\tp50\tp99\tp99.9\tmax\tlongest stall\thand-off p50\thand-off p99\tfairness\tdouble grants\tother anomalies\tlinearizable\tfailed\tcpu locklab/servers\t")
 	for _, r := range runs {
 		name := r.Approach
 		if !r.Complete {
@@ -25,11 +26,24 @@ func PrintTable(w io.Writer, runs []Run) error {
 		if r.Fairness.Jain > 0 {
 			fairness = fmt.Sprintf("%.2f", r.Fairness.Jain)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t\n", name, r.Clients, r.AcquiresPerSec,
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t\n", name, r.Clients, r.AcquiresPerSec,
 			FormatMicros(r.Acquire.P50), FormatMicros(r.Acquire.P99), FormatMicros(r.Acquire.P999),
-			FormatMicros(r.Acquire.Max), FormatMicros(r.LongestStall*1e6), FormatMicros(r.HandOff.P50), FormatMicros(r.HandOff.P99), fairness, r.DoubleGrants, r.OtherAnomalies(), r.Linearizable, r.Errors+r.Indeterminate)
+			FormatMicros(r.Acquire.Max), FormatMicros(r.LongestStall*1e6), FormatMicros(r.HandOff.P50), FormatMicros(r.HandOff.P99), fairness, r.DoubleGrants, r.OtherAnomalies(), r.Linearizable, r.Errors+r.Indeterminate, r.Cores())
 	}
 	return tw.Flush()
+}
+
+// Cores is what Run.CPU says as cores kept busy over the run, locklab's and
+// the servers' ("0.93/0.41"; "-" for what was not measured).
+func (r Run) Cores() string {
+	if r.CPU == nil || r.Seconds <= 0 {
+		return "-"
+	}
+	srv := "-"
+	if r.CPU.Servers != nil {
+		srv = fmt.Sprintf("%.2f", *r.CPU.Servers/r.Seconds)
+	}
+	return fmt.Sprintf("%.2f/%s", r.CPU.Locklab/r.Seconds, srv)
 }
 
 // FormatMicros prints a latency with a unit that keeps 3 significant digits.

@@ -19,6 +19,7 @@ import (
 	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/internal/cputime"
 	"github.com/locklab/locklab/metrics"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/stall"
@@ -190,6 +191,7 @@ type caseRun struct {
 	// Set by runWorkloadAndFaults.
 	nem       *nemesisRecorder
 	stats     workload.Stats
+	cpu       *report.CPUUse
 	engineErr error
 	// answeredEarly: the case ended before its duration, its question
 	// answered (watchAnswer).
@@ -309,7 +311,9 @@ func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
+	cpu := r.startCPU()
 	stats, err := r.clients.Run(ctx)
+	r.cpu = cpu()
 	if err != nil {
 		stopFaults()
 	}
@@ -320,6 +324,41 @@ func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
 	r.stats = stats
 	env.procBase += stats.Procs
 	return nil
+}
+
+// startCPU notes the processor time locklab and the case's local servers
+// have used; the function it returns gives what they used since (nil when
+// locklab's own could not be read).
+func (r *caseRun) startCPU() func() *report.CPUUse {
+	var nodes []*cluster.Node
+	if r.env.servers != nil {
+		nodes = r.env.nodesOf(r.c.Approach.Server)
+	}
+	servers := func() (time.Duration, bool) {
+		var sum time.Duration
+		local := false
+		for _, n := range nodes {
+			if pids := n.LocalProcesses(); len(pids) > 0 {
+				sum += cputime.Processes(pids)
+				local = true
+			}
+		}
+		return sum, local
+	}
+	self0, err := cputime.Self()
+	srv0, _ := servers()
+	return func() *report.CPUUse {
+		self, err2 := cputime.Self()
+		if err != nil || err2 != nil {
+			return nil
+		}
+		use := &report.CPUUse{Locklab: (self - self0).Seconds()}
+		if srv, local := servers(); local {
+			s := max(srv-srv0, 0).Seconds()
+			use.Servers = &s
+		}
+		return use
+	}
 }
 
 // healthyAfter is step 4: a case whose servers did not recover says so.
@@ -365,6 +404,7 @@ func (r *caseRun) measure(ctx context.Context) {
 	if r.unrecovered != nil {
 		r.out.run.Unrecovered = r.unrecovered.Error()
 	}
+	r.out.run.CPU = r.cpu
 	r.first, r.last = r.rec.span()
 	r.windows, r.out.run.Faults = r.nem.windows(r.first, r.last)
 	r.rec.mu.Lock()

@@ -73,7 +73,7 @@ func TestRunWritesTheCasePageAndItsHistoryLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range d.Viols[0].Events {
-		want := fmt.Sprintf(`id="i%d"><span class="n">%d</span>{&#34;i&#34;:%d,`, ev.Index, ev.Line, ev.Index)
+		want := fmt.Sprintf(`id="i%d"><span class="n">%d</span>{&#34;proc&#34;:`, ev.Index, ev.Line)
 		if !regexp.MustCompile(regexp.QuoteMeta(want)).Match(hist) {
 			t.Errorf("the history page has no line %d for event %d", ev.Line, ev.Index)
 		}

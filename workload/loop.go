@@ -27,7 +27,15 @@ type client struct {
 	due    *schedule // open loop: when this client's next request is due; nil in a closed loop
 	// fatal ends the run for a broken lock client; nil: nobody to tell.
 	fatal func(error)
+	// late is the most a careful holder's step of work has overslept
+	// (up to maxLate): slack it keeps before its lease's end.
+	late time.Duration
 }
+
+// maxLate caps the slack a careful holder learns from its late timers: the
+// lab's stall threshold, past which a standstill is recorded as a stall
+// (and a process stopped whole by a fault is not its timer's lateness).
+const maxLate = 100 * time.Millisecond
 
 // schedule is one client's share of an open loop's arrivals: a request
 // is due every `every`, from next on. It outlives a retired client: its
@@ -461,7 +469,9 @@ func (c *client) work(lease impls.Lease, hold time.Duration) {
 		if left <= 0 || !c.mayAct(lease) || c.finished() {
 			return
 		}
-		c.sleep(min(left, workStep))
+		step, slept := min(left, workStep), time.Now()
+		c.sleep(step)
+		c.late = min(max(c.late, time.Since(slept)-step), maxLate)
 	}
 }
 
@@ -498,14 +508,16 @@ func (c *client) finished() bool {
 // mayAct reports whether the holder may still act under lease: always,
 // unless it honours its lease and less than two steps of work are left of
 // the lease by its own clock (one to finish the step, one of slack for a
-// late timer on a loaded machine). A lease without an expiry (a session, a
+// late timer), and as much again as its timers have been late (on a loaded
+// machine a step woke tens of milliseconds late and the release went out
+// after the next holder's grant). A lease without an expiry (a session, a
 // transaction) never runs out here.
 func (c *client) mayAct(lease impls.Lease) bool {
 	if !c.spec.HonourLease {
 		return true
 	}
 	vu := lease.ValidUntil()
-	return vu.IsZero() || c.own.Now().Add(2*workStep).Before(vu)
+	return vu.IsZero() || c.own.Now().Add(2*workStep+c.late).Before(vu)
 }
 
 func sleep(d time.Duration) {

@@ -92,17 +92,29 @@ func TestRedlockKeepsTheConnectionOfASlowNode(t *testing.T) {
 			// is let go): a pause of fixed length can end before the
 			// extend reaches it on a loaded machine, and node 0 then
 			// answers in time.
-			if err := admin.Do(ctx, "CLIENT", "PAUSE", (10 * time.Second).Milliseconds(), "WRITE").Err(); err != nil {
-				t.Fatal(err)
-			}
 			// redis-redlock-quorum's holder is on nodes 0-2 alone: without
 			// node 0 no majority confirms the extend in time, and node 0's,
 			// held up by the pause, may still land: its outcome is unknown.
-			err := got.Extend(ctx, 10*time.Second)
-			if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
-				t.Fatal(err)
-			}
+			// redis-redlock's four other nodes confirm it, unless they too
+			// answer past the node timeout (three of them did, beside two
+			// busy loops: "1 of 5 nodes extended, 4 failed or did not
+			// answer in time"), which says nothing of node 0's connection:
+			// that extend is made again, five times at most.
 			unknown := a.Name == RedlockQuorumApproach.Name
+			var err error
+			for try := 1; ; try++ {
+				if err := admin.Do(ctx, "CLIENT", "PAUSE", (10 * time.Second).Milliseconds(), "WRITE").Err(); err != nil {
+					t.Fatal(err)
+				}
+				err = got.Extend(ctx, 10*time.Second)
+				if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+					t.Fatal(err)
+				}
+				if unknown || !errors.Is(err, impls.ErrIndeterminate) || try == 5 {
+					break
+				}
+				t.Logf("extend without node 0, try %d: %v: again", try, err)
+			}
 			if unknown && !errors.Is(err, impls.ErrIndeterminate) || !unknown && err != nil {
 				t.Fatalf("extend without node 0: %v", err)
 			}

@@ -192,6 +192,35 @@ func TestHoldersWaiterOf(t *testing.T) {
 	}
 }
 
+// A waiter is taken while another client holds the key and works: with
+// the key free as locklab sees it the waiter's grant may be on its way.
+// Only after half the wait is any waiter taken.
+func TestHoldersWaiterWhileAnotherWorks(t *testing.T) {
+	h := newHolders()
+	for i := range 3 {
+		h.bind(i, i)
+	}
+	h.see(ev(1, history.Invoke, history.Acquire, "k")) // waits; nobody holds
+	got := make(chan int, 1)
+	go func() {
+		slot, _, err := h.waiterOf(context.Background(), "k", time.Minute)
+		if err != nil {
+			slot = -1
+		}
+		got <- slot
+	}()
+	select {
+	case s := <-got:
+		t.Fatalf("waiterOf = %d with the key free, before anyone held it", s)
+	case <-time.After(100 * time.Millisecond):
+	}
+	h.see(ev(2, history.Invoke, history.Acquire, "k"))
+	h.see(ev(2, history.OK, history.Acquire, "k"))
+	if s := <-got; s != 1 {
+		t.Fatalf("waiterOf = %d once client 2 held the key, want 1", s)
+	}
+}
+
 // recordedSlot stands in for a worker whose crash the fleet records: Kill
 // records the crash in h, as the fleet does once the process is gone.
 type recordedSlot struct {

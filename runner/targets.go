@@ -254,13 +254,24 @@ func (h *holders) holderWhere(ctx context.Context, key string, wait time.Duratio
 
 // waiterOf returns the slot of a client waiting for key (the lowest slot
 // of those waiting), waiting up to wait for one to ask.
+//
+// For the first half of wait it takes a waiter only while another client
+// holds key and has not written yet (its work under way, its release not
+// near): with the key free as locklab sees it, a waiter's grant may be on
+// its way back, and the fault would hit a holder (an etcd client paused as
+// its Lock returned, its answer not yet read, lost its lease in the pause
+// and was recorded granted after it: a known hazard of a paused holder
+// where the case meant a waiter). Then any waiter will do: one may wait on
+// a key nobody is seen to hold (its holder crashed).
 func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration) (slot, proc int, err error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	anyFrom := time.Now().Add(wait / 2)
 	for {
 		h.mu.Lock()
 		slot, proc = -1, -1
 		holder, held := h.byKey[key]
+		working := held && !h.wrote[key]
 		for p, k := range h.waiting {
 			if s, known := h.procOf[p]; k == key && known && !(held && holder == p) && (slot < 0 || s < slot) {
 				slot, proc = s, p
@@ -268,8 +279,21 @@ func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration) 
 		}
 		ch := h.wait
 		h.mu.Unlock()
-		if slot >= 0 {
+		if slot >= 0 && (working || !time.Now().Before(anyFrom)) {
 			return slot, proc, nil
+		}
+		if slot >= 0 {
+			// Look again when the key changes hands or the half is over.
+			t := time.NewTimer(time.Until(anyFrom))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return 0, 0, ctx.Err()
+			case <-ch:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
 		}
 		select {
 		case <-ctx.Done():

@@ -43,11 +43,16 @@ func (r *renewals) all() []reported {
 // to spare; when this process or the server stood still longer than that
 // while the lock came free, the machine, not the watchdog, let it go
 // (a 300 ms TTL was free after 1.9 s at a load of 19), and the check is
-// made again on a new key, three times at most. The TTL is a second: at
+// made again on a new key, five times at most. The TTL is a second: at
 // 300 ms one renewal cut off by its 100 ms timeout and the next one late
 // by as little as 100 ms let the key go (in a container beside two busy
 // loops, with this process still for 31 ms and the server's probes late
 // by 92 ms), which says more of the machine than of the watchdog.
+// watchdogTries bounds the checks WatchdogKeepsTheLock makes again when
+// the machine stood still: in a loaded make test a Redis container's round
+// trips were late by 1.7, 3.2 and 3.2 s in three checks in a row.
+const watchdogTries = 5
+
 func (s *suite) watchdogKeepsTheLock(t T) {
 	const ttl = time.Second
 	a, b := s.locker(t, 1), s.locker(t, 2)
@@ -80,7 +85,7 @@ func (s *suite) watchdogKeepsTheLock(t T) {
 		// stood still, the watchdog's renewals on it as well.
 		now := time.Now()
 		still, slow := stalls.Within(granted, now), server.lateWithin(granted, now)+server.lateBy(now.Sub(asked))
-		if still+slow < 2*ttl/3 || try == 3 {
+		if still+slow < 2*ttl/3 || try == watchdogTries {
 			t.Fatalf("a live holder's lock was free %v after its grant with a %v TTL: err = %v (this process still for %v, the server's round trips late by %v)", now.Sub(granted), ttl, err, still, slow)
 		}
 		t.Logf("try %d: free after %v, this process still for %v, the server's round trips late by %v: again", try, now.Sub(granted), still, slow)

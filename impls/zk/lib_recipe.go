@@ -12,9 +12,11 @@ import (
 	"github.com/locklab/locklab/impls"
 )
 
-// tryBudget is how long a Try of a free lock gives the recipe, which has
-// no non-blocking form (two round trips; a ZooKeeper starved at a load of
-// 16 answered them in more than 100 ms).
+// tryBudget is how long a Try of a free lock gives the recipe at least,
+// which has no non-blocking form (two round trips; a ZooKeeper starved at
+// a load of 16 answered them in more than 100 ms). It gives four times
+// what the try's own look at the lock's directory took, when that is
+// more: beside two busy loops a free lock's recipe outran 500 ms.
 const tryBudget = 500 * time.Millisecond
 
 // errQueued: the lock's directory holds a node, a holder's or a waiter's.
@@ -52,12 +54,14 @@ func (l *Recipe) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 		return nil, err
 	}
 	path := root + "/recipe/" + name
+	var budget time.Duration
 	if opt.Try {
 		// A lock with a node in its directory is refused without joining
 		// its queue: a try queued behind the holder would stay queued
 		// after giving up (the recipe cannot be stopped) and take the lock
 		// ahead of the next try. Sync first: the ensemble member this
 		// client reads from may not yet have applied the last release.
+		looked := time.Now()
 		err := l.s.do(ctx, func() error {
 			if _, err := l.s.conn.Sync(path); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
@@ -77,8 +81,9 @@ func (l *Recipe) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 		case err != nil:
 			return nil, outcome("lock "+key, err)
 		}
+		budget = max(tryBudget, 4*time.Since(looked))
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, tryBudget)
+		ctx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
 	lock := zk.NewLock(l.s.conn, path, openACL)
@@ -91,7 +96,7 @@ func (l *Recipe) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 	case err == nil:
 		return &recipeLease{key: key, lock: lock, s: l.s, sid: l.s.sessionID()}, nil
 	case opt.Try && errors.Is(err, impls.ErrIndeterminate):
-		return nil, fmt.Errorf("%w: %s is held (waited %v)", impls.ErrNotAcquired, key, tryBudget)
+		return nil, fmt.Errorf("%w: %s is held (waited %v)", impls.ErrNotAcquired, key, budget)
 	default:
 		return nil, outcome("lock "+key, err)
 	}

@@ -266,7 +266,9 @@ func (h *holders) holderWhere(ctx context.Context, key string, wait time.Duratio
 func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration) (slot, proc int, err error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	anyFrom := time.Now().Add(wait / 2)
+	half := time.NewTimer(wait / 2)
+	defer half.Stop()
+	anyWaiter := false
 	for {
 		h.mu.Lock()
 		slot, proc = -1, -1
@@ -279,27 +281,16 @@ func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration) 
 		}
 		ch := h.wait
 		h.mu.Unlock()
-		if slot >= 0 && (working || !time.Now().Before(anyFrom)) {
+		if slot >= 0 && (working || anyWaiter) {
 			return slot, proc, nil
-		}
-		if slot >= 0 {
-			// Look again when the key changes hands or the half is over.
-			t := time.NewTimer(time.Until(anyFrom))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return 0, 0, ctx.Err()
-			case <-ch:
-			case <-t.C:
-			}
-			t.Stop()
-			continue
 		}
 		select {
 		case <-ctx.Done():
 			return 0, 0, ctx.Err()
 		case <-deadline.C:
 			return 0, 0, fmt.Errorf("nobody waited for %s within %v: %w", key, wait, chaos.ErrNoTarget)
+		case <-half.C:
+			anyWaiter = true
 		case <-ch:
 		}
 	}

@@ -268,23 +268,12 @@ func (h *handOffLock) leave(ctx context.Context, key, token string) {
 }
 
 func (h *handOffLock) lease(key, token string, validUntil time.Time) *lease {
-	return &lease{key: key, token: token, validUntil: validUntil,
-		release: h.release,
-		extend: func(ctx context.Context, l *lease, ttl time.Duration) error {
-			return pexpireIfOwner(ctx, &single{client: h.client, clock: h.clock}, l, ttl)
-		}}
+	return scriptLease(h.client, h.clock, key, token, validUntil, h.release)
 }
 
 // release gives the key to the first live waiter, or deletes it.
 func (h *handOffLock) release(ctx context.Context, l *lease) error {
-	n, err := handOffRelease.Run(ctx, h.client, handOffKeys(l.key), l.token).Int()
-	if err != nil {
-		return classify(ctx, "release", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
-	}
-	return nil
+	return runRelease(ctx, h.client, handOffRelease, l, handOffKeys(l.key), l.token)
 }
 
 // Close drops both connections and leaves every lease to its TTL, as a

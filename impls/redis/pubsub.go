@@ -266,24 +266,13 @@ func (p *pubSubLock) drop(ps *goredis.PubSub) {
 }
 
 func (p *pubSubLock) lease(key, token string, sent time.Time, ttl time.Duration) *lease {
-	return &lease{key: key, token: token, validUntil: sent.Add(ttl),
-		release: p.release,
-		extend: func(ctx context.Context, l *lease, ttl time.Duration) error {
-			return pexpireIfOwner(ctx, &single{client: p.client, clock: p.clock}, l, ttl)
-		}}
+	return scriptLease(p.client, p.clock, key, token, sent.Add(ttl), p.release)
 }
 
 // release deletes the key if it is still ours and publishes the unlock
 // message, in one script.
 func (p *pubSubLock) release(ctx context.Context, l *lease) error {
-	n, err := pubSubRelease.Run(ctx, p.client, []string{l.key, lockChannel(l.key)}, l.token, unlockMessage).Int()
-	if err != nil {
-		return classify(ctx, "release", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
-	}
-	return nil
+	return runRelease(ctx, p.client, pubSubRelease, l, []string{l.key, lockChannel(l.key)}, l.token, unlockMessage)
 }
 
 // Close drops both connections and leaves every lease to its TTL, as a

@@ -192,6 +192,28 @@ func (s *single) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 // Close drops the connection and leaves every lease as it is, as a crash would.
 func (s *single) Close() error { return s.client.Close() }
 
+// scriptLease is a lease of a one-node lock whose release is a script of
+// its own and whose extend is the compare-and-PEXPIRE of the Lua lock.
+func scriptLease(c *goredis.Client, clk clock.Clock, key, token string, validUntil time.Time, release func(context.Context, *lease) error) *lease {
+	return &lease{key: key, token: token, validUntil: validUntil, release: release,
+		extend: func(ctx context.Context, l *lease, ttl time.Duration) error {
+			return pexpireIfOwner(ctx, &single{client: c, clock: clk}, l, ttl)
+		}}
+}
+
+// runRelease runs a release script that answers 0 when l's key is no
+// longer l's.
+func runRelease(ctx context.Context, c *goredis.Client, script *goredis.Script, l *lease, keys []string, args ...any) error {
+	n, err := script.Run(ctx, c, keys, args...).Int()
+	if err != nil {
+		return classify(ctx, "release", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("release %s: %w", l.key, impls.ErrNotHeld)
+	}
+	return nil
+}
+
 // newSingle builds the constructor of a one-node approach.
 func newSingle(name string, mk func(c *goredis.Client, clk clock.Clock) *single) func(context.Context, impls.Env) (impls.Locker, error) {
 	return func(ctx context.Context, env impls.Env) (impls.Locker, error) {

@@ -178,7 +178,7 @@ func TestHoldersWaiterOf(t *testing.T) {
 			for _, e := range tt.events {
 				h.see(e)
 			}
-			slot, _, err := h.waiterOf(context.Background(), "k", 10*time.Millisecond)
+			slot, _, err := h.waiterOf(context.Background(), "k", 10*time.Millisecond, true)
 			if tt.want < 0 {
 				if err == nil {
 					t.Fatalf("waiterOf = slot %d; want none", slot)
@@ -192,18 +192,22 @@ func TestHoldersWaiterOf(t *testing.T) {
 	}
 }
 
-// A waiter is taken while another client holds the key and works: with
-// the key free as locklab sees it the waiter's grant may be on its way.
-// Only after half the wait is any waiter taken.
+// A waiter's process is taken while another client holds the key and
+// works: with the key free as locklab sees it the waiter's grant may be on
+// its way. Only after half the wait is any waiter taken. Its links are
+// taken at once: a reply lost as the key comes free is what they are for.
 func TestHoldersWaiterWhileAnotherWorks(t *testing.T) {
 	h := newHolders()
 	for i := range 3 {
 		h.bind(i, i)
 	}
 	h.see(ev(1, history.Invoke, history.Acquire, "k")) // waits; nobody holds
+	if slot, _, err := h.waiterOf(context.Background(), "k", time.Minute, false); err != nil || slot != 1 {
+		t.Fatalf("waiterOf(links) = %d, %v with the key free; want slot 1 at once", slot, err)
+	}
 	got := make(chan int, 1)
 	go func() {
-		slot, _, err := h.waiterOf(context.Background(), "k", time.Minute)
+		slot, _, err := h.waiterOf(context.Background(), "k", time.Minute, true)
 		if err != nil {
 			slot = -1
 		}

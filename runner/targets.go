@@ -255,25 +255,28 @@ func (h *holders) holderWhere(ctx context.Context, key string, wait time.Duratio
 // waiterOf returns the slot of a client waiting for key (the lowest slot
 // of those waiting), waiting up to wait for one to ask.
 //
-// For the first half of wait it takes a waiter only while another client
-// holds key and has not written yet (its work under way, its release not
-// near): with the key free as locklab sees it, a waiter's grant may be on
-// its way back, and the fault would hit a holder (an etcd client paused as
-// its Lock returned, its answer not yet read, lost its lease in the pause
-// and was recorded granted after it: a known hazard of a paused holder
-// where the case meant a waiter). Then any waiter will do: one may wait on
-// a key nobody is seen to hold (its holder crashed).
-func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration) (slot, proc int, err error) {
+// A fault that stops the waiter's process (working) takes it, for the
+// first half of wait, only while another client holds key and has not
+// written yet (its work under way, its release not near): with the key
+// free as locklab sees it, a waiter's grant may be on its way back, and
+// the fault would hit a holder (an etcd client paused as its Lock
+// returned, its answer not yet read, lost its lease in the pause and was
+// recorded granted after it: a known hazard of a paused holder where the
+// case meant a waiter). Then any waiter will do: one may wait on a key
+// nobody is seen to hold (its holder crashed). A fault on the waiter's
+// links takes any waiter at once: a reply lost as the key comes free is
+// the acquire that takes effect unseen, which such a fault is there for.
+func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration, working bool) (slot, proc int, err error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	half := time.NewTimer(wait / 2)
 	defer half.Stop()
-	anyWaiter := false
+	anyWaiter := !working
 	for {
 		h.mu.Lock()
 		slot, proc = -1, -1
 		holder, held := h.byKey[key]
-		working := held && !h.wrote[key]
+		holderWorks := held && !h.wrote[key]
 		for p, k := range h.waiting {
 			if s, known := h.procOf[p]; k == key && known && !(held && holder == p) && (slot < 0 || s < slot) {
 				slot, proc = s, p
@@ -281,7 +284,7 @@ func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration) 
 		}
 		ch := h.wait
 		h.mu.Unlock()
-		if slot >= 0 && (working || anyWaiter) {
+		if slot >= 0 && (holderWorks || anyWaiter) {
 			return slot, proc, nil
 		}
 		select {
@@ -315,7 +318,7 @@ type resolver struct {
 func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand) ([]chaos.Target, error) {
 	switch s.Kind() {
 	case chaos.TargetClient:
-		c, proc, err := r.client(ctx, s, rng)
+		c, proc, err := r.client(ctx, s, rng, true)
 		if err != nil {
 			return nil, err
 		}
@@ -331,7 +334,7 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 		}
 		return []chaos.Target{t}, nil
 	case chaos.TargetLink:
-		c, _, err := r.client(ctx, s, rng)
+		c, _, err := r.client(ctx, s, rng, false)
 		if err != nil {
 			return nil, err
 		}
@@ -369,8 +372,9 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 }
 
 // client picks the slot a selector names, and the process in it (-1 if
-// unknown).
-func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand) (fleet.Slot, int, error) {
+// unknown); process says the fault acts on the client's process, not on
+// its links (waiterOf).
+func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand, process bool) (fleet.Slot, int, error) {
 	switch s.Client {
 	case chaos.ClientHolder:
 		slot, proc, err := r.holders.holderOf(ctx, r.keyName(s.Key), 2*time.Second)
@@ -379,7 +383,7 @@ func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand)
 		}
 		return r.slots[slot], proc, nil
 	case chaos.ClientWaiter:
-		slot, proc, err := r.holders.waiterOf(ctx, r.keyName(s.Key), 2*time.Second)
+		slot, proc, err := r.holders.waiterOf(ctx, r.keyName(s.Key), 2*time.Second, process)
 		if err != nil {
 			return fleet.Slot{}, 0, err
 		}

@@ -168,7 +168,10 @@ func (s *suite) lockerAt(t T, id int, ep impls.Endpoints) impls.Locker {
 // not reach its servers is asked for again, five times at most, 1, 2, 4
 // and 8 s apart: a ZooKeeper container starved with both cores busy gave
 // a new client no session within 10 s, and five Redis containers answered
-// no ping for most of a minute, which says nothing of the lock.
+// no ping for most of a minute, which says nothing of the lock. A try
+// lasts 10 s, or the approach's own start-timeout when longer: an
+// adapter's first start that compiles (curator-mutex's javac, beside the
+// suite) killed after 10 s compiled again at each of the five tries.
 func (s *suite) lockerWithClock(t T, id int, ep impls.Endpoints, clk clock.Clock) impls.Locker {
 	t.Helper()
 	var l impls.Locker
@@ -177,8 +180,9 @@ func (s *suite) lockerWithClock(t T, id int, ep impls.Endpoints, clk clock.Clock
 	if pause == 0 {
 		pause = time.Second
 	}
+	each := max(10*time.Second, s.h.Approach.StartTimeout)
 	for try := 1; ; try, pause = try+1, 2*pause {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), each)
 		l, err = s.h.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: id})
 		cancel()
 		if err == nil || !errors.Is(err, impls.ErrUnavailable) || try == 5 {

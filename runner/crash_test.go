@@ -23,6 +23,7 @@ func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
 		{"redis-setnx", verdict.Expect("test", verdict.Safe, verdict.Blocked)},
 	} {
 		t.Run(tt.approach, func(t *testing.T) {
+			t.Parallel() // servers of their own
 			spec := workload.Spec{Clients: 2, Hold: workload.Dist{Kind: "fixed", A: 10 * time.Millisecond},
 				TTL: 500 * time.Millisecond, AcquireTimeout: time.Second, Duration: 4 * time.Second, Seed: 1}
 			c := faultCase(t, tt.approach, spec,

@@ -270,6 +270,7 @@ func TestClientClockJumpMakesACarefulHolderOverlap(t *testing.T) {
 		{"clock set back: both leases valid", []chaos.Step{jump}, verdict.Expect("test", verdict.DoubleGrantBothValid)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // servers of their own
 			c := faultCase(t, "redis-setnx-px-lua", spec, tc.faults...)
 			c.Processes = false // the lease clock of a goroutine client is moved in place
 			c.Expect = tc.expect

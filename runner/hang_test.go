@@ -31,6 +31,7 @@ func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
 		{"zk-sequential", []verdict.Outcome{verdict.Safe}, true},
 	} {
 		t.Run(tt.approach, func(t *testing.T) {
+			t.Parallel() // servers of their own; they mostly wait
 			spec := workload.Spec{Clients: 3, Kind: workload.Counter, Hold: workload.Dist{Kind: "uniform", A: 40 * time.Millisecond, B: 80 * time.Millisecond},
 				TTL: time.Second, Renew: true, AcquireTimeout: 5 * time.Second, Duration: 6 * time.Second, Seed: 1}
 			c := faultCase(t, tt.approach, spec, step(t, "client-hang", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 3*time.Second, nil))

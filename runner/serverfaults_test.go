@@ -72,6 +72,7 @@ func TestRedisRestartWhileHeld(t *testing.T) {
 		expect      verdict.Expectation
 	}{{"none", bothValid}, {"aof-always", noDoubleGrant}} {
 		t.Run(tc.persistence, func(t *testing.T) {
+			t.Parallel() // servers of their own
 			agrees(t, serverCase(t, "redis-setnx-px-lua", tc.persistence, spec, tc.expect,
 				when(step(t, "server-restart", chaos.Selector{Node: "redis-0"}, 500*time.Millisecond, 0, nil))))
 		})
@@ -94,6 +95,7 @@ func TestRedlockRestartWhileHeld(t *testing.T) {
 		{"delayed-restart", "none", 1500 * time.Millisecond, 500 * time.Millisecond, 1700 * time.Millisecond, noDoubleGrant},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // servers of their own
 			// The waiter tries for the whole case: one that gave up
 			// mid-round is indeterminate and replaced, and on a loaded
 			// machine its replacement came after the hold the fault
@@ -123,12 +125,14 @@ func TestServerClockJumpWhileHeld(t *testing.T) {
 	t.Parallel() // servers of its own; it mostly waits on them
 	jump := map[string]any{"offset": "15s"}
 	t.Run("single-node", func(t *testing.T) {
+		t.Parallel() // servers of their own
 		spec := workload.Spec{Clients: 3, Hold: workload.Dist{Kind: "uniform", A: 2 * time.Second, B: 2500 * time.Millisecond},
 			TTL: 10 * time.Second, AcquireTimeout: 3 * time.Second, Duration: 4 * time.Second, Seed: 1}
 		agrees(t, serverCase(t, "redis-setnx-px-lua", "", spec, bothValid,
 			when(step(t, "server-clock", chaos.Selector{Node: "redis-0"}, 500*time.Millisecond, 0, jump))))
 	})
 	t.Run("redlock-kleppmann", func(t *testing.T) {
+		t.Parallel() // servers of their own
 		// The waiter tries for the whole case (as in TestRedlockRestartWhileHeld).
 		spec := workload.Spec{Clients: 2, Hold: workload.Dist{Kind: "uniform", A: 2 * time.Second, B: 2500 * time.Millisecond},
 			TTL: 10 * time.Second, AcquireTimeout: 6 * time.Second, Duration: 6 * time.Second, Seed: 1}

@@ -199,6 +199,7 @@ func readMatrix(t *testing.T, dir string) report.Matrix {
 // loaded machine may make undecided in one and not the other), and the
 // exit code is the merged verdicts'.
 func TestMatrixShardsMergedEqualUnsharded(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	tmp := t.TempDir()
 	args := []string{"--approaches", "redis-setnx-px-lua,redis-get-set", "--faults", "none,client-pause", "--runs", "2",
 		"--stall-threshold", catchStallThreshold}
@@ -279,6 +280,7 @@ func TestMatrixShardsMergedEqualUnsharded(t *testing.T) {
 // run --runs and bench as 2 shards each, merged: every run in the merged
 // results.json, the repeated runs counted together, one exit code.
 func TestRunAndBenchShardsMerged(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
 	tmp := t.TempDir()
 	for _, c := range []struct {
 		name string

@@ -29,15 +29,29 @@ func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
 			c := faultCase(t, tt.approach, spec,
 				step(t, "client-crash", chaos.Selector{Client: chaos.ClientHolder, Key: "0"}, time.Second, 0, nil))
 			c.Expect = tt.want
-			out, evs := runFaultCase(t, c)
+			// A case whose crash killed nobody (no holder within the
+			// step's 2 s, or each picked one let go first, on a loaded
+			// machine) tested nothing: run again, three times at most.
+			var (
+				out     *Outcome
+				evs     []history.Event
+				crashes int
+			)
+			for try := 1; ; try++ {
+				out, evs = runFaultCase(t, c)
+				crashes = countF(evs, history.Crash)
+				if crashes > 0 || try == 3 {
+					break
+				}
+				t.Logf("try %d: no crash recorded (%s)%s; again", try, out.Verdicts[0].Status, whatWentWrong(evs))
+			}
 			if v := out.Verdicts[0]; v.Status != verdict.Agrees {
 				t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 			}
 			// A holder that let go just before the kill landed is not the
 			// crash asked for: the next holder is crashed too (at most 3).
-			crashes := countF(evs, history.Crash)
 			if crashes < 1 || crashes > 3 {
-				t.Fatalf("want 1 to 3 crash events, history has %d", crashes)
+				t.Fatalf("want 1 to 3 crash events, history has %d%s", crashes, whatWentWrong(evs))
 			}
 			if r := out.Results.Runs[0]; r.Crashed != int64(crashes) || r.Replaced < 1 {
 				t.Fatalf("crashed=%d (history: %d) replaced=%d: every killed worker must be counted and replaced",

@@ -47,14 +47,12 @@ func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
 			for try := 1; ; try++ {
 				var out *Outcome
 				out, evs = runFaultCase(t, c)
-				if v := out.Verdicts[0]; v.Status == verdict.Undecided && try < 3 {
+				v := out.Verdicts[0]
+				if v.Status == verdict.Undecided && try < 3 {
 					// A server that stood still (zk-2 for 3.4 s beside the
 					// containers' tests) leaves the case undecided, by design.
 					t.Logf("try %d was undecided (%s): again", try, v.Text)
 					continue
-				}
-				if v := out.Verdicts[0]; v.Status != verdict.Agrees {
-					t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 				}
 				if _, ok := healedHang(evs); !ok && try < 3 {
 					// Nobody held the key when the hang came (ZooKeeper
@@ -64,10 +62,19 @@ func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
 					continue
 				}
 				win, hung = hangWindow(t, evs)
-				if heldThrough(evs, hung, win) || try == 3 {
-					break
+				// The verdict is judged of a hang that struck a holder
+				// with its work to do: one that came after its write (a
+				// loaded machine, the write done in the hang's 54 ms
+				// start) can lose no update.
+				struck := heldThrough(evs, hung, win) && !wroteBefore(evs, hung, win.Start)
+				if !struck && try < 3 {
+					t.Logf("try %d: process %d had written or begun its release when the hang struck (%s); again", try, hung, v.Status)
+					continue
 				}
-				t.Logf("try %d: process %d had begun its release when the hang struck; again", try, hung)
+				if v.Status != verdict.Agrees {
+					t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
+				}
+				break
 			}
 			var others, ownRenewals, watchdogRenewals int
 			for _, ev := range evs {
@@ -115,6 +122,27 @@ func heldThrough(evs []history.Event, proc int, win history.Window) bool {
 		}
 	}
 	return true
+}
+
+// wroteBefore reports whether proc's last grant before t was followed by
+// a write of its own, asked before t.
+func wroteBefore(evs []history.Event, proc int, t int64) bool {
+	wrote := false
+	for _, ev := range evs {
+		if ev.T > t {
+			break
+		}
+		if ev.Proc != proc {
+			continue
+		}
+		switch {
+		case ev.F == history.Acquire && ev.Type == history.OK:
+			wrote = false
+		case ev.F == history.Write && ev.Type == history.Invoke:
+			wrote = true
+		}
+	}
+	return wrote
 }
 
 // heldAt reports whether proc held a lock at t: granted, and no release

@@ -32,8 +32,15 @@ func serverCase(t *testing.T, approach, persistence string, spec workload.Spec, 
 func agrees(t *testing.T, c Case) *Outcome {
 	t.Helper()
 	out, _ := runFaultCase(t, c)
-	for try := 2; try <= 3 && out.Verdicts[0].Status == verdict.Undecided; try++ {
-		t.Logf("try %d was undecided (%s): again", try-1, out.Verdicts[0].Text)
+	// Undecided, or an expected violation missed while a client was being
+	// replaced (its acquire indeterminate under load, the waiter the case
+	// needed gone as the fault came): the case did not run as written.
+	for try := 2; try <= 3; try++ {
+		v, r := out.Verdicts[0], out.Results.Runs[0]
+		if v.Status != verdict.Undecided && !(v.Status == verdict.Contradicts && v.Missed && r.Replaced > 0) {
+			break
+		}
+		t.Logf("try %d: %s (%s; %d clients replaced): again", try-1, v.Status, v.Text, r.Replaced)
 		out, _ = runFaultCase(t, c)
 	}
 	if v := out.Verdicts[0]; v.Status != verdict.Agrees {

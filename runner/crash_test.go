@@ -31,7 +31,9 @@ func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
 			c.Expect = tt.want
 			// A case whose crash killed nobody (no holder within the
 			// step's 2 s, or each picked one let go first, on a loaded
-			// machine) tested nothing: run again, three times at most.
+			// machine) tested nothing, and one left undecided (Redis
+			// seen standing still 0.74 s as the crash came) decided
+			// nothing: run again, three times at most.
 			var (
 				out     *Outcome
 				evs     []history.Event
@@ -40,7 +42,7 @@ func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
 			for try := 1; ; try++ {
 				out, evs = runFaultCase(t, c)
 				crashes = countF(evs, history.Crash)
-				if crashes > 0 || try == 3 {
+				if crashes > 0 && out.Verdicts[0].Status != verdict.Undecided || try == 3 {
 					break
 				}
 				t.Logf("try %d: no crash recorded (%s)%s; again", try, out.Verdicts[0].Status, whatWentWrong(evs))

@@ -2,9 +2,11 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/memlock"
@@ -69,6 +71,45 @@ func TestTimeoutIsIndeterminate(t *testing.T) {
 			}
 			s := &suite{h: Harness{Approach: a, DropReplies: droppedReplies{dropping}}, prefix: "drop-"}
 			wantStatus(t, "TimeoutIsIndeterminate", s.timeoutIsIndeterminate, tt.want)
+		})
+	}
+}
+
+// waitingTry is a client whose try on a held key waits a lock-wait
+// timeout of its own before it is refused (GET_LOCK with a timeout).
+type waitingTry struct {
+	impls.Locker
+	wait time.Duration
+}
+
+func (l waitingTry) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
+	lease, err := l.Locker.Acquire(ctx, key, opt)
+	if opt.Try && errors.Is(err, impls.ErrNotAcquired) {
+		time.Sleep(l.wait)
+	}
+	return lease, err
+}
+
+// A try refused at once passes; one that waits 1.5 s before it is refused
+// fails, though its server answers at once.
+func TestTryDoesNotWait(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		wait time.Duration
+		want Status
+	}{
+		{"refused at once", 0, Passed},
+		{"refused after a wait of its own", 1500 * time.Millisecond, Failed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := memlock.NewService(1).Approach("mem")
+			inner := a.New
+			a.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+				l, err := inner(ctx, env)
+				return waitingTry{l, tt.wait}, err
+			}
+			s := &suite{h: Harness{Approach: a}, prefix: "try-"}
+			wantStatus(t, "TryDoesNotWait", s.tryDoesNotWait, tt.want)
 		})
 	}
 }

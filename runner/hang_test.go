@@ -127,28 +127,19 @@ func heldThrough(evs []history.Event, proc int, win history.Window) bool {
 // wroteBefore reports whether proc's last grant before t was followed by
 // a write of its own, asked before t.
 func wroteBefore(evs []history.Event, proc int, t int64) bool {
-	wrote := false
-	for _, ev := range evs {
-		if ev.T > t {
-			break
-		}
-		if ev.Proc != proc {
-			continue
-		}
-		switch {
-		case ev.F == history.Acquire && ev.Type == history.OK:
-			wrote = false
-		case ev.F == history.Write && ev.Type == history.Invoke:
-			wrote = true
-		}
-	}
-	return wrote
+	return lastOfTwo(evs, proc, t, opIs(history.Write, history.Invoke), opIs(history.Acquire, history.OK))
 }
 
 // heldAt reports whether proc held a lock at t: granted, and no release
 // of its invoked since.
 func heldAt(evs []history.Event, proc int, t int64) bool {
-	held := false
+	return lastOfTwo(evs, proc, t, opIs(history.Acquire, history.OK), opIs(history.Release, history.Invoke))
+}
+
+// lastOfTwo reports whether, of proc's events up to t, the last that is
+// on or off is on.
+func lastOfTwo(evs []history.Event, proc int, t int64, on, off func(history.Event) bool) bool {
+	state := false
 	for _, ev := range evs {
 		if ev.T > t {
 			break
@@ -157,13 +148,17 @@ func heldAt(evs []history.Event, proc int, t int64) bool {
 			continue
 		}
 		switch {
-		case ev.F == history.Acquire && ev.Type == history.OK:
-			held = true
-		case ev.F == history.Release && ev.Type == history.Invoke:
-			held = false
+		case on(ev):
+			state = true
+		case off(ev):
+			state = false
 		}
 	}
-	return held
+	return state
+}
+
+func opIs(f string, typ history.Type) func(history.Event) bool {
+	return func(ev history.Event) bool { return ev.F == f && ev.Type == typ }
 }
 
 // healedHang is the history's last client-hang window, if one was

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -34,19 +35,16 @@ func TestClientCrashFreesTTLLockButNotNoExpiryLock(t *testing.T) {
 			// machine) tested nothing, and one left undecided (Redis
 			// seen standing still 0.74 s as the crash came) decided
 			// nothing: run again, three times at most.
-			var (
-				out     *Outcome
-				evs     []history.Event
-				crashes int
-			)
-			for try := 1; ; try++ {
-				out, evs = runFaultCase(t, c)
-				crashes = countF(evs, history.Crash)
-				if crashes > 0 && out.Verdicts[0].Status != verdict.Undecided || try == 3 {
-					break
+			out, evs := rerun(t, c, func(out *Outcome, evs []history.Event) string {
+				switch {
+				case countF(evs, history.Crash) == 0:
+					return fmt.Sprintf("no crash recorded (%s)%s", out.Verdicts[0].Status, whatWentWrong(evs))
+				case out.Verdicts[0].Status == verdict.Undecided:
+					return out.Verdicts[0].Text
 				}
-				t.Logf("try %d: no crash recorded (%s)%s; again", try, out.Verdicts[0].Status, whatWentWrong(evs))
-			}
+				return ""
+			})
+			crashes := countF(evs, history.Crash)
 			if v := out.Verdicts[0]; v.Status != verdict.Agrees {
 				t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 			}

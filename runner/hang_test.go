@@ -39,42 +39,31 @@ func TestClientHangExpiresATTLLockButNotAWatchdogOrASession(t *testing.T) {
 			// The hang strikes the holder as the lab saw it; one whose
 			// release was already on its way tests nothing here, and the
 			// case is run again (three times at most).
-			var (
-				evs  []history.Event
-				win  history.Window
-				hung int
-			)
-			for try := 1; ; try++ {
-				var out *Outcome
-				out, evs = runFaultCase(t, c)
+			out, evs := rerun(t, c, func(out *Outcome, evs []history.Event) string {
 				v := out.Verdicts[0]
-				if v.Status == verdict.Undecided && try < 3 {
+				if v.Status == verdict.Undecided {
 					// A server that stood still (zk-2 for 3.4 s beside the
 					// containers' tests) leaves the case undecided, by design.
-					t.Logf("try %d was undecided (%s): again", try, v.Text)
-					continue
+					return "undecided (" + v.Text + ")"
 				}
-				if _, ok := healedHang(evs); !ok && try < 3 {
+				if _, ok := healedHang(evs); !ok {
 					// Nobody held the key when the hang came (ZooKeeper
 					// sessions lost under load: "nobody held ... within
 					// 2s"): the case hung nobody and tests nothing.
-					t.Logf("try %d: the hang was not injected%s; again", try, whatWentWrong(evs))
-					continue
+					return "the hang was not injected" + whatWentWrong(evs)
 				}
-				win, hung = hangWindow(t, evs)
 				// The verdict is judged of a hang that struck a holder
 				// with its work to do: one that came after its write (a
 				// loaded machine, the write done in the hang's 54 ms
 				// start) can lose no update.
-				struck := heldThrough(evs, hung, win) && !wroteBefore(evs, hung, win.Start)
-				if !struck && try < 3 {
-					t.Logf("try %d: process %d had written or begun its release when the hang struck (%s); again", try, hung, v.Status)
-					continue
+				if win, hung := hangWindow(t, evs); !heldThrough(evs, hung, win) || wroteBefore(evs, hung, win.Start) {
+					return fmt.Sprintf("process %d had written or begun its release when the hang struck (%s)", hung, v.Status)
 				}
-				if v.Status != verdict.Agrees {
-					t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
-				}
-				break
+				return ""
+			})
+			win, hung := hangWindow(t, evs)
+			if v := out.Verdicts[0]; v.Status != verdict.Agrees {
+				t.Fatalf("%s: %s%s", v.Status, v.Text, whatWentWrong(evs))
 			}
 			var others, ownRenewals, watchdogRenewals int
 			for _, ev := range evs {

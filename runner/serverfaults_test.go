@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/chaos"
+	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
@@ -31,18 +33,16 @@ func serverCase(t *testing.T, approach, persistence string, spec workload.Spec, 
 // load of 19) and fails unless it came out as expected.
 func agrees(t *testing.T, c Case) *Outcome {
 	t.Helper()
-	out, _ := runFaultCase(t, c)
 	// Undecided, or an expected violation missed while a client was being
 	// replaced (its acquire indeterminate under load, the waiter the case
 	// needed gone as the fault came): the case did not run as written.
-	for try := 2; try <= 3; try++ {
+	out, _ := rerun(t, c, func(out *Outcome, _ []history.Event) string {
 		v, r := out.Verdicts[0], out.Results.Runs[0]
 		if v.Status != verdict.Undecided && !(v.Status == verdict.Contradicts && v.Missed && r.Replaced > 0) {
-			break
+			return ""
 		}
-		t.Logf("try %d: %s (%s; %d clients replaced): again", try-1, v.Status, v.Text, r.Replaced)
-		out, _ = runFaultCase(t, c)
-	}
+		return fmt.Sprintf("%s (%s; %d clients replaced)", v.Status, v.Text, r.Replaced)
+	})
 	if v := out.Verdicts[0]; v.Status != verdict.Agrees {
 		r := out.Results.Runs[0]
 		t.Fatalf("%s: %s: %s\nacquired %d, not acquired %d, indeterminate %d, errors %d (first: %s), replaced %d; faults %+v",

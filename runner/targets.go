@@ -255,9 +255,10 @@ func (h *holders) holderWhere(ctx context.Context, key string, wait time.Duratio
 // waiterOf returns the slot of a client waiting for key (the lowest slot
 // of those waiting), waiting up to wait for one to ask.
 //
-// A fault that stops the waiter's process (working) takes it, for the
-// first half of wait, only while another client holds key and has not
-// written yet (its work under way, its release not near): with the key
+// A fault on the waiter's process (onProcess: a pause, hang, crash or
+// clock jump) takes it, for the first half of wait, only while another
+// client holds key and has not written yet (its work under way, its
+// release not near): with the key
 // free as locklab sees it, a waiter's grant may be on its way back, and
 // the fault would hit a holder (an etcd client paused as its Lock
 // returned, its answer not yet read, lost its lease in the pause and was
@@ -266,12 +267,12 @@ func (h *holders) holderWhere(ctx context.Context, key string, wait time.Duratio
 // nobody is seen to hold (its holder crashed). A fault on the waiter's
 // links takes any waiter at once: a reply lost as the key comes free is
 // the acquire that takes effect unseen, which such a fault is there for.
-func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration, working bool) (slot, proc int, err error) {
+func (h *holders) waiterOf(ctx context.Context, key string, wait time.Duration, onProcess bool) (slot, proc int, err error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	half := time.NewTimer(wait / 2)
 	defer half.Stop()
-	anyWaiter := !working
+	anyWaiter := !onProcess
 	for {
 		h.mu.Lock()
 		slot, proc = -1, -1
@@ -372,9 +373,9 @@ func (r *resolver) Resolve(ctx context.Context, s chaos.Selector, rng *rand.Rand
 }
 
 // client picks the slot a selector names, and the process in it (-1 if
-// unknown); process says the fault acts on the client's process, not on
+// unknown); onProcess says the fault acts on the client's process, not on
 // its links (waiterOf).
-func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand, process bool) (fleet.Slot, int, error) {
+func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand, onProcess bool) (fleet.Slot, int, error) {
 	switch s.Client {
 	case chaos.ClientHolder:
 		slot, proc, err := r.holders.holderOf(ctx, r.keyName(s.Key), 2*time.Second)
@@ -383,7 +384,7 @@ func (r *resolver) client(ctx context.Context, s chaos.Selector, rng *rand.Rand,
 		}
 		return r.slots[slot], proc, nil
 	case chaos.ClientWaiter:
-		slot, proc, err := r.holders.waiterOf(ctx, r.keyName(s.Key), 2*time.Second, process)
+		slot, proc, err := r.holders.waiterOf(ctx, r.keyName(s.Key), 2*time.Second, onProcess)
 		if err != nil {
 			return fleet.Slot{}, 0, err
 		}

@@ -267,12 +267,16 @@ func healReverse(ctx context.Context, heals []Heal) error {
 	return errors.Join(errs...)
 }
 
+// unwindTimeout bounds what a fault does after its ctx ended so as not to
+// leave the servers broken: a rollback, a restarted server's start.
+const unwindTimeout = time.Minute
+
 // rollback heals what a failed injection already did and returns err with
 // any rollback failure. It keeps going when ctx has ended (the injection
 // may have failed for that very reason): a half-injected fault must not
 // outlive the run.
 func rollback(ctx context.Context, err error, heals []Heal) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unwindTimeout)
 	defer cancel()
 	if rerr := healReverse(ctx, heals); rerr != nil {
 		return errors.Join(err, fmt.Errorf("roll back: %w", rerr))

@@ -91,6 +91,39 @@ func pingDirect(addr string) error {
 	return nil
 }
 
+// endsAtRestart is a node whose run ends as its start begins.
+type endsAtRestart struct {
+	Node
+	end context.CancelFunc
+}
+
+func (n endsAtRestart) Restart(ctx context.Context) error {
+	n.end()
+	return n.Node.(Restarter).Restart(ctx)
+}
+
+// TestServerRestartOutlivesTheRun: a run that ends while a restarted
+// server starts (its ctx done once the kill is made) still gets the
+// server back, and the injection succeeds: a start cut short would leave
+// the server dead and call the restart failed.
+func TestServerRestartOutlivesTheRun(t *testing.T) {
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
+	node := c.Nodes()[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	target := NodeTarget(node)
+	target.Process = endsAtRestart{Node: node, end: cancel}
+	if _, err := (&ServerRestart{}).Inject(ctx, target); err != nil {
+		t.Fatalf("restart whose run ended during the start: %v", err)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the run's ctx did not end: the test tested nothing")
+	}
+	if err := pingDirect(node.DirectAddr()); err != nil {
+		t.Fatalf("after the restart the server does not answer: %v", err)
+	}
+}
+
 // TestServerFaultsUnavailable: an external server (no process) takes
 // network faults but no server faults, and says why.
 func TestServerFaultsUnavailable(t *testing.T) {

@@ -62,5 +62,12 @@ func (f ServerRestart) Inject(ctx context.Context, t Target) (Heal, error) {
 		// server back.
 		return nil, rollback(ctx, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, ctx.Err()), []Heal{start})
 	}
-	return nil, start(ctx)
+	// Once begun, the start is not cut short by the end of ctx: a run
+	// that ends while its server starts (a container's start took over
+	// 20 s on a busy machine) gets the server back, and the fault's
+	// window its true end, rather than a dead server and a start that
+	// seems to have failed.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unwindTimeout)
+	defer cancel()
+	return nil, start(sctx)
 }

@@ -273,8 +273,8 @@ const maxCommandOutput = 64 << 10
 // run runs command for op on node with `sh -c`, in a process group of its
 // own that dies with locklab (the timeout kills the whole group: an ssh
 // and what it started), and logs it with its output.
-func (r *commandRunner) run(ctx context.Context, node, op, command string) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+func (r *commandRunner) run(parent context.Context, node, op, command string) error {
+	ctx, cancel := context.WithTimeout(parent, r.timeout)
 	defer cancel()
 	var out limitedBuffer
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
@@ -287,7 +287,11 @@ func (r *commandRunner) run(ctx context.Context, node, op, command string) error
 		err = cmd.Wait()
 	}
 	took := time.Since(started)
-	if err != nil && ctx.Err() != nil {
+	switch {
+	case err == nil:
+	case parent.Err() != nil:
+		err = fmt.Errorf("cut short after %.1fs, when the run ended: %w", took.Seconds(), parent.Err())
+	case ctx.Err() != nil:
 		err = fmt.Errorf("timed out after %v (fault-timeout): %w", r.timeout, ctx.Err())
 	}
 	r.write(started, node, op, command, took, err, out.Bytes())

@@ -205,6 +205,14 @@ func TestFaultCommandRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, strings.TrimSpace(string(b)))
+	// One whose run ended first was cut short, and says so: its
+	// fault-timeout did not run out.
+	ended, end := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer end()
+	err = r.run(ended, "redis-4", OpStart, "sleep 60")
+	if !errors.Is(err, ErrFaultCommand) || !strings.Contains(err.Error(), "when the run ended") || strings.Contains(err.Error(), "fault-timeout") {
+		t.Fatalf("err = %v, want the command cut short when the run ended", err)
+	}
 }
 
 // waitGone waits until process pid has ended (a zombie counts as ended).

@@ -39,7 +39,8 @@ import (
 //     of the other, its lock tables dropped and replayed from the other's
 //     binary log, so what it acknowledged and the other never got is gone,
 //     as in every MariaDB failover;
-//   - otherwise it leads (the first node wins a tie).
+//   - otherwise it leads (the first node wins a tie; while the pair
+//     starts, only the first leads, whether or not it answers).
 //
 // The replica replicates through a proxy of its own in front of its
 // primary (replicationLink): a fault there holds replication back while
@@ -94,6 +95,7 @@ type mariadbPair struct {
 	semiSync bool
 	mu       sync.Mutex
 	nodes    [2]*Node
+	started  bool // both nodes were healthy once
 }
 
 // other is the node of the pair that is not n (nil before it exists).
@@ -112,6 +114,12 @@ func (p *mariadbPair) first(n *Node) bool {
 	return p.nodes[0] == n
 }
 
+func (p *mariadbPair) isStarted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started
+}
+
 // startReplicatedMariaDB starts the first node, which leads, then the
 // second, which becomes its replica; healthy when replication runs.
 func (c *Cluster) startReplicatedMariaDB(ctx context.Context, s impls.Server, semiSync bool) ([]*Node, error) {
@@ -126,6 +134,9 @@ func (c *Cluster) startReplicatedMariaDB(ctx context.Context, s impls.Server, se
 			return nodes, err
 		}
 	}
+	p.mu.Lock()
+	p.started = true
+	p.mu.Unlock()
 	return nodes, nil
 }
 
@@ -359,6 +370,12 @@ func (c *Cluster) settle(ctx context.Context, p *mariadbPair, n *Node) error {
 		return fmt.Errorf("%s: replication from %s starting", n.Name, other.Name)
 	case oerr == nil && !ost.replica && !p.first(n):
 		return fmt.Errorf("%s: waiting for %s to lead", n.Name, other.Name)
+	case oerr != nil && other != nil && !p.first(n) && !p.isStarted():
+		// At the start the first node leads: one that did not answer in
+		// the health check's second (a starved machine) has not stopped
+		// leading, and the second leading too would make two primaries,
+		// each refusing the other for good.
+		return fmt.Errorf("%s: waiting for %s, which leads: %w", n.Name, other.Name, oerr)
 	default:
 		return lead(ctx, conn, p.semiSync)
 	}

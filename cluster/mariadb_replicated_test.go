@@ -197,10 +197,15 @@ func waitRow(t *testing.T, db *sql.DB, k string, want bool) {
 	}
 }
 
-// A primary that took writes before it made the lock tables' database (its
-// lead cut short by the health check's deadline) is not healthy until it
-// has the database: its health check makes it.
-func TestReplicatedPrimaryHealthyOnlyWithItsDatabase(t *testing.T) {
+// The health check's rule (settle) on one pair of servers:
+//   - a primary that took writes before it made the lock tables' database
+//     (its lead cut short by the health check's deadline) is not healthy
+//     until it has the database: its health check makes it;
+//   - while the pair starts, a second node that cannot reach the first
+//     (killed here; starved past the check's second in a loaded run)
+//     does not lead: two primaries would each refuse the other for good.
+//     Once the pair has started, it does.
+func TestReplicatedMariaDBHealthCheck(t *testing.T) {
 	t.Parallel() // servers of its own; it mostly waits on them
 	ctx := context.Background()
 	c, err := StartLocal(ctx, ForServers(impls.MySQLReplicated))
@@ -218,15 +223,50 @@ func TestReplicatedPrimaryHealthyOnlyWithItsDatabase(t *testing.T) {
 	}
 	defer db.Close()
 	defer conn.Close()
-	// Gone from the primary only, as if never made.
-	if err := execAll(ctx, conn, "SET SESSION sql_log_bin = 0", "DROP DATABASE "+MySQLDatabase, "SET SESSION sql_log_bin = 1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Healthy(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	var name string
-	if err := conn.QueryRowContext(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", MySQLDatabase).Scan(&name); err != nil {
-		t.Fatalf("healthy, and the primary has no database %s: %v", MySQLDatabase, err)
-	}
+	t.Run("a primary without its database", func(t *testing.T) {
+		// Gone from the primary only, as if never made.
+		if err := execAll(ctx, conn, "SET SESSION sql_log_bin = 0", "DROP DATABASE "+MySQLDatabase, "SET SESSION sql_log_bin = 1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Healthy(ctx, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		var name string
+		if err := conn.QueryRowContext(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", MySQLDatabase).Scan(&name); err != nil {
+			t.Fatalf("healthy, and the primary has no database %s: %v", MySQLDatabase, err)
+		}
+	})
+	t.Run("the second node while the first does not answer", func(t *testing.T) {
+		nodes := c.NodesOf(impls.MySQLReplicated)
+		second := nodes[1]
+		sdb, sconn, err := rootConn(ctx, second.direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sdb.Close()
+		defer sconn.Close()
+		// A fresh second node: read-only, replicating from nobody.
+		if err := execAll(ctx, sconn, "STOP SLAVE", "RESET SLAVE ALL"); err != nil {
+			t.Fatal(err)
+		}
+		if err := primary.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		for _, started := range []bool{false, true} {
+			p := &mariadbPair{server: impls.MySQLReplicated, nodes: [2]*Node{nodes[0], second}, started: started}
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := c.settle(cctx, p, second)
+			cancel()
+			st, serr := replStateOf(ctx, sconn)
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			if !started && (err == nil || st.leads()) {
+				t.Fatalf("while the pair starts: settle = %v, leads %v; want it waiting for %s", err, st.leads(), nodes[0].Name)
+			}
+			if started && (err != nil || !st.leads()) {
+				t.Fatalf("once started: settle = %v, leads %v; want it leading", err, st.leads())
+			}
+		}
+	})
 }

@@ -83,6 +83,20 @@ func TestRunSafeLockAgreesWithItsExpectation(t *testing.T) {
 // counts its grants and writes no history, and is judged on what it
 // counted.
 func TestRunWithoutHistory(t *testing.T) {
+	// A bench plan without a history expects nothing of a safe approach:
+	// with nothing to check, its exit says nothing of the lock.
+	reg := impls.NewRegistry()
+	reg.Register(memlock.NewService(1).Approach("memory"))
+	for _, noHistory := range []bool{false, true} {
+		bp, err := BenchPlan(reg, BenchConfig{Approaches: []string{"memory"}, Clients: []int{1}, NoHistory: noHistory,
+			Workload: workload.Spec{Duration: time.Second, Keys: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(bp.Cases[0].Expect.Outcomes) > 0; got == noHistory || bp.Cases[0].Record == noHistory {
+			t.Errorf("--no-history %v: expects %v, records %v", noHistory, bp.Cases[0].Expect, bp.Cases[0].Record)
+		}
+	}
 	p := memoryPlan(t, memlock.NewService(1), 4, 300*time.Millisecond)
 	for i := range p.Cases {
 		p.Cases[i].Record = false

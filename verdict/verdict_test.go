@@ -34,6 +34,7 @@ func TestCompare(t *testing.T) {
 		{"expected violation, extra ones fine", Expect("", LostUpdate), obs(true, LostUpdate, DoubleGrantOutlived), Agrees, false},
 		{"expected blocked", Expect("", Blocked), obs(true, Blocked), Agrees, false},
 		{"nothing expected", Expectation{}, obs(true, DoubleGrantBothValid), Agrees, false},
+		{"nothing expected, nothing recorded", Expectation{}, obs(false), Agrees, false},
 		{"safe and blocked", Expect("", Safe, Blocked), obs(true, Blocked), Agrees, false},
 		{"safe, blocked expected but the lock came free", Expect("", Safe, Blocked), obs(true), Contradicts, true},
 		{"fenced: outlived but no lost update", Expectation{Outcomes: []Outcome{DoubleGrantOutlived, StaleWriteRefused}, Forbidden: []Outcome{LostUpdate}},

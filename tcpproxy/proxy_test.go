@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/stall"
 )
 
 // quiet is how long a test waits to conclude that nothing arrives.
@@ -180,11 +182,12 @@ func TestOverlappingHolds(t *testing.T) {
 	second := add(t, p, Toxic{Kind: Hold, Direction: Upstream})
 	c.Write([]byte("held"))
 	time.Sleep(quiet)
+	stalls := stall.NewWatch(t.Context())
 	start := time.Now()
 	if err := first.Remove(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > FlushWait/2 {
+	if took := time.Since(start); took > FlushWait/2+stalls.Within(start, start.Add(took)) {
 		t.Fatalf("removing one of two holds took %v: it waited for bytes the other still holds", took)
 	}
 	if got, err := readFor(c, 1, quiet); len(got) != 0 || !isTimeout(err) {
@@ -253,6 +256,7 @@ func TestSlow(t *testing.T) {
 	c := dial(t, p)
 	const latency = 300 * time.Millisecond
 	slow := add(t, p, Toxic{Kind: Slow, Direction: Downstream, Latency: latency, Jitter: 10 * time.Millisecond})
+	stalls := stall.NewWatch(t.Context())
 	start := time.Now()
 	c.Write([]byte("a"))
 	if got, err := readFor(c, 1, 5*time.Second); err != nil || string(got) != "a" {
@@ -274,7 +278,7 @@ func TestSlow(t *testing.T) {
 	if got, err := readFor(c, 1, 5*time.Second); err != nil || string(got) != "b" {
 		t.Fatalf("the delayed reply after the removals: %q %v", got, err)
 	}
-	if took := time.Since(removed); took > 2*time.Second {
+	if took := time.Since(removed); took > 2*time.Second+stalls.Within(removed, removed.Add(took)) {
 		t.Fatalf("the delayed reply came %v after the removals", took)
 	}
 }
@@ -390,6 +394,7 @@ func TestOverlappingToxicsUnderTraffic(t *testing.T) {
 		{Kind: Drop}, {Kind: Slow, Direction: Downstream, Latency: time.Millisecond}}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var on []*Added
+	stalls := stall.NewWatch(t.Context())
 	for step := 0; step < 400; step++ {
 		time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond) // let traffic meet each state
 		if len(on) > 0 && (len(on) >= 3 || rng.IntN(2) == 0) {
@@ -398,7 +403,7 @@ func TestOverlappingToxicsUnderTraffic(t *testing.T) {
 			if err := on[k].Remove(context.Background()); err != nil {
 				t.Fatalf("step %d: %v", step, err)
 			}
-			if took := time.Since(start); took > FlushWait/2 {
+			if took := time.Since(start); took > FlushWait/2+stalls.Within(start, start.Add(took)) {
 				t.Fatalf("step %d: a removal took %v", step, took)
 			}
 			on = append(on[:k], on[k+1:]...)

@@ -556,17 +556,37 @@ func (m *Mutex) otherHolder(pk procKey, t int64) (procKey, bool) {
 }
 
 // releasedOver notes, on every other tenure holding the key since before
-// the release was sent, a release answered ok by pk.
+// the release was sent, a release answered ok by pk. Not on one that
+// already held when pk's own tenure began: pk was granted over it, and
+// its release gives back that grant (itself the double grant to report),
+// not another's hold.
 func (m *Mutex) releasedOver(pk procKey, inv releaseCall, ev history.Event) {
+	own, owned := m.tenureSince(pk)
 	for proc := range m.holding[pk.key] {
 		opk := procKey{proc, pk.key}
-		if iv := m.open[opk]; proc != pk.proc && iv.Start < inv.t && iv.fate().ReleasedOver == nil {
+		iv := m.open[opk]
+		if owned && own > iv.Start {
+			continue
+		}
+		if proc != pk.proc && iv.Start < inv.t && iv.fate().ReleasedOver == nil {
 			iv.note(func(f *Fate) {
 				f.ReleasedOver = &Overlap{Proc: pk.proc, Invoke: inv.t, InvokeIndex: inv.index, AnswerIndex: ev.Index}
 			})
 			m.open[opk] = iv
 		}
 	}
+}
+
+// tenureSince is when the tenure pk's release in flight gives back began
+// (false: none, a release by a client that did not hold the key).
+func (m *Mutex) tenureSince(pk procKey) (int64, bool) {
+	if i, ok := m.closing[pk]; ok {
+		return m.intervals[pk.key][i].Start, true
+	}
+	if iv, ok := m.open[pk]; ok {
+		return iv.Start, true
+	}
+	return 0, false
 }
 
 // releaseSent is when pk's release in flight was sent, however it was

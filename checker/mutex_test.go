@@ -194,6 +194,34 @@ func TestDoubleGrantMechanisms(t *testing.T) {
 	}
 }
 
+// A client granted over another's hold (a server's clock jumped, its key
+// expired early) releases what it was granted, and is granted again while
+// the first still holds: two double grants, and the release between them
+// is its own, not one that removed another's lock (explore told a
+// py-redis-lock run new as released-over-another so).
+func TestReleaseOfAGrantOverAnotherIsNoMechanism(t *testing.T) {
+	inv, ok := history.Invoke, history.OK
+	lease := func(e history.Event, until int64) history.Event { e.ValidUntil = until; return e }
+	for _, first := range []int64{600, 90} { // 90: its belief born expired (a long wait)
+		evs := []history.Event{
+			ev(2, inv, A, "k", 50), lease(ev(1, ok, A, "k", 70), 500),
+			lease(ev(2, ok, A, "k", 100), first), ev(2, inv, R, "k", 150), ev(2, ok, R, "k", 151),
+			lease(ev(2, ok, A, "k", 160), 700), ev(2, inv, R, "k", 250), ev(1, inv, R, "k", 300),
+		}
+		for _, model := range []Model{ModelLease, ModelMutex} {
+			grants := grantsUnder(model, evs)
+			if len(grants) != 2 {
+				t.Fatalf("%s: %d double grants, want 2", model, len(grants))
+			}
+			for _, d := range grants {
+				if d.Mechanism != "" || d.Kind != BothValid {
+					t.Errorf("%s, first lease to %d: %s, want both-valid with no mechanism", model, first, d.Describe(0))
+				}
+			}
+		}
+	}
+}
+
 // A double grant is judged by what the first holder believed of its lease
 // at the second grant: an extend sent after that grant and answered ok
 // does not make an outlived lease valid there after the fact; one sent

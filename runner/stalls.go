@@ -284,7 +284,11 @@ func (r *caseRun) decisive() verdict.Decisive {
 		if w.AtGrant && w.InPlace > 0 {
 			// A lasting fault aimed at a hold must be in place while it
 			// lasts (a clock command that ran for seconds).
-			d.AtHold = append(d.AtHold, verdict.Span{Start: w.Start, End: w.InPlace})
+			at := verdict.Span{Start: w.Start, End: w.InPlace}
+			d.AtHold = append(d.AtHold, at)
+			if f, err := chaos.New(w.Label); err == nil && chaos.NeedsOf(f).Links {
+				d.AtRelease = append(d.AtRelease, at)
+			}
 		}
 	}
 	return d

@@ -77,6 +77,11 @@ type Decisive struct {
 	// instant one over, a lasting one in place): those must meet it
 	// (tooLate).
 	AtHold []Span
+	// AtRelease are those of them that act on the holder's links (dropped
+	// or slow replies, a partition): in place before the hold ended, one
+	// met its release at least, whose late answer is what some locks
+	// break on, so it is too late only once the hold had ended.
+	AtRelease []Span
 	// Settle is how long before the end of the hold it struck at such a
 	// fault must have taken effect to have been seen (ns): the stall
 	// threshold, finer than which the lab does not judge timing (a clock
@@ -224,10 +229,16 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 // over, a lasting one in place) only after every hold in force when it
 // struck had ended, or less than Settle before (a server restart that
 // took longer than the hold it was aimed at, a clock command that ran for
-// seconds): whatever the lock does, that fault could not show it.
+// seconds): whatever the lock does, that fault could not show it. One on
+// the holder's links (AtRelease) is too late only once the holds ended:
+// in place before, it met their releases.
 func (d Decisive) tooLate() (Span, bool) {
 	for _, w := range d.AtHold {
-		if held := d.heldUntil(w.Start); held > 0 && held < w.End+d.Settle {
+		settle := d.Settle
+		if slices.Contains(d.AtRelease, w) {
+			settle = 0
+		}
+		if held := d.heldUntil(w.Start); held > 0 && held < w.End+settle {
 			return w, true
 		}
 	}

@@ -448,21 +448,28 @@ func TestAFaultOverAfterItsHoldIsUndecided(t *testing.T) {
 
 // A lasting fault aimed at a hold (a server clock jump left in place)
 // that took effect only after that hold ended never met it either: its
-// command ran for seconds on a starved machine.
+// command ran for seconds on a starved machine. One on the holder's links
+// in place before the hold ended met its release, however close to it.
 func TestALastingFaultInPlaceAfterItsHoldIsUndecided(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		inPlace int64 // when the jump was in place
+		links   bool  // a fault on the holder's links (it meets the release)
 		want    Status
 	}{
-		{"in place at 9.5 s, the hold ended at 9 s: inconclusive", ms(9500), Undecided},
-		{"in place at 8.994 s, 6 ms before the hold ended: inconclusive", ms(8994), Undecided},
-		{"in place at 8.85 s, 150 ms before the hold ended: missed", ms(8850), Contradicts},
-		{"in place at 2.1 s, the hold went on to 9 s: missed", ms(2100), Contradicts},
+		{"in place at 9.5 s, the hold ended at 9 s: inconclusive", ms(9500), false, Undecided},
+		{"in place at 8.994 s, 6 ms before the hold ended: inconclusive", ms(8994), false, Undecided},
+		{"in place at 8.85 s, 150 ms before the hold ended: missed", ms(8850), false, Contradicts},
+		{"in place at 2.1 s, the hold went on to 9 s: missed", ms(2100), false, Contradicts},
+		{"on the links, in place 6 ms before the hold ended: its release met it, missed", ms(8994), true, Contradicts},
+		{"on the links, in place at 9.5 s, the hold ended at 9 s: inconclusive", ms(9500), true, Undecided},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d := Decisive{Run: Span{ms(999), ms(12000)}, Lease: ms(20000), Holds: []Span{{ms(1000), ms(9000)}},
 				Faults: []Span{{ms(2000), ms(12000)}}, AtHold: []Span{{ms(2000), tt.inPlace}}, Settle: ms(100)}
+			if tt.links {
+				d.AtRelease = d.AtHold
+			}
 			if r := judgeHold(t, d); r.Status != tt.want {
 				t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)
 			}

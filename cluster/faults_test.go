@@ -136,7 +136,12 @@ func pauseAndResume(t *testing.T, n *Node) (answers func() error) {
 		defer cancel()
 		return n.health(hctx)
 	}
-	if err := answers(); err != nil {
+	// The baseline waits as the health check does (PostgreSQL took more
+	// than 700 ms to answer beside two busy loops); the tries that must
+	// fail below keep 700 ms.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := waitHealthy(wctx, n); err != nil {
 		t.Fatalf("healthy server does not answer: %v", err)
 	}
 	if err := n.Pause(); err != nil {

@@ -308,8 +308,28 @@ expect:
 
 // A server locklab runs that the machine starves (here by a CPU cgroup
 // allowing it 1 ms a second) stood still: the run records it as the
-// server's stall, read from its threads' waits for a CPU.
+// server's stall, read from its threads' waits for a CPU. A run in which
+// locklab itself stood still half a second or more is run again (three
+// times at most): beside two busy loops locklab stalled 1.4 s over the
+// starvation, and the servers' stalls it reads were cut short with it.
 func TestStarvedServerIsAStall(t *testing.T) {
+	for try := 1; ; try++ {
+		longest, own, stalls := starvedServerRun(t)
+		if longest >= 400*time.Millisecond {
+			return
+		}
+		if own < 500*time.Millisecond || try == 3 {
+			t.Fatalf("a Redis starved for 1 s: its longest stall recorded %v (locklab stood still %v); stalls %+v", longest, own, stalls)
+		}
+		t.Logf("try %d: longest server stall %v while locklab stood still %v; again", try, longest, own)
+	}
+}
+
+// starvedServerRun starves the Redis servers of a bench for a second and
+// says the longest stall recorded for one of them, how long locklab's own
+// stalls lasted together, and every stall.
+func starvedServerRun(t *testing.T) (longest, own time.Duration, all []recordedStall) {
+	t.Helper()
 	tmp := enterableTempDir(t)
 	results := filepath.Join(tmp, "results")
 	cmd := locklab(tmp, "bench", "--approaches", "redis-setnx-px-lua", "--clients", "2", "--duration", "4s", "--results", results)
@@ -331,13 +351,15 @@ func TestStarvedServerIsAStall(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
 	}
-	var longest time.Duration
-	for _, s := range stallsIn(t, hist) {
-		if strings.HasPrefix(s.who, "server redis") {
-			longest = max(longest, time.Duration(s.end-s.start))
+	all = stallsIn(t, hist)
+	for _, s := range all {
+		d := time.Duration(s.end - s.start)
+		switch {
+		case strings.HasPrefix(s.who, "server redis"):
+			longest = max(longest, d)
+		case s.who == "locklab":
+			own += d
 		}
 	}
-	if longest < 400*time.Millisecond {
-		t.Fatalf("a Redis starved for 1 s: its longest stall recorded %v; stalls %+v", longest, stallsIn(t, hist))
-	}
+	return longest, own, all
 }

@@ -32,11 +32,11 @@ func TestDecisiveAtHoldSpans(t *testing.T) {
 		},
 	}
 	d := r.decisive()
-	want := []verdict.Span{{Start: s(1), End: s(2.5)}, {Start: s(3), End: s(9.5)}, {Start: s(6), End: s(6.01)}}
+	want := []verdict.Span{{Start: s(1), End: s(2.5)}, {Start: s(3), End: s(9.5)}}
 	if !reflect.DeepEqual(d.AtHold, want) {
 		t.Errorf("AtHold = %v, want %v", d.AtHold, want)
 	}
-	// Of them, the one on the holder's links meets its release.
+	// The one on the holder's links meets its release.
 	if want := []verdict.Span{{Start: s(6), End: s(6.01)}}; !reflect.DeepEqual(d.AtRelease, want) {
 		t.Errorf("AtRelease = %v, want %v", d.AtRelease, want)
 	}

@@ -285,9 +285,10 @@ func (r *caseRun) decisive() verdict.Decisive {
 			// A lasting fault aimed at a hold must be in place while it
 			// lasts (a clock command that ran for seconds).
 			at := verdict.Span{Start: w.Start, End: w.InPlace}
-			d.AtHold = append(d.AtHold, at)
 			if f, err := chaos.New(w.Label); err == nil && chaos.NeedsOf(f).Links {
 				d.AtRelease = append(d.AtRelease, at)
+			} else {
+				d.AtHold = append(d.AtHold, at)
 			}
 		}
 	}

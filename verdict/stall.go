@@ -75,12 +75,13 @@ type Decisive struct {
 	// AtHold are the faults that struck at a grant, aimed at its hold
 	// (`when: holding`), from their start to when they took effect (an
 	// instant one over, a lasting one in place): those must meet it
-	// (tooLate).
+	// (tooLate). Those on the holder's links are in AtRelease instead.
 	AtHold []Span
-	// AtRelease are those of them that act on the holder's links (dropped
-	// or slow replies, a partition): in place before the hold ended, one
-	// met its release at least, whose late answer is what some locks
-	// break on, so it is too late only once the hold had ended.
+	// AtRelease are the faults aimed at a hold that act on the holder's
+	// links (dropped or slow replies, a partition), from their start to
+	// when they were in place: in place before the hold ended, one met its
+	// release at least, whose late answer is what some locks break on, so
+	// it is too late only once the hold had ended (no Settle).
 	AtRelease []Span
 	// Settle is how long before the end of the hold it struck at such a
 	// fault must have taken effect to have been seen (ns): the stall
@@ -233,13 +234,14 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 // the holder's links (AtRelease) is too late only once the holds ended:
 // in place before, it met their releases.
 func (d Decisive) tooLate() (Span, bool) {
-	for _, w := range d.AtHold {
-		settle := d.Settle
-		if slices.Contains(d.AtRelease, w) {
-			settle = 0
-		}
-		if held := d.heldUntil(w.Start); held > 0 && held < w.End+settle {
-			return w, true
+	for _, at := range []struct {
+		faults []Span
+		settle int64
+	}{{d.AtHold, d.Settle}, {d.AtRelease, 0}} {
+		for _, w := range at.faults {
+			if held := d.heldUntil(w.Start); held > 0 && held < w.End+at.settle {
+				return w, true
+			}
 		}
 	}
 	return Span{}, false

@@ -468,7 +468,7 @@ func TestALastingFaultInPlaceAfterItsHoldIsUndecided(t *testing.T) {
 			d := Decisive{Run: Span{ms(999), ms(12000)}, Lease: ms(20000), Holds: []Span{{ms(1000), ms(9000)}},
 				Faults: []Span{{ms(2000), ms(12000)}}, AtHold: []Span{{ms(2000), tt.inPlace}}, Settle: ms(100)}
 			if tt.links {
-				d.AtRelease = d.AtHold
+				d.AtHold, d.AtRelease = nil, d.AtHold
 			}
 			if r := judgeHold(t, d); r.Status != tt.want {
 				t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)

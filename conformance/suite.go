@@ -980,7 +980,7 @@ func (s *suite) crashedHolderFreedAfterSession(t T) {
 	a, b := s.locker(t, 1), s.locker(t, 2)
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
-	stalls := stall.NewWatch(wctx)
+	stalls, starved := stall.NewWatch(wctx), s.serverWaits(wctx)
 	// The pace first: its own hold took 10 s on a starved etcd, long
 	// enough for the holder's session to run out before its crash.
 	server := s.watchPace(t, key+"-pace")
@@ -1013,12 +1013,39 @@ func (s *suite) crashedHolderFreedAfterSession(t T) {
 	took := time.Since(start)
 	// Late by as long as this process or the server stood still: a
 	// starved server expires a session late (an etcd under load freed
-	// a 2 s lease after 7.7 s).
+	// a 2 s lease after 7.7 s; a ZooKeeper beside two busy loops, 5.4 s
+	// after a 2 s session, while its answers were late by 54 ms only:
+	// what expires sessions waited for a CPU, not what answers).
 	still, slow := stalls.Within(start, start.Add(took)), server.lateWithin(start, start.Add(took))
-	if bound := after + time.Duration(replaced)*after + 3*time.Second + still + slow; took < after/2 || took > bound {
-		t.Errorf("lock of a crashed holder freed after %v, want about the session timeout %v (%d waiters replaced; this process still for %v, the server's round trips late by %v)", took, after, replaced, still, slow)
+	waited := starved.Within(start, start.Add(took))
+	if bound := after + time.Duration(replaced)*after + 3*time.Second + still + max(slow, waited); took < after/2 || took > bound {
+		t.Errorf("lock of a crashed holder freed after %v, want about the session timeout %v (%d waiters replaced; this process still for %v, the server's round trips late by %v, its threads waiting for a CPU %v)", took, after, replaced, still, slow, waited)
+	} else {
+		t.Logf("freed after %v (this process still for %v, the server's round trips late by %v, its threads waiting for a CPU %v)", took, still, slow, waited)
 	}
 	release(t, lease)
+}
+
+// serverWaits watches the servers the harness can kill, where locklab
+// runs them on this machine, for their threads' waits for a CPU of 20 ms
+// or more (none listed: a watch that sees nothing).
+func (s *suite) serverWaits(ctx context.Context) *stall.Watch {
+	type local interface{ LocalProcesses() []int }
+	var pids []int
+	var listed time.Time
+	return stall.NewRunqueueWatch(ctx, 20*time.Millisecond, func() []int {
+		// Listed again each second (each listing reads /proc whole): a
+		// restarted server has new pids.
+		if time.Since(listed) >= time.Second {
+			pids, listed = nil, time.Now()
+			for _, n := range s.h.Nodes {
+				if l, ok := n.(local); ok {
+					pids = append(pids, l.LocalProcesses()...)
+				}
+			}
+		}
+		return pids
+	})
 }
 
 // pace times round trips to the server, one try every 100 ms on a key

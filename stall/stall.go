@@ -10,10 +10,12 @@ package stall
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 )
@@ -226,23 +228,51 @@ type Watch struct {
 func NewWatch(ctx context.Context) *Watch {
 	w := &Watch{origin: time.Now()}
 	p := Probe{Period: time.Millisecond, Threshold: 5 * time.Millisecond}
-	go p.Run(ctx, func() int64 { return int64(time.Since(w.origin)) }, func(s Span) {
-		w.mu.Lock()
-		w.spans = append(w.spans, s)
-		w.mu.Unlock()
-	})
+	go p.Run(ctx, w.since, w.add)
 	return w
 }
 
-// Within is how long the process stood still between from and to.
+// NewRunqueueWatch starts a Watch of the processes procs lists (servers
+// locklab runs here) rather than of this one: each wait of a thread of
+// theirs for a CPU of threshold or more (Runqueue), until ctx ends. A
+// server starved of a CPU does its own timing late (a ZooKeeper expires a
+// session late) though its answers to a client may still come quickly.
+func NewRunqueueWatch(ctx context.Context, threshold time.Duration, procs func() []int) *Watch {
+	w := &Watch{origin: time.Now()}
+	list := func() map[string][]int { return map[string][]int{"": procs()} }
+	go Runqueue{Threshold: threshold}.Run(ctx, w.since, list, func(_ string, s Span) { w.add(s) })
+	return w
+}
+
+func (w *Watch) since() int64 { return int64(time.Since(w.origin)) }
+
+func (w *Watch) add(s Span) {
+	w.mu.Lock()
+	w.spans = append(w.spans, s)
+	w.mu.Unlock()
+}
+
+// Within is how long the process stood still between from and to: the
+// union of its stalls there (a Runqueue watch's spans may overlap).
 func (w *Watch) Within(from, to time.Time) time.Duration {
 	a, b := int64(from.Sub(w.origin)), int64(to.Sub(w.origin))
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	var still int64
+	var cut []Span
 	for _, s := range w.spans {
 		if lo, hi := max(s.Start, a), min(s.End, b); hi > lo {
-			still += hi - lo
+			cut = append(cut, Span{Start: lo, End: hi})
+		}
+	}
+	w.mu.Unlock()
+	slices.SortFunc(cut, func(x, y Span) int { return cmp.Compare(x.Start, y.Start) })
+	var still, reached int64
+	for _, s := range cut {
+		if s.Start > reached {
+			reached = s.Start
+		}
+		if s.End > reached {
+			still += s.End - reached
+			reached = s.End
 		}
 	}
 	return time.Duration(still)

@@ -205,6 +205,22 @@ func TestWatchWithin(t *testing.T) {
 			t.Errorf("Within(%d ms, %d ms) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
 	}
+	// A Runqueue watch reports each look's longest wait as a span ending
+	// then: spans overlap, and a stretch is counted once.
+	w = &Watch{origin: origin, spans: []Span{{Start: 40e6, End: 60e6}, {Start: 10e6, End: 30e6}, {Start: 20e6, End: 50e6}, {Start: 25e6, End: 28e6}, {Start: 70e6, End: 80e6}}}
+	for _, tc := range []struct {
+		from, to int
+		want     time.Duration
+	}{
+		{0, 100, 60 * time.Millisecond},
+		{0, 25, 15 * time.Millisecond},
+		{55, 75, 10 * time.Millisecond},
+		{60, 70, 0},
+	} {
+		if got := w.Within(at(tc.from), at(tc.to)); got != tc.want {
+			t.Errorf("overlapping: Within(%d ms, %d ms) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
 }
 
 // A report that blocks does not hold the probe up: the spans queue and come

@@ -595,6 +595,17 @@ func (l *Locker) told() error {
 // exitSettle bounds told's wait for a killed adapter's exit.
 const exitSettle = time.Second
 
+// Processes are the adapter's process and those it started (a script's
+// JVM), while it runs: what the lab watches for waits for a CPU, as it
+// watches the servers it runs.
+func (l *Locker) Processes() []int {
+	if l.cmd == nil || l.cmd.Process == nil {
+		return nil
+	}
+	pid := l.cmd.Process.Pid
+	return append([]int{pid}, spawn.Descendants(pid)...)
+}
+
 // signal sends sig to the adapter's process group: an adapter that is a
 // script starting the real program (a JVM) is stopped or killed whole.
 func (l *Locker) signal(sig syscall.Signal) error {

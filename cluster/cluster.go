@@ -101,7 +101,7 @@ func (n *Node) LocalProcesses() []int {
 	if pid == 0 {
 		return nil
 	}
-	return append([]int{pid}, descendants(pid)...)
+	return append([]int{pid}, spawn.Descendants(pid)...)
 }
 
 // Pause stops the server process (SIGSTOP): it keeps its sockets but answers nothing.

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/spawn"
 )
 
 // Every server fault acts on the whole server (its process group): after
@@ -28,7 +29,7 @@ func TestServerFaultsActOnTheWholeServer(t *testing.T) {
 			answers := pauseAndResume(t, n)
 			for i := 1; i <= 3; i++ {
 				pgid := n.Pid()
-				tree := append([]int{pgid}, descendants(pgid)...)
+				tree := append([]int{pgid}, spawn.Descendants(pgid)...)
 				if err := n.Kill(); err != nil {
 					t.Fatal(err)
 				}
@@ -99,7 +100,7 @@ func TestPostgresBackendsFollowTheServer(t *testing.T) {
 		t.Fatalf("after resume: granted=%v err=%v, want held by the first session", got, err)
 	}
 	pgid := n.Pid()
-	tree := append([]int{pgid}, descendants(pgid)...)
+	tree := append([]int{pgid}, spawn.Descendants(pgid)...)
 	if len(tree) < 3 {
 		t.Fatalf("PostgreSQL with two sessions open has processes %v: its backends must be found", tree)
 	}

@@ -152,7 +152,7 @@ func allStopped(pids []int, limit time.Duration) error {
 // group of its own (setsid in InitPostmasterChild), so the group alone
 // does not reach them. It returns the processes signalled, to wait for.
 func signalServer(leader int, sig syscall.Signal) ([]int, error) {
-	pids := append([]int{leader}, descendants(leader)...)
+	pids := append([]int{leader}, spawn.Descendants(leader)...)
 	err := syscall.Kill(-leader, sig)
 	for _, pid := range pids[1:] {
 		_ = syscall.Kill(pid, sig)
@@ -161,32 +161,6 @@ func signalServer(leader int, sig syscall.Signal) ([]int, error) {
 		err = syscall.Kill(leader, sig)
 	}
 	return pids, err
-}
-
-// descendants lists the processes below pid, from /proc.
-func descendants(pid int) []int {
-	children := map[int][]int{}
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		child, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := procStat(child); ok {
-			children[st.ppid] = append(children[st.ppid], child)
-		}
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
 }
 
 type stat struct {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/clock"
+	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/stall"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -88,7 +90,50 @@ func (g *goroutines) Slots() []Slot {
 }
 
 func (g *goroutines) Run(ctx context.Context) (workload.Stats, error) {
+	if g.own != nil && g.cfg.Stall != nil {
+		defer g.watchAdapters(ctx)()
+	}
 	return workload.Run(ctx, g.cfg.Workload, g.clients, g.connect, g.cfg.Recorder, g.cfg.Mono, g.cfg.Progress)
+}
+
+// watchAdapters watches the slots' client processes (adapters) for their
+// threads' waits for a CPU (stall.Runqueue) until the returned stop is
+// called, and records each as a stall of that client ("adapter 3"): a
+// starved adapter hears of its lost session late, as a paused one does,
+// and its worker's probe, or locklab's, cannot see it (beside two busy
+// loops a Curator adapter led on for 2.6 s after its session had gone).
+func (g *goroutines) watchAdapters(ctx context.Context) (stop func()) {
+	type processes interface{ Processes() []int }
+	procs := map[string][]int{}
+	var listed time.Time
+	list := func() map[string][]int {
+		// Listed again each second (each listing reads /proc whole): a
+		// replaced client is a new process.
+		if time.Since(listed) >= time.Second {
+			procs, listed = map[string][]int{}, time.Now()
+			for _, s := range g.own {
+				s.mu.Lock()
+				proc, l := s.proc, s.locker
+				s.mu.Unlock()
+				if p, ok := l.(processes); ok {
+					if pids := p.Processes(); len(pids) > 0 {
+						procs[fmt.Sprintf("adapter %d", proc)] = pids
+					}
+				}
+			}
+		}
+		return procs
+	}
+	rec := g.cfg.Recorder
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stall.Runqueue{Threshold: g.cfg.Stall.Threshold}.Run(ctx, g.cfg.Mono.Nanos, list, func(who string, s stall.Span) {
+			rec.Record(history.StallEvent(who, s.Start, s.End))
+		})
+	}()
+	return func() { cancel(); <-done }
 }
 
 func (g *goroutines) Finish() { g.finish() }

@@ -33,11 +33,15 @@ func StallEvent(who string, start, end int64) Event {
 	return Event{Proc: -1, Type: Info, F: Stall, Value: b, T: end}
 }
 
-// StallWorker is the client whose worker process stalled, when who names
-// one ("worker 3": 3).
-func StallWorker(who string) (proc int, ok bool) {
-	n, err := fmt.Sscanf(who, "worker %d", &proc)
-	return proc, err == nil && n == 1
+// StallClient is the client whose own process stalled, when who names
+// one: its worker ("worker 3": 3) or its adapter ("adapter 3").
+func StallClient(who string) (proc int, ok bool) {
+	for _, format := range []string{"worker %d", "adapter %d"} {
+		if n, err := fmt.Sscanf(who, format, &proc); err == nil && n == 1 {
+			return proc, true
+		}
+	}
+	return 0, false
 }
 
 // ReadStall reads a stall event back: who stalled, from when to when.

@@ -19,12 +19,14 @@ func TestStallEventReadsBack(t *testing.T) {
 	if !ok || who != "worker 3" || start != 1_000_000_000 || end != 2_500_000_000 {
 		t.Errorf("ReadStall = %q %d %d %v", who, start, end, ok)
 	}
-	if p, ok := StallWorker(who); !ok || p != 3 {
-		t.Errorf("StallWorker(%q) = %d, %v", who, p, ok)
+	for w, want := range map[string]int{"worker 3": 3, "adapter 7": 7} {
+		if p, ok := StallClient(w); !ok || p != want {
+			t.Errorf("StallClient(%q) = %d, %v, want %d", w, p, ok, want)
+		}
 	}
-	for _, w := range []string{"locklab", "containers", "worker", "worker x"} {
-		if _, ok := StallWorker(w); ok {
-			t.Errorf("StallWorker(%q) names a worker", w)
+	for _, w := range []string{"locklab", "containers", "worker", "worker x", "adapter", "server redis-0"} {
+		if _, ok := StallClient(w); ok {
+			t.Errorf("StallClient(%q) names a client", w)
 		}
 	}
 	for _, bad := range []Event{

@@ -290,7 +290,7 @@ func (tl *Timeline) Data() TimelineData {
 	}
 	for _, w := range tl.Stalls {
 		f := TimelineFault{Fault: "the lab stalled", Target: w.Label, Start: us(w.Start), End: us(w.End)}
-		if p, ok := history.StallWorker(w.Label); ok && laneOfKey == nil {
+		if p, ok := history.StallClient(w.Label); ok && laneOfKey == nil {
 			if l := laneOfProc(p); l >= 0 {
 				f.Lanes = []int{l}
 			}

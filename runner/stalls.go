@@ -58,7 +58,7 @@ func (l *labStalls) add(who string, s stall.Span) {
 // labStall is who's stall from start to end as the verdict reads it: a
 // worker's is its client's own.
 func labStall(who string, start, end int64) verdict.Stall {
-	proc, ok := history.StallWorker(who)
+	proc, ok := history.StallClient(who)
 	if !ok {
 		proc = -1
 	}

@@ -58,7 +58,7 @@ func judge(t *testing.T, h hist, e Expectation) Result {
 		c.Add(ev)
 		run.Start, run.End = min(run.Start, ev.T), max(run.End, ev.T)
 		if who, from, to, ok := history.ReadStall(ev); ok {
-			proc, worker := history.StallWorker(who)
+			proc, worker := history.StallClient(who)
 			if !worker {
 				proc = -1
 			}

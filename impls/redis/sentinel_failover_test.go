@@ -72,7 +72,11 @@ func TestSentinelFailover(t *testing.T) {
 					restoreTopology(t, primary, held, killed)
 				}
 			}()
-			const ttl = 30 * time.Second
+			// A's lease outlives the whole case: a failover whose election
+			// is retried (45 s), B's tries (15 s each) and the restore. At
+			// 30 s, a case that took 40 s beside two busy loops saw B
+			// granted with the topology whole again: A's key had run out.
+			const ttl = 2 * time.Minute
 			opt := impls.AcquireOptions{TTL: ttl, Try: true}
 			var leaseA impls.Lease
 			var errA error
@@ -143,7 +147,7 @@ func TestSentinelFailover(t *testing.T) {
 				if tc.bGrantedWhole && errors.Is(errB, impls.ErrNotAcquired) {
 					// Held: by A's key, or by a key of B's own left by a
 					// try answered indeterminate, which expires within
-					// optB.TTL (A's would hold for 30 s).
+					// optB.TTL (A's would hold for minutes).
 					time.Sleep(optB.TTL)
 					leaseB, errB = tryUntilAnswered(b, key, opt, 15*time.Second)
 				}

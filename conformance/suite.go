@@ -1031,17 +1031,11 @@ func (s *suite) crashedHolderFreedAfterSession(t T) {
 // or more (none listed: a watch that sees nothing).
 func (s *suite) serverWaits(ctx context.Context) *stall.Watch {
 	type local interface{ LocalProcesses() []int }
-	var pids []int
-	var listed time.Time
 	return stall.NewRunqueueWatch(ctx, 20*time.Millisecond, func() []int {
-		// Listed again each second (each listing reads /proc whole): a
-		// restarted server has new pids.
-		if time.Since(listed) >= time.Second {
-			pids, listed = nil, time.Now()
-			for _, n := range s.h.Nodes {
-				if l, ok := n.(local); ok {
-					pids = append(pids, l.LocalProcesses()...)
-				}
+		var pids []int
+		for _, n := range s.h.Nodes {
+			if l, ok := n.(local); ok {
+				pids = append(pids, l.LocalProcesses()...)
 			}
 		}
 		return pids

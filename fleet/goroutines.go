@@ -104,21 +104,15 @@ func (g *goroutines) Run(ctx context.Context) (workload.Stats, error) {
 // loops a Curator adapter led on for 2.6 s after its session had gone).
 func (g *goroutines) watchAdapters(ctx context.Context) (stop func()) {
 	type processes interface{ Processes() []int }
-	procs := map[string][]int{}
-	var listed time.Time
 	list := func() map[string][]int {
-		// Listed again each second (each listing reads /proc whole): a
-		// replaced client is a new process.
-		if time.Since(listed) >= time.Second {
-			procs, listed = map[string][]int{}, time.Now()
-			for _, s := range g.own {
-				s.mu.Lock()
-				proc, l := s.proc, s.locker
-				s.mu.Unlock()
-				if p, ok := l.(processes); ok {
-					if pids := p.Processes(); len(pids) > 0 {
-						procs[fmt.Sprintf("adapter %d", proc)] = pids
-					}
+		procs := map[string][]int{}
+		for _, s := range g.own {
+			s.mu.Lock()
+			proc, l := s.proc, s.locker
+			s.mu.Unlock()
+			if p, ok := l.(processes); ok {
+				if pids := p.Processes(); len(pids) > 0 {
+					procs[fmt.Sprintf("adapter %d", proc)] = pids
 				}
 			}
 		}
@@ -129,7 +123,8 @@ func (g *goroutines) watchAdapters(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		stall.Runqueue{Threshold: g.cfg.Stall.Threshold}.Run(ctx, g.cfg.Mono.Nanos, list, func(who string, s stall.Span) {
+		// Listed again each second: a replaced client is a new process.
+		stall.Runqueue{Threshold: g.cfg.Stall.Threshold, ListEvery: time.Second}.Run(ctx, g.cfg.Mono.Nanos, list, func(who string, s stall.Span) {
 			rec.Record(history.StallEvent(who, s.Start, s.End))
 		})
 	}()

@@ -137,17 +137,11 @@ func (s *session) watchServers(ctx context.Context, cl *cluster.Cluster) (stop f
 		return func() {}
 	}
 	nodes := cl.Nodes()
-	var procs map[string][]int
-	var listed time.Time
 	list := func() map[string][]int {
-		// A server's processes are listed again each second: a restart
-		// gives it a new pid, a connection a new PostgreSQL backend.
-		if time.Since(listed) >= time.Second {
-			procs, listed = map[string][]int{}, time.Now()
-			for _, n := range nodes {
-				if pids := n.LocalProcesses(); len(pids) > 0 {
-					procs[serverStallWho(n.Name)] = pids
-				}
+		procs := map[string][]int{}
+		for _, n := range nodes {
+			if pids := n.LocalProcesses(); len(pids) > 0 {
+				procs[serverStallWho(n.Name)] = pids
 			}
 		}
 		return procs
@@ -156,7 +150,9 @@ func (s *session) watchServers(ctx context.Context, cl *cluster.Cluster) (stop f
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		stall.Runqueue{Threshold: probe.Threshold}.Run(ctx, s.base.mono.Nanos, list, lab.add)
+		// A server's processes are listed again each second: a restart
+		// gives it a new pid, a connection a new PostgreSQL backend.
+		stall.Runqueue{Threshold: probe.Threshold, ListEvery: time.Second}.Run(ctx, s.base.mono.Nanos, list, lab.add)
 	}()
 	return func() { cancel(); <-done }
 }

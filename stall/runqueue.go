@@ -21,6 +21,9 @@ import (
 type Runqueue struct {
 	Period    time.Duration // how often the processes are read; default DefaultServerPeriod
 	Threshold time.Duration // how long a wait must be to be a stall; default DefaultThreshold
+	// ListEvery is how often procs is called again (a listing reads /proc
+	// whole, to find the processes under a server); 0: on every look.
+	ListEvery time.Duration
 }
 
 // DefaultServerPeriod: a look reads a file per thread (a ZooKeeper JVM has
@@ -31,7 +34,8 @@ const DefaultServerPeriod = 50 * time.Millisecond
 // Run reads the threads of procs() every period until ctx ends, and
 // reports each stall as its process's name and span. procs names each
 // watched process and its pids (a server and the processes under it);
-// it is called on every look, since a restarted server has a new pid.
+// it is called again every ListEvery, since a restarted server has a new
+// pid.
 func (q Runqueue) Run(ctx context.Context, now func() int64, procs func() map[string][]int, report func(who string, s Span)) {
 	if q.Period <= 0 {
 		q.Period = DefaultServerPeriod
@@ -44,10 +48,18 @@ func (q Runqueue) Run(ctx context.Context, now func() int64, procs func() map[st
 	asleep := map[int]int64{} // tid -> the last look that saw it asleep
 	t := time.NewTicker(q.Period)
 	defer t.Stop()
+	var listed map[string][]int
+	var listedAt time.Time
 	for {
 		at := now()
+		if listed == nil || time.Since(listedAt) >= q.ListEvery {
+			listed, listedAt = procs(), time.Now()
+			if listed == nil {
+				listed = map[string][]int{}
+			}
+		}
 		cur := map[int]sched{}
-		for who, pids := range procs() {
+		for who, pids := range listed {
 			waits := map[int]sched{}
 			for _, pid := range pids {
 				threadWaits(pid, waits)

@@ -240,7 +240,8 @@ func NewWatch(ctx context.Context) *Watch {
 func NewRunqueueWatch(ctx context.Context, threshold time.Duration, procs func() []int) *Watch {
 	w := &Watch{origin: time.Now()}
 	list := func() map[string][]int { return map[string][]int{"": procs()} }
-	go Runqueue{Threshold: threshold}.Run(ctx, w.since, list, func(_ string, s Span) { w.add(s) })
+	// Listed again each second: a restarted server has new pids.
+	go Runqueue{Threshold: threshold, ListEvery: time.Second}.Run(ctx, w.since, list, func(_ string, s Span) { w.add(s) })
 	return w
 }
 

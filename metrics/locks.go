@@ -30,11 +30,13 @@ type Locks struct {
 
 type keyState struct {
 	// release is the last release of the key not yet matched with the
-	// grant after it: invoked at relInvoke, answered at relOK.
+	// grant after it: by relProc, invoked at relInvoke, answered at relOK.
+	relProc          int
 	relInvoke, relOK int64
 	releaseOpen      bool
 	// grant is the last grant not yet matched with the release before
-	// it (its event arrived first).
+	// it (its event arrived first): to grantProc, asked at grantInvoke.
+	grantProc            int
 	grantInvoke, grantAt int64
 	grantOpen            bool
 }
@@ -65,16 +67,17 @@ func (m *Locks) Observe(ev history.Event) {
 		}
 		m.grants[ev.Proc]++
 		k := m.key(ev.Key)
-		if k.releaseOpen && m.match(k.relInvoke, k.relOK, inv, ev.T) {
+		if k.releaseOpen && k.relProc != ev.Proc && m.match(k.relInvoke, k.relOK, inv, ev.T) {
 			k.releaseOpen = false
 			return
 		}
-		k.grantInvoke, k.grantAt, k.grantOpen = inv, ev.T, true
+		k.grantProc, k.grantInvoke, k.grantAt, k.grantOpen = ev.Proc, inv, ev.T, true
 	case ev.F == history.Release && ev.Type == history.Invoke:
-		m.key(ev.Key).relInvoke = ev.T
+		k := m.key(ev.Key)
+		k.relProc, k.relInvoke = ev.Proc, ev.T
 	case ev.F == history.Release && ev.Type == history.OK:
 		k := m.key(ev.Key)
-		if k.grantOpen && m.match(k.relInvoke, ev.T, k.grantInvoke, k.grantAt) {
+		if k.grantOpen && k.grantProc != k.relProc && m.match(k.relInvoke, ev.T, k.grantInvoke, k.grantAt) {
 			k.grantOpen = false
 			return
 		}
@@ -83,12 +86,15 @@ func (m *Locks) Observe(ev history.Event) {
 }
 
 // match records a hand-off when the grant (asked at ask, granted at
-// grant) came to a client that was waiting when the release (invoked at
-// relInvoke, answered at relOK) let the lock go: it asked before the
-// release was answered and was granted after the release began. A grant
-// that came before the releaser heard back counts as an instant hand-off.
+// grant) came to another client that was waiting when the release
+// (invoked at relInvoke, answered at relOK) let the lock go: it asked
+// before the release was answered and was granted after the release was
+// sent. A grant that came before the releaser heard back counts as an
+// instant hand-off. Times are compared strictly: a history is stamped to
+// the microsecond, and a grant answered in the microsecond the release
+// was sent cannot be that release's doing.
 func (m *Locks) match(relInvoke, relOK, ask, grant int64) bool {
-	if ask >= relOK || grant < relInvoke {
+	if ask >= relOK || grant <= relInvoke {
 		return false
 	}
 	_ = m.handOff.RecordValue(max(1, grant-relOK))

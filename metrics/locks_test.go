@@ -59,6 +59,29 @@ func TestHandOff(t *testing.T) {
 			want: nil,
 		},
 		{
+			// A history stamped to the microsecond: the holder's release
+			// invoked in the microsecond its grant was answered is its own
+			// grant, never a hand-off to itself.
+			name: "one client, grant and release in the same microsecond",
+			events: []history.Event{
+				ev(1, history.Invoke, history.Acquire, 0), ev(1, history.OK, history.Acquire, 10),
+				ev(1, history.Invoke, history.Release, 10), ev(1, history.OK, history.Release, 20),
+				ev(1, history.Invoke, history.Acquire, 20), ev(1, history.OK, history.Acquire, 30),
+				ev(1, history.Invoke, history.Release, 30), ev(1, history.OK, history.Release, 40),
+			},
+			want: nil,
+		},
+		{
+			name: "a waiter granted in the microsecond the release was sent did not get that release's lock",
+			events: []history.Event{
+				ev(1, history.Invoke, history.Acquire, 0), ev(1, history.OK, history.Acquire, 10),
+				ev(2, history.Invoke, history.Acquire, 20),
+				ev(1, history.Invoke, history.Release, 30), ev(2, history.OK, history.Acquire, 30),
+				ev(1, history.OK, history.Release, 40),
+			},
+			want: nil,
+		},
+		{
 			name: "one release hands off once",
 			events: []history.Event{
 				ev(1, history.Invoke, history.Acquire, 0), ev(1, history.OK, history.Acquire, 10),

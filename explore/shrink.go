@@ -198,12 +198,12 @@ func (sh *Shrinker) More(ctx context.Context, out *Shrunk, n int) error {
 			}
 		}
 		var stop errStop
-		if errors.As(err, &stop) {
-			return nil
-		}
-		if err != nil {
+		stopped := errors.As(err, &stop)
+		if err != nil && !stopped {
 			return err
 		}
+		// Judged on the runs it had even when the budget ended them: a
+		// step measured at half or less is taken back either way.
 		if 2*out.Hits > out.Tries || len(out.kept) < 2 || len(out.Steps) == 0 {
 			return nil
 		}
@@ -212,6 +212,9 @@ func (sh *Shrinker) More(ctx context.Context, out *Shrunk, n int) error {
 		out.Steps, out.kept = out.Steps[:last], out.kept[:len(out.kept)-1]
 		k := out.kept[len(out.kept)-1]
 		out.Schedule, out.Hits, out.Tries, out.Last = k.s, k.hits, k.tries, k.last
+		if stopped {
+			return nil
+		}
 	}
 	return nil
 }

@@ -387,6 +387,44 @@ func TestMoreTakesBackAStepKeptOnLuckyRuns(t *testing.T) {
 	}
 }
 
+// A budget that ends the measuring runs does not leave a step measured at
+// half or less in place: the schedule kept before it is the file.
+func TestMoreTakesBackAStepWhenTheBudgetEnds(t *testing.T) {
+	base := big().Seed
+	shown := func(s Schedule) bool {
+		return needsClock(s) && (s.Workload.Keys > 1 || s.Seed < base+2)
+	}
+	measuring := false
+	sh := &Shrinker{Parallel: 4, Batch: func(_ context.Context, ss []Schedule) ([]Trial, error) {
+		out := make([]Trial, len(ss))
+		for i, s := range ss {
+			out[i] = Trial{Shown: shown(s), Case: fmt.Sprint(s.Seed)}
+		}
+		if measuring {
+			return out, errStop("the budget")
+		}
+		return out, nil
+	}}
+	out, err := sh.Shrink(context.Background(), big(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Schedule.Workload.Keys != 1 {
+		t.Fatalf("the shrink did not take one key on its lucky runs: %s", out.Schedule.Summary())
+	}
+	measured := key(out.Schedule)
+	steps := len(out.Steps)
+	measuring = true
+	if err := sh.More(context.Background(), &out, 5); err != nil {
+		t.Fatal(err)
+	}
+	// One step back: the budget is gone, so the schedule before it is
+	// not measured in its turn.
+	if key(out.Schedule) == measured || len(out.Undone) != 1 || len(out.Steps) != steps-1 || !strings.HasSuffix(out.Undone[0], "(shown in 2 of 5)") {
+		t.Fatalf("kept %s, shown in %d of %d, undone %q", out.Schedule.Summary(), out.Hits, out.Tries, out.Undone)
+	}
+}
+
 // A fault on a random client is tried on each client by name: a run draws
 // its random client from its own seed, and a file whose fault must land on
 // one client reproduces only when it names it. Each such candidate reads

@@ -339,24 +339,7 @@ func TestMoreRunsOfTheFinalSchedule(t *testing.T) {
 // next), two keys always. The schedule before "one key" is measured in its
 // turn and stays; the original stays however it measures.
 func TestMoreTakesBackAStepKeptOnLuckyRuns(t *testing.T) {
-	base := big().Seed
-	shown := func(s Schedule) bool {
-		return needsClock(s) && (s.Workload.Keys > 1 || s.Seed < base+2)
-	}
-	sh := &Shrinker{Parallel: 4, Batch: func(_ context.Context, ss []Schedule) ([]Trial, error) {
-		out := make([]Trial, len(ss))
-		for i, s := range ss {
-			out[i] = Trial{Shown: shown(s), Case: fmt.Sprint(s.Seed)}
-		}
-		return out, nil
-	}}
-	out, err := sh.Shrink(context.Background(), big(), 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Schedule.Workload.Keys != 1 {
-		t.Fatalf("the shrink did not take one key on its lucky runs: %s", out.Schedule.Summary())
-	}
+	sh, out := shrunkOnLuckyRuns(t, func() error { return nil })
 	if err := sh.More(context.Background(), &out, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -390,28 +373,13 @@ func TestMoreTakesBackAStepKeptOnLuckyRuns(t *testing.T) {
 // A budget that ends the measuring runs does not leave a step measured at
 // half or less in place: the schedule kept before it is the file.
 func TestMoreTakesBackAStepWhenTheBudgetEnds(t *testing.T) {
-	base := big().Seed
-	shown := func(s Schedule) bool {
-		return needsClock(s) && (s.Workload.Keys > 1 || s.Seed < base+2)
-	}
 	measuring := false
-	sh := &Shrinker{Parallel: 4, Batch: func(_ context.Context, ss []Schedule) ([]Trial, error) {
-		out := make([]Trial, len(ss))
-		for i, s := range ss {
-			out[i] = Trial{Shown: shown(s), Case: fmt.Sprint(s.Seed)}
-		}
+	sh, out := shrunkOnLuckyRuns(t, func() error {
 		if measuring {
-			return out, errStop("the budget")
+			return errStop("the budget")
 		}
-		return out, nil
-	}}
-	out, err := sh.Shrink(context.Background(), big(), 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Schedule.Workload.Keys != 1 {
-		t.Fatalf("the shrink did not take one key on its lucky runs: %s", out.Schedule.Summary())
-	}
+		return nil
+	})
 	measured := key(out.Schedule)
 	steps := len(out.Steps)
 	measuring = true
@@ -481,4 +449,30 @@ func TestShrinkRunsNoScheduleTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// shrunkOnLuckyRuns shrinks big() where one key shows the violation only
+// in the first two runs of a schedule (its seed and the next), two keys
+// always; each batch ends with stop's error.
+func shrunkOnLuckyRuns(t *testing.T, stop func() error) (*Shrinker, Shrunk) {
+	t.Helper()
+	base := big().Seed
+	shown := func(s Schedule) bool {
+		return needsClock(s) && (s.Workload.Keys > 1 || s.Seed < base+2)
+	}
+	sh := &Shrinker{Parallel: 4, Batch: func(_ context.Context, ss []Schedule) ([]Trial, error) {
+		out := make([]Trial, len(ss))
+		for i, s := range ss {
+			out[i] = Trial{Shown: shown(s), Case: fmt.Sprint(s.Seed)}
+		}
+		return out, stop()
+	}}
+	out, err := sh.Shrink(context.Background(), big(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Schedule.Workload.Keys != 1 {
+		t.Fatalf("the shrink did not take one key on its lucky runs: %s", out.Schedule.Summary())
+	}
+	return sh, out
 }

@@ -26,7 +26,8 @@ import (
 
 // Approaches are the planted approaches.
 func Approaches() []impls.Approach {
-	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply, RenewAfterRelease, ExpireAfterSet, ReentryKeepsTTL, UncheckedExtend}
+	return []impls.Approach{UncheckedRelease, CachedHold, ValidityFromReply, RenewAfterRelease, ExpireAfterSet, ReentryKeepsTTL, UncheckedExtend,
+		WaiterOverwrites, RenewalFromMemory}
 }
 
 // Register adds the planted approaches to reg.
@@ -159,6 +160,8 @@ type locker struct {
 	fromReply       bool
 	expireAfter     bool   // ExpireAfterSet
 	extendUnchecked bool   // UncheckedExtend
+	overwriteLate   bool   // WaiterOverwrites
+	renewFromMemory bool   // RenewalFromMemory
 	watchdog        bool   // RenewAfterRelease
 	id              string // RenewAfterRelease: the client's id, every lock's value
 	mu              sync.Mutex
@@ -169,8 +172,9 @@ type lease struct {
 	l          *locker
 	key, token string
 	stop       chan struct{} // RenewAfterRelease: ends its watchdog
-	mu         sync.Mutex    // guards validUntil (RenewAfterRelease's watchdog moves it)
+	mu         sync.Mutex    // guards validUntil and setAt (RenewAfterRelease's watchdog moves validUntil)
 	validUntil time.Time
+	setAt      time.Time // RenewalFromMemory: when the last round trip that set the key's TTL was sent
 }
 
 func (l *locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
@@ -185,9 +189,12 @@ func (l *locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 	if l.watchdog {
 		token = l.id
 	}
-	var sent time.Time
+	// sent counts the lease; setAt, by the monotonic clock, is
+	// RenewalFromMemory's last round trip that set the key's TTL.
+	var sent, setAt time.Time
+	waited := false // WaiterOverwrites: a poll of this acquire found the key held
 	err := impls.Poll(ctx, key, opt, func(ctx context.Context) (bool, error) {
-		sent = l.clk.Now()
+		sent, setAt = l.clk.Now(), time.Now()
 		if l.watchdog {
 			n, err := reentrantAcquire.Run(ctx, l.c, []string{key}, token, ttl.Milliseconds()).Int()
 			if err != nil {
@@ -208,11 +215,14 @@ func (l *locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 			}
 			return true, nil
 		}
-		ok, err := l.c.SetNX(ctx, key, token, ttl).Result()
-		if err != nil {
-			return false, outcome(ctx, "SET NX PX", err)
+		if l.overwriteLate && waited {
+			return l.pollOrOverwrite(ctx, key, token, ttl)
 		}
-		return ok, nil
+		ok, err := l.setNX(ctx, key, token, ttl)
+		if err == nil && !ok {
+			waited = true
+		}
+		return ok, err
 	})
 	if err != nil {
 		return nil, err
@@ -225,7 +235,7 @@ func (l *locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 		l.cache[key] = token
 		l.mu.Unlock()
 	}
-	s := &lease{l: l, key: key, token: token, validUntil: sent.Add(ttl)}
+	s := &lease{l: l, key: key, token: token, validUntil: sent.Add(ttl), setAt: setAt}
 	if l.watchdog {
 		s.stop = make(chan struct{})
 		go s.watch(ttl)
@@ -277,6 +287,14 @@ func (s *lease) setValidUntil(t time.Time) {
 	s.validUntil = t
 	s.mu.Unlock()
 }
+
+// renewed records a renewal that went to the server.
+func (s *lease) renewed(validUntil, setAt time.Time) {
+	s.mu.Lock()
+	s.validUntil, s.setAt = validUntil, setAt
+	s.mu.Unlock()
+}
+
 func (s *lease) Lost() <-chan struct{} { return nil }
 
 func (s *lease) Release(ctx context.Context) error {
@@ -298,7 +316,10 @@ func (s *lease) Release(ctx context.Context) error {
 }
 
 func (s *lease) Extend(ctx context.Context, ttl time.Duration) error {
-	sent := s.l.clk.Now()
+	if s.l.renewFromMemory && s.fromMemory(ttl) {
+		return nil
+	}
+	sent, setAt := s.l.clk.Now(), time.Now()
 	var n int
 	var err error
 	if s.l.extendUnchecked {
@@ -319,8 +340,17 @@ func (s *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if s.l.fromReply {
 		sent = s.l.clk.Now()
 	}
-	s.setValidUntil(sent.Add(ttl))
+	s.renewed(sent.Add(ttl), setAt)
 	return nil
+}
+
+// setNX is the correct attempt: SET key token NX PX ttl.
+func (l *locker) setNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	ok, err := l.c.SetNX(ctx, key, token, ttl).Result()
+	if err != nil {
+		return false, outcome(ctx, "SET NX PX", err)
+	}
+	return ok, nil
 }
 
 // compareAndDelete is the correct release.

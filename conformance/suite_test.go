@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -61,6 +62,57 @@ func TestReleaseSettled(t *testing.T) {
 			}
 			if tt.calls < 0 && l.calls < 2 {
 				t.Fatalf("%d releases tried before the deadline, want retries", l.calls)
+			}
+		})
+	}
+}
+
+// lossLease is a scriptedLease whose loss signal may have fired.
+type lossLease struct {
+	scriptedLease
+	lost chan struct{}
+}
+
+func (l *lossLease) Lost() <-chan struct{} { return l.lost }
+func (l *lossLease) Key() string           { return "k" }
+
+// failT records whether a test failed; Fatalf ends its goroutine.
+type failT struct {
+	T
+	failed bool
+}
+
+func (f *failT) Helper()               {}
+func (f *failT) Logf(string, ...any)   {}
+func (f *failT) Fatalf(string, ...any) { f.failed = true; runtime.Goexit() }
+
+// A release answered "not held" fails the test unless the lock had told
+// its holder it was gone.
+func TestReleaseNotHeldAfterALossSignal(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	for _, tc := range []struct {
+		name   string
+		lost   chan struct{}
+		answer error
+		fails  bool
+	}{
+		{"released", nil, nil, false},
+		{"not held, no loss signal", nil, impls.ErrNotHeld, true},
+		{"not held, the signal not fired", make(chan struct{}), impls.ErrNotHeld, true},
+		{"not held after the loss signal", closed, impls.ErrNotHeld, false},
+		{"another error after the loss signal", closed, impls.ErrUnsupported, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ft := &failT{}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				release(ft, &lossLease{scriptedLease: scriptedLease{answers: []error{tc.answer}}, lost: tc.lost})
+			}()
+			<-done
+			if ft.failed != tc.fails {
+				t.Errorf("failed %v, want %v", ft.failed, tc.fails)
 			}
 		})
 	}

@@ -528,7 +528,7 @@ func (m *Mutex) extended(pk procKey, ev history.Event) {
 		iv.extendedTo(ev.ValidUntil, sent)
 	}
 	if asked && iv.fate().RenewedOver == nil {
-		if other, ok := m.otherHolder(pk, inv.t); ok {
+		if other, ok := m.otherHolder(pk, iv.Start, inv.t); ok {
 			iv.note(func(f *Fate) {
 				f.RenewedOver = &Overlap{Proc: other.proc, Invoke: inv.t, InvokeIndex: inv.index, AnswerIndex: ev.Index}
 			})
@@ -542,13 +542,15 @@ func (m *Mutex) extended(pk procKey, ev history.Event) {
 func (m *Mutex) letGo(pk procKey) { delete(m.holding[pk.key], pk.proc) }
 
 // otherHolder is the process other than pk's that has held pk's key the
-// longest, since before t, if one has.
-func (m *Mutex) otherHolder(pk procKey, t int64) (procKey, bool) {
+// longest, since before t, if one has: one granted after since (pk's own
+// tenure began). One that held already when pk's tenure began is not
+// renewed over: pk was granted over it, the double grant to report.
+func (m *Mutex) otherHolder(pk procKey, since, t int64) (procKey, bool) {
 	var found procKey
 	ok := false
 	for proc := range m.holding[pk.key] {
 		opk := procKey{proc, pk.key}
-		if iv := m.open[opk]; proc != pk.proc && iv.Start < t && (!ok || iv.Start < m.open[found].Start) {
+		if iv := m.open[opk]; proc != pk.proc && iv.Start > since && iv.Start < t && (!ok || iv.Start < m.open[found].Start) {
 			found, ok = opk, true
 		}
 	}

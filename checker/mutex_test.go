@@ -194,6 +194,38 @@ func TestDoubleGrantMechanisms(t *testing.T) {
 	}
 }
 
+// Client 2 is granted over 1 (1 outlived its lease) and renews while 1
+// still holds: its own renewals are no renewal over another's hold. Then 2
+// outlives its lease in turn and 1 is granted again: two double grants,
+// both outlived, neither with a mechanism (redis-setnx-px-lua under a
+// partition of its holder, beside the suite, was named renewed-over-another).
+func TestRenewalsOfAClientGrantedOverAnother(t *testing.T) {
+	inv, ok := history.Invoke, history.OK
+	E := history.Extend
+	lease := func(e history.Event, until int64) history.Event { e.ValidUntil = until; return e }
+	evs := []history.Event{
+		lease(ev(1, ok, A, "k", 10), 100), lease(ev(2, ok, A, "k", 120), 300),
+		ev(2, inv, E, "k", 130), lease(ev(2, ok, E, "k", 135), 335),
+		ev(1, inv, R, "k", 200), ev(1, history.Info, R, "k", 210),
+		lease(ev(1, ok, A, "k", 400), 500), ev(2, inv, R, "k", 450), ev(1, inv, R, "k", 460),
+	}
+	for _, model := range []Model{ModelLease, ModelMutex} {
+		var got []string
+		for _, d := range grantsUnder(model, evs) {
+			got = append(got, d.Kind+"/"+d.Mechanism)
+		}
+		if len(got) == 0 {
+			t.Errorf("%s: no double grant", model)
+		}
+		for _, g := range got {
+			if !strings.HasSuffix(g, "/") {
+				t.Errorf("%s: double grants %q, want none with a mechanism", model, got)
+				break
+			}
+		}
+	}
+}
+
 // A client granted over another's hold (a server's clock jumped, its key
 // expired early) releases what it was granted, and is granted again while
 // the first still holds: two double grants, and the release between them

@@ -67,7 +67,7 @@ func (m *Locks) Observe(ev history.Event) {
 		}
 		m.grants[ev.Proc]++
 		k := m.key(ev.Key)
-		if k.releaseOpen && k.relProc != ev.Proc && m.match(k.relInvoke, k.relOK, inv, ev.T) {
+		if k.releaseOpen && m.match(k.relProc, k.relInvoke, k.relOK, ev.Proc, inv, ev.T) {
 			k.releaseOpen = false
 			return
 		}
@@ -77,7 +77,7 @@ func (m *Locks) Observe(ev history.Event) {
 		k.relProc, k.relInvoke = ev.Proc, ev.T
 	case ev.F == history.Release && ev.Type == history.OK:
 		k := m.key(ev.Key)
-		if k.grantOpen && k.grantProc != k.relProc && m.match(k.relInvoke, ev.T, k.grantInvoke, k.grantAt) {
+		if k.grantOpen && m.match(k.relProc, k.relInvoke, ev.T, k.grantProc, k.grantInvoke, k.grantAt) {
 			k.grantOpen = false
 			return
 		}
@@ -93,8 +93,8 @@ func (m *Locks) Observe(ev history.Event) {
 // instant hand-off. Times are compared strictly: a history is stamped to
 // the microsecond, and a grant answered in the microsecond the release
 // was sent cannot be that release's doing.
-func (m *Locks) match(relInvoke, relOK, ask, grant int64) bool {
-	if ask >= relOK || grant <= relInvoke {
+func (m *Locks) match(releaser int, relInvoke, relOK int64, grantee int, ask, grant int64) bool {
+	if grantee == releaser || ask >= relOK || grant <= relInvoke {
 		return false
 	}
 	_ = m.handOff.RecordValue(max(1, grant-relOK))

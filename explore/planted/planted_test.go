@@ -47,10 +47,10 @@ func registry() *impls.Registry {
 
 // searchOf is a search at seed of approaches under faults for budget,
 // judged by the shipped matrix, its clients in processes of this test
-// binary (exe). It stops at the first new finding its shrink confirms, as
+// binary. It stops at the first new finding its shrink confirms, as
 // a gate would: what the tests ask of the rest of the budget is that the
 // correct approach beside the bug showed nothing new meanwhile.
-func searchOf(t *testing.T, reg *impls.Registry, budget time.Duration, seed uint64, approaches []string, faults ...string) (explore.Config, string) {
+func searchOf(t *testing.T, reg *impls.Registry, budget time.Duration, seed uint64, approaches []string, faults ...string) explore.Config {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -62,7 +62,7 @@ func searchOf(t *testing.T, reg *impls.Registry, budget time.Duration, seed uint
 	}
 	return explore.Config{Registry: reg, Approaches: approaches, Faults: faults,
 		Budget: budget, Seed: seed, Steer: true, Expect: matrix.NewExpectations(m, all.Registry()),
-		ResultsDir: t.TempDir(), StopAfterNew: 1, Runner: &runner.Runner{Log: t.Logf, WorkerArgv: []string{exe, workerArg}}}, exe
+		ResultsDir: t.TempDir(), StopAfterNew: 1, Runner: &runner.Runner{Log: t.Logf, WorkerArgv: []string{exe, workerArg}}}
 }
 
 // The planted release bug (a compare-and-delete that times out is retried
@@ -84,7 +84,7 @@ func TestExploreFindsAPlantedBugOnRedis(t *testing.T) {
 	// left its shrink 27 s, 7 runs, stopped at three faults.
 	budget := 3 * time.Minute
 	// The faults the matrix calls safe for a TTL lock on one node.
-	cfg, exe := searchOf(t, reg, budget, 1, []string{bug, correct}, "slow-replies", "drop-replies", "server-pause", "client-crash")
+	cfg := searchOf(t, reg, budget, 1, []string{bug, correct}, "slow-replies", "drop-replies", "server-pause", "client-crash")
 	start := time.Now()
 	res, err := explore.Run(context.Background(), cfg)
 	took := time.Since(start)
@@ -138,7 +138,7 @@ func TestExploreFindsAPlantedBugOnRedis(t *testing.T) {
 	// showed 0 of 3 and 0 of 5 one at a time; one shown in 3 of its shrink
 	// runs showed 0 of 5 side by side within the suite's load, two busy
 	// loops beside it.
-	replays(t, reg, sc, exe, found.File, sh)
+	replays(t, reg, sc, found.File, sh)
 	// results.json carries the exploration.
 	b, err := os.ReadFile(filepath.Join(res.Dir, "results.json"))
 	if err != nil {
@@ -211,10 +211,8 @@ func findsNew(t *testing.T, bug, correct string, class verdict.Outcome, budget t
 	stalls := stall.NewWatch(t.Context())
 	var found *explore.Finding
 	var res *explore.Result
-	var exe string
 	for seed := uint64(1); ; seed++ {
-		var cfg explore.Config
-		cfg, exe = searchOf(t, reg, budget, seed, []string{bug, correct}, faults...)
+		cfg := searchOf(t, reg, budget, seed, []string{bug, correct}, faults...)
 		start := time.Now()
 		var err error
 		if res, err = explore.Run(context.Background(), cfg); err != nil {
@@ -259,7 +257,7 @@ func findsNew(t *testing.T, bug, correct string, class verdict.Outcome, budget t
 	if e, ok := sc.ExpectFor(a); !ok || len(e.Outcomes) != 1 || e.Outcomes[0] != class {
 		t.Errorf("%s expects %v", found.File, e.Outcomes)
 	}
-	replays(t, reg, sc, exe, found.File, sh)
+	replays(t, reg, sc, found.File, sh)
 }
 
 // replays runs a found file as locklab run does, in rounds of five runs side
@@ -273,7 +271,7 @@ func findsNew(t *testing.T, bug, correct string, class verdict.Outcome, budget t
 // two busy loops, 4 of 6 on an idle machine, and 0 of 9 twice within the
 // whole suite's load (whether the waiter's poll is in flight as the drop
 // begins, and whether drops end before the replaced clients ask).
-func replays(t *testing.T, reg *impls.Registry, sc *scenario.Scenario, exe, file string, sh *explore.Shrunk) {
+func replays(t *testing.T, reg *impls.Registry, sc *scenario.Scenario, file string, sh *explore.Shrunk) {
 	t.Helper()
 	// A file its shrink measured at half or less (the search's first
 	// showing counted among them) is a rare race, and explore says so
@@ -286,14 +284,7 @@ func replays(t *testing.T, reg *impls.Registry, sc *scenario.Scenario, exe, file
 	}
 	agreed, runs, decided := 0, 0, 0
 	for round := 0; round < 6 && agreed == 0 && decided < 15; round++ {
-		p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: t.TempDir(), Runs: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := (&runner.Runner{Log: t.Logf, WorkerArgv: []string{exe, workerArg}, Parallel: true, MaxCases: explore.DefaultParallel()}).Run(context.Background(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, out := runScenario(t, reg, sc, 5)
 		for _, v := range out.Verdicts {
 			runs++
 			if v.Status != verdict.Undecided {
@@ -446,11 +437,19 @@ expect:
 // stop whole runs as a process of this test binary.
 func runRepeated(t *testing.T, reg *impls.Registry, text string, runs int, only ...string) (runner.Plan, *runner.Outcome) {
 	t.Helper()
-	exe, err := os.Executable()
+	sc, err := scenario.Parse([]byte(text), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scenario.Parse([]byte(text), reg)
+	return runScenario(t, reg, sc, runs, only...)
+}
+
+// runScenario runs sc runs times over, its cases side by side, each
+// client a process of this test binary; only the approaches named, when
+// any are.
+func runScenario(t *testing.T, reg *impls.Registry, sc *scenario.Scenario, runs int, only ...string) (runner.Plan, *runner.Outcome) {
+	t.Helper()
+	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -385,3 +385,56 @@ func TestFirstClientConnectedAgainAfterAFailedConnect(t *testing.T) {
 		})
 	}
 }
+
+// slowWrites records a write 300 ms late, saying on began when it starts.
+type slowWrites struct {
+	*events
+	began chan struct{}
+	once  sync.Once
+}
+
+func (s *slowWrites) Record(ev history.Event) history.Event {
+	if ev.F == history.Write {
+		s.once.Do(func() { close(s.began) })
+		time.Sleep(300 * time.Millisecond)
+	}
+	return s.events.Record(ev)
+}
+
+// A hang returns once the worker's steps are halted and the write it had
+// under way is on record: a fault that then asks whether the holder wrote
+// must not read "no" for a write that lands after it.
+func TestHangReturnsWithTheWriteUnderWayRecorded(t *testing.T) {
+	cfg, rec := config(t, true, 1, 3*time.Second)
+	slow := &slowWrites{events: rec, began: make(chan struct{})}
+	cfg.Workload.Store = workload.NewStore(slow, cfg.Mono, false, 1000)
+	f, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Run(context.Background())
+		done <- err
+	}()
+	select {
+	case <-slow.began:
+	case err := <-done:
+		t.Fatalf("run ended before any write: %v", err)
+	}
+	p := f.Slots()[0].Process
+	if err := p.Hang(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rec.count(-1, history.Write); n == 0 {
+		t.Error("the hang returned before the write under way was recorded")
+	}
+	if err := p.Unhang(); err != nil {
+		t.Fatal(err)
+	}
+	f.Finish()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -80,6 +81,10 @@ func (s *ownSlot) Resume() error {
 // process, its library's threads with it, goes on.
 func (s *ownSlot) Hang() error {
 	s.halt.On()
+	// The store is in this process: a write under way ends at once.
+	ctx, cancel := context.WithTimeout(context.Background(), hangAnswer)
+	defer cancel()
+	_ = s.halt.Settled(ctx)
 	return nil
 }
 

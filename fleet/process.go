@@ -36,6 +36,8 @@ type clientProcess struct {
 	stdin  io.WriteCloser
 	stdout io.Reader
 	exited chan struct{}
+	// halted carries the worker's answers to hangs (fromWorker.Halted).
+	halted chan struct{}
 	// killedAt is when a fault killed it (0: it died by itself).
 	killedAt atomic.Int64
 	// paused are the stretches a fault stopped it (SIGSTOP to SIGCONT;
@@ -56,6 +58,14 @@ func (p *clientProcess) stopping(t int64) {
 	p.pauseMu.Lock()
 	defer p.pauseMu.Unlock()
 	p.paused = append(p.paused, stall.Span{Start: t})
+}
+
+// stoppedNow reports whether a pause has p stopped now.
+func (p *clientProcess) stoppedNow() bool {
+	p.pauseMu.Lock()
+	defer p.pauseMu.Unlock()
+	n := len(p.paused)
+	return n > 0 && p.paused[n-1].End == 0
 }
 
 func (p *clientProcess) resumed(t int64) {
@@ -86,7 +96,7 @@ func startProcess(sp *spawn.Spawner, argv []string, log io.Writer, proc int) (*c
 	if f, ok := stdout.(*os.File); ok {
 		out = &watchedPipe{f: f}
 	}
-	return &clientProcess{proc: proc, cmd: cmd, stdin: stdin, stdout: out, exited: make(chan struct{})}, nil
+	return &clientProcess{proc: proc, cmd: cmd, stdin: stdin, stdout: out, exited: make(chan struct{}), halted: make(chan struct{}, 1)}, nil
 }
 
 // send writes v as one JSON line.

@@ -340,6 +340,11 @@ func (f *workers) runWorker(ctx context.Context, s *workerSlot, proc int, first 
 			end = m.End
 		case m.Fatal != "":
 			fatal = m.Fatal
+		case m.Halted:
+			select {
+			case p.halted <- struct{}{}:
+			default:
+			}
 		case m.Ready:
 			ready()
 			go func() {
@@ -412,10 +417,41 @@ func (s *workerSlot) hang(on bool) error {
 	if p == nil {
 		return fmt.Errorf("client %d has no running process", s.index)
 	}
+	select {
+	case <-p.halted: // a late answer to an earlier hang
+	default:
+	}
 	if err := p.send(toWorker{Hang: &on}); err != nil {
 		return fmt.Errorf("hang client %d: %w", s.index, err)
 	}
+	if on {
+		p.awaitHalted(hangAnswer)
+	}
 	return nil
+}
+
+// hangAnswer is how long a hang waits for the worker to say it is halted.
+// A worker stopped by a pause answers once resumed; the hang stands
+// either way.
+const hangAnswer = 2 * time.Second
+
+// awaitHalted waits up to within for p to say its steps are halted; by
+// then the history holds the write it had under way, so a fault that
+// checks whether the holder had written reads all of it (seen: a
+// redis-fair client-hang run with two busy loops, the hang 94 ms after
+// the grant and past the holder's write, which the 50 ms settle had not
+// yet seen: an outlived double grant with no lost update).
+func (p *clientProcess) awaitHalted(within time.Duration) {
+	if p.stoppedNow() {
+		return
+	}
+	t := time.NewTimer(within)
+	defer t.Stop()
+	select {
+	case <-p.halted:
+	case <-p.exited:
+	case <-t.C:
+	}
 }
 
 // SetOffset moves the slot's lease clock, now and for its replacements.

@@ -67,6 +67,9 @@ type fromWorker struct {
 	Fatal string `json:"fatal,omitempty"`
 	// Ready: a waiting worker has connected.
 	Ready bool `json:"ready,omitempty"`
+	// Halted answers a hang: the worker's steps are halted, and a write
+	// it had under way is done (its call came before this line).
+	Halted bool `json:"halted,omitempty"`
 }
 
 // storeCall is one call of workload.Resource.

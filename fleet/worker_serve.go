@@ -41,7 +41,7 @@ func ServeWorker(ctx context.Context, reg *impls.Registry, in io.Reader, out io.
 	// Everything after the start message; EOF ends the worker.
 	go func() {
 		defer cancel()
-		w.follow(dec, ctl)
+		w.follow(ctx, dec, ctl)
 	}()
 	l, err := w.lockClient(ctx, reg, st, ctl.clk)
 	if err != nil {
@@ -109,7 +109,7 @@ func newWorkerControl(clockOffset int64) *workerControl {
 
 // follow acts on the fleet's messages (replies, clock moves, go, finish,
 // hangs) until its end of the pipe closes.
-func (w *workerSide) follow(dec *json.Decoder, ctl *workerControl) {
+func (w *workerSide) follow(ctx context.Context, dec *json.Decoder, ctl *workerControl) {
 	for {
 		var m toWorker
 		if err := dec.Decode(&m); err != nil {
@@ -120,6 +120,16 @@ func (w *workerSide) follow(dec *json.Decoder, ctl *workerControl) {
 			continue
 		}
 		ctl.apply(m)
+		if m.Hang != nil && *m.Hang {
+			// Said once a write under way has had its reply, which this
+			// loop delivers: so not from here. The fleet reads the
+			// write's call before this line.
+			go func() {
+				if ctl.halt.Settled(ctx) == nil {
+					w.send(fromWorker{Halted: true})
+				}
+			}()
+		}
 	}
 }
 

@@ -363,19 +363,30 @@ func (c *client) critical(key string, lease impls.Lease, hold time.Duration, ree
 	case Counter:
 		// The seed's "deduct 3% of the balance": read, think, write.
 		b, err := c.spec.Store.Read(c.proc, key, token)
-		if r = work(); r == reentered && err == nil && c.mayAct(lease) && !c.finished() {
-			_ = c.spec.Store.Write(c.proc, key, b-b*3/100, b, token)
+		if r = work(); r == reentered && err == nil {
+			c.write(lease, func() { _ = c.spec.Store.Write(c.proc, key, b-b*3/100, b, token) })
 		}
 	case Tasks:
 		if !c.spec.Store.Done(key) {
-			if r = work(); r == reentered && c.mayAct(lease) && !c.finished() { // work: the processing
-				_, _ = c.spec.Store.Process(c.proc, key, token)
+			if r = work(); r == reentered { // work: the processing
+				c.write(lease, func() { _, _ = c.spec.Store.Process(c.proc, key, token) })
 			}
 		}
 	default:
 		r = work()
 	}
 	return r == retire
+}
+
+// write makes the holder's write to the protected store, unless its lease
+// says it may not act or the run is finished: a step of the holder, which
+// a halt that comes on while it is under way lets end (Halt.Settled).
+func (c *client) write(lease impls.Lease, w func()) {
+	done := c.halt.step()
+	defer done()
+	if c.mayAct(lease) && !c.finished() {
+		w()
+	}
 }
 
 // reenter acquires key again while holding it, and gives that hold back:

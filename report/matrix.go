@@ -90,12 +90,23 @@ func (m *Matrix) Cell(a, f string) (MatrixCell, bool) {
 	return MatrixCell{}, false
 }
 
-// CatchRate is the share of runs that showed the expected violation.
+// CatchRate is the share of the decided runs that showed the expected
+// violation (verdict.Tally.CatchRate).
 func (c MatrixCell) CatchRate() float64 {
-	if c.Ran == 0 {
+	if c.Ran-c.Undecided <= 0 {
 		return 0
 	}
-	return float64(c.Caught) / float64(c.Ran)
+	return float64(c.Caught) / float64(c.Ran-c.Undecided)
+}
+
+// caught is the cell's catches over its decided runs, and its undecided
+// runs if any.
+func (c MatrixCell) caught() string {
+	s := fmt.Sprintf("%d/%d", c.Caught, c.Ran-c.Undecided)
+	if c.Undecided > 0 {
+		s += fmt.Sprintf(" (%d undecided)", c.Undecided)
+	}
+	return s
 }
 
 func (c MatrixCell) medianTimeToViolation() (float64, bool) {
@@ -119,7 +130,7 @@ func (c MatrixCell) short() string {
 	}
 	s := fmt.Sprintf("expected %s; observed %s", exp, obs)
 	if c.ExpectsViolation {
-		s += fmt.Sprintf("; caught %d/%d", c.Caught, c.Ran)
+		s += "; caught " + c.caught()
 		if t, ok := c.medianTimeToViolation(); ok {
 			s += fmt.Sprintf(" (median %.1f s after the fault)", t)
 		}
@@ -231,10 +242,10 @@ func writeCatchRates(b *bytes.Buffer, m *Matrix) {
 		} else {
 			verdict = "**no**"
 		}
-		fmt.Fprintf(&lines, "| %s | %s | %s | %d/%d | %.0f%% | %s | %s | %s |\n", c.Approach, c.Fault,
-			strings.Join(c.Expected, " + "), c.Caught, c.Ran, 100*c.CatchRate(), median, slowest, verdict)
+		fmt.Fprintf(&lines, "| %s | %s | %s | %s | %.0f%% | %s | %s | %s |\n", c.Approach, c.Fault,
+			strings.Join(c.Expected, " + "), c.caught(), 100*c.CatchRate(), median, slowest, verdict)
 	}
-	fmt.Fprintf(b, "## Catch rates\n\n%d of %d cells that expect a violation caught it in at least %.0f%% of their runs, "+
+	fmt.Fprintf(b, "## Catch rates\n\n%d of %d cells that expect a violation caught it in at least %.0f%% of their decided runs, "+
 		"every time within %.0f s of the fault.\n\n", met, len(rows), 100*catchRateTarget, catchTimeTarget)
 	b.WriteString("| approach | fault | expected | caught | rate | median after the fault | slowest | target met |\n|---|---|---|---|---|---|---|---|\n")
 	b.Write(lines.Bytes())

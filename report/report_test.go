@@ -189,7 +189,7 @@ func TestMatrixCompact(t *testing.T) {
 // the catch-rate section lists each cell that expects a violation against
 // the 95% / 30 s target.
 func TestMatrixNotChosenAndCatchRates(t *testing.T) {
-	m := &Matrix{Runs: 20, Command: "locklab matrix --cells unsafe --runs 20", Approaches: []string{"a", "b"}, Faults: []string{"f", "g"},
+	m := &Matrix{Runs: 20, Command: "locklab matrix --cells unsafe --runs 20", Approaches: []string{"a", "b", "c"}, Faults: []string{"f", "g"},
 		Cells: []MatrixCell{
 			{Approach: "a", Fault: "f", NotChosen: true, Expected: []string{"safe"}},
 			{Approach: "a", Fault: "g", Applies: true, Expected: []string{"double-grant:both-valid"}, ExpectsViolation: true,
@@ -198,6 +198,9 @@ func TestMatrixNotChosenAndCatchRates(t *testing.T) {
 			{Approach: "b", Fault: "f"},
 			{Approach: "b", Fault: "g", Applies: true, Expected: []string{"double-grant:outlived"}, ExpectsViolation: true,
 				Observed: []string{"double-grant:outlived"}, Ran: 20, Agreed: 18, Caught: 18,
+				TimesToViolation: repeat(1, 18), Status: "as expected"},
+			{Approach: "c", Fault: "g", Applies: true, Expected: []string{"double-grant:outlived"}, ExpectsViolation: true,
+				Observed: []string{"double-grant:outlived"}, Ran: 20, Agreed: 18, Caught: 18, Undecided: 2,
 				TimesToViolation: repeat(1, 18), Status: "as expected"},
 		}}
 	compact, full := string(MatrixCompact(m)), string(MatrixMarkdown(m))
@@ -208,7 +211,8 @@ func TestMatrixNotChosenAndCatchRates(t *testing.T) {
 	}
 	for _, want := range []string{
 		"- **a**: safe; not run this time (--cells).",
-		"1 of 2 cells that expect a violation caught it in at least 95% of their runs",
+		"2 of 3 cells that expect a violation caught it in at least 95% of their decided runs",
+		"| c | g | double-grant:outlived | 18/18 (2 undecided) | 100% | 1.0 s | 1.0 s | yes |",
 		"| a | g | double-grant:both-valid | 20/20 | 100% | 2.5 s | 2.5 s | yes |",
 		"| b | g | double-grant:outlived | 18/20 | 90% | 1.0 s | 1.0 s | **no** |",
 	} {

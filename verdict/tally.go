@@ -11,8 +11,9 @@ type Policy struct {
 	// violation it was not expected to fails the case however many agreed;
 	// runs short of Need for want of a verdict leave it undecided.
 	Need int
-	// MinCatchRate: in a case that expects a violation, the share of runs
-	// that must have shown it (0: Need decides alone).
+	// MinCatchRate: in a case that expects a violation, the share of its
+	// decided runs that must have shown it, at least half its runs
+	// decided (0: Need decides alone).
 	MinCatchRate float64
 }
 
@@ -74,21 +75,28 @@ func (t Tally) Status(p Policy) Status {
 		return Contradicts
 	case t.Agreed < need && t.Missed > 0:
 		return Contradicts
-	case t.ExpectsViolation && t.CatchRate() < p.MinCatchRate && t.Undecided < t.Runs:
+	case t.ExpectsViolation && p.MinCatchRate > 0 && t.Decided() > 0 && t.CatchRate() < p.MinCatchRate:
 		return Contradicts
 	case t.Agreed < need:
+		return Undecided
+	case t.ExpectsViolation && p.MinCatchRate > 0 && 2*t.Decided() < t.Runs:
+		// A rate of a few runs measures little.
 		return Undecided
 	}
 	return Agrees
 }
 
-// CatchRate is the share of runs that agreed: in a case that expects a
-// violation, those that showed it.
+// Decided is how many runs had a verdict.
+func (t Tally) Decided() int { return t.Runs - t.Undecided }
+
+// CatchRate is the share of the decided runs that agreed: in a case that
+// expects a violation, those that showed it. A run the lab's stalls left
+// undecided showed nothing either way; how many were is bounded apart.
 func (t Tally) CatchRate() float64 {
-	if t.Runs == 0 {
+	if t.Decided() == 0 {
 		return 0
 	}
-	return float64(t.Agreed) / float64(t.Runs)
+	return float64(t.Agreed) / float64(t.Decided())
 }
 
 // Named is the tally of one group of runs (an approach's, a matrix

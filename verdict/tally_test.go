@@ -31,7 +31,10 @@ func TestTally(t *testing.T) {
 		{"one catch is enough", rs(agree, missed), true, Policy{Need: 1}, Agrees},
 		{"catch rate met", rs(agree, missed), true, Policy{Need: 1, MinCatchRate: 0.5}, Agrees},
 		{"catch rate missed", rs(agree, missed), true, Policy{Need: 1, MinCatchRate: 0.95}, Contradicts},
-		{"catch rate counts undecided runs as not caught", rs(agree, undecided), true, Policy{Need: 1, MinCatchRate: 0.95}, Contradicts},
+		{"catch rate is of the decided runs", rs(agree, agree, agree, undecided), true, Policy{Need: 1, MinCatchRate: 0.95}, Agrees},
+		{"catch rate missed among the decided", rs(agree, missed, agree, undecided), true, Policy{Need: 1, MinCatchRate: 0.95}, Contradicts},
+		{"catch rate of half the runs decided", rs(agree, undecided), true, Policy{Need: 1, MinCatchRate: 0.95}, Agrees},
+		{"catch rate of fewer than half decided", rs(agree, undecided, undecided), true, Policy{Need: 1, MinCatchRate: 0.95}, Undecided},
 		{"catch rate does not apply to a safe case", rs(agree, undecided), false, Policy{Need: 1, MinCatchRate: 0.95}, Agrees},
 		{"nothing caught", rs(missed, missed), true, Policy{Need: 1}, Contradicts},
 	}
@@ -57,8 +60,8 @@ func TestTallyCounts(t *testing.T) {
 	if tl != want {
 		t.Errorf("tally %+v, want %+v", tl, want)
 	}
-	if got := tl.CatchRate(); got != 0.4 {
-		t.Errorf("catch rate %v, want 0.4", got)
+	if got := tl.CatchRate(); got != 0.5 {
+		t.Errorf("catch rate %v, want 0.5 (2 of the 4 decided runs)", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -23,6 +24,13 @@ type Sighting struct {
 	// checker names it (checker.RenewedOverAnother, ...); Proof is then
 	// that one's.
 	Mechanism string
+	// InLease: a double grant with both leases valid came while the first
+	// holder's lease, as it stood when granted, had time left, and no
+	// client clock moved during that holder's acquire; Proof is then that
+	// one's. A client clock moved later explains it only through a
+	// holder believing in a lease past its end: not this (a waiter whose
+	// own clock ran ahead and took the lock is).
+	InLease bool
 }
 
 // sightings are the unsafe classes in a checker verdict, each once, in the
@@ -38,35 +46,45 @@ func sightings(v checker.Verdict, events []history.Event) []Sighting {
 			grantAt[ev.Index] = ev
 		}
 	}
+	clocked := clockedGrants(events)
 	var out []Sighting
-	add := func(c, stated verdict.Outcome, proof, mechanism string) {
+	add := func(c, stated verdict.Outcome, proof, mechanism string, inLease bool) {
 		for i := range out {
 			if out[i].Class == c {
 				out[i].Count++
 				if out[i].Stated != c && stated == c {
 					out[i].Stated = c // seen as the checker calls it too
 				}
-				if out[i].Mechanism == "" && mechanism != "" {
+				switch {
+				case out[i].Mechanism == "" && mechanism != "":
 					out[i].Mechanism, out[i].Proof = mechanism, proof
+				case out[i].Mechanism == "" && !out[i].InLease && inLease:
+					out[i].Proof = proof
 				}
+				out[i].InLease = out[i].InLease || inLease
 				return
 			}
 		}
-		out = append(out, Sighting{Class: c, Count: 1, Proof: proof, Stated: stated, Mechanism: mechanism})
+		out = append(out, Sighting{Class: c, Count: 1, Proof: proof, Stated: stated, Mechanism: mechanism, InLease: inLease})
 	}
 	for _, x := range v.Violations {
 		c := verdict.OutcomeOf(x.Kind)
 		stated, proof := c, x.Text
-		if c == verdict.DoubleGrantBothValid && bornExpired(v, x, grantAt) {
-			c, stated = verdict.DoubleGrantOutlived, verdict.DoubleGrant
-			proof += "; the second holder's own lease had run out before its grant reached it"
+		inLease := false
+		if c == verdict.DoubleGrantBothValid {
+			if bornExpired(v, x, grantAt) {
+				c, stated = verdict.DoubleGrantOutlived, verdict.DoubleGrant
+				proof += "; the second holder's own lease had run out before its grant reached it"
+			} else if inLease = grantedInLease(v, x, grantAt, clocked); inLease {
+				proof += "; granted while the first holder's lease, as it stood at its grant, had time left"
+			}
 		}
 		if c.Unsafe() {
-			add(c, stated, proof, x.Mechanism)
+			add(c, stated, proof, x.Mechanism, inLease)
 		}
 	}
 	if len(out) == 0 && v.Linearizable == checker.LinNo {
-		add(verdict.NonLinearizable, verdict.NonLinearizable, "the history is not linearizable", "")
+		add(verdict.NonLinearizable, verdict.NonLinearizable, "the history is not linearizable", "", false)
 	}
 	return out
 }
@@ -87,6 +105,55 @@ func bornExpired(v checker.Verdict, x checker.Violation, grantAt map[int64]histo
 	}
 	return false
 }
+
+// grantedInLease reports whether the double grant x names came while the
+// first holder's lease as recorded at its grant had time left, that grant
+// not among clocked.
+func grantedInLease(v checker.Verdict, x checker.Violation, grantAt map[int64]history.Event, clocked map[int64]bool) bool {
+	for _, d := range v.DoubleGrants {
+		if !slices.Equal(x.Events, []int64{d.Held.StartIndex, d.Second.StartIndex}) {
+			continue
+		}
+		first, ok := grantAt[d.Held.StartIndex]
+		return ok && !clocked[first.Index] && first.ValidUntil != 0 && d.Second.Start < first.ValidUntil
+	}
+	return false
+}
+
+// clockedGrants are the grants (by index) whose acquire was under way as a
+// client-clock fault began or ended: a jump then moves the belief the
+// grant records.
+func clockedGrants(events []history.Event) map[int64]bool {
+	var moves []int64
+	for _, ev := range events {
+		var n history.NemesisValue
+		if ev.F == history.Nemesis && ev.Type == history.OK && json.Unmarshal(ev.Value, &n) == nil && n.Fault == clientClock {
+			moves = append(moves, ev.T)
+		}
+	}
+	out := map[int64]bool{}
+	if len(moves) == 0 {
+		return out
+	}
+	asked := map[int]int64{}
+	for _, ev := range events {
+		switch {
+		case ev.F != history.Acquire:
+		case ev.Type == history.Invoke:
+			asked[ev.Proc] = ev.T
+		case ev.Type == history.OK:
+			for _, t := range moves {
+				if t >= asked[ev.Proc] && t <= ev.T {
+					out[ev.Index] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// clientClock is the fault kind that moves a client's clock.
+const clientClock = "client-clock"
 
 // primaries are the sightings a finding is made of: every class but the
 // consequences of a double grant the case also showed.

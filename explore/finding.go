@@ -25,6 +25,10 @@ type Finding struct {
 	// its approach though a rule predicts its class; its runs must show
 	// that mechanism. "": the class alone.
 	Mechanism string
+	// inLease: new as a double grant inside the first holder's lease as
+	// granted (Sighting.InLease), which the run's client clock faults do
+	// not explain; its runs must show that.
+	inLease bool
 	// Also are the consequences the run showed beside it.
 	Also     []verdict.Outcome
 	Original Schedule

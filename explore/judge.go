@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/locklab/locklab/matrix"
@@ -32,7 +33,7 @@ func (e *explorer) examine(srch *Search, s Schedule, n int, name string, res run
 	for _, p := range primary {
 		// One finding per class and approach, and per judgement: a class
 		// known under some faults and new under others is two findings.
-		j, mech := e.judge(srch, kinds, s.Workload, p.Class, p.Mechanism)
+		j, mech := e.judge(srch, kinds, s.Workload, p.Class, p.Mechanism, p.InLease)
 		allKnown = allKnown && j.Known
 		if j.Known {
 			e.queueUnmask(srch, p.Class, s, j.Because, n)
@@ -46,7 +47,8 @@ func (e *explorer) examine(srch *Search, s Schedule, n int, name string, res run
 			continue
 		}
 		f := &Finding{Approach: srch.Approach, Class: p.Class, Known: j.Known, Why: j.Why, Run: n, After: time.Since(e.start),
-			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Mechanism: mech, Original: s, hits: 1, tries: 1}
+			Case: name, Seen: 1, Proof: p.Proof, Stated: p.Stated, Mechanism: mech, Original: s, hits: 1, tries: 1,
+			inLease: p.InLease && !j.Known}
 		for _, a := range also {
 			f.Also = append(f.Also, a.Class)
 		}
@@ -82,8 +84,16 @@ func (e *explorer) examine(srch *Search, s Schedule, n int, name string, res run
 // fault kinds and workload w, and the mechanism (of its sighting's double
 // grant) that makes a known class new: one no entry of the matrix's
 // mechanisms gives the approach ("" when none does).
-func (e *explorer) judge(srch *Search, kinds []string, w workload.Spec, c verdict.Outcome, mechanism string) (matrix.Judgement, string) {
+func (e *explorer) judge(srch *Search, kinds []string, w workload.Spec, c verdict.Outcome, mechanism string, inLease bool) (matrix.Judgement, string) {
+	clock := inLease && contains(kinds, clientClock)
+	if clock {
+		kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == clientClock })
+	}
 	j := e.cfg.Expect.Judge(srch.approach, kinds, w, c)
+	if clock && !j.Known {
+		j.Why = "granted while the first holder's lease, as it stood at its grant, had time left: a client clock moved " +
+			"after explains a double grant only through a holder believing in a lease past its end (the rest: " + j.Why + ")"
+	}
 	if !j.Known || mechanism == "" || e.cfg.Expect.M == nil {
 		return j, ""
 	}

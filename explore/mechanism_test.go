@@ -1,10 +1,12 @@
 package explore
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/impls/all"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/runner"
@@ -37,7 +39,7 @@ func TestMechanismMakesAKnownClassNew(t *testing.T) {
 			t.Fatal(err)
 		}
 		srch := &Search{Approach: a.Name, approach: a}
-		j, mech := e.judge(srch, []string{"client-pause"}, w, verdict.DoubleGrantOutlived, tc.mechanism)
+		j, mech := e.judge(srch, []string{"client-pause"}, w, verdict.DoubleGrantOutlived, tc.mechanism, false)
 		if j.Known != tc.known {
 			t.Errorf("%s by %q: known %v, want %v (%s)", tc.approach, tc.mechanism, j.Known, tc.known, j.Why)
 		}
@@ -65,8 +67,78 @@ func TestSightingsCarryTheMechanism(t *testing.T) {
 		mechanism string
 		shown     bool
 	}{{"", true}, {checker.ReleasedOverAnother, true}, {checker.RenewedOverAnother, false}} {
-		if got := trial(res, "c", verdict.DoubleGrantBothValid, tc.mechanism, free); got.Shown != tc.shown {
+		if got := trial(res, "c", verdict.DoubleGrantBothValid, tc.mechanism, false, free); got.Shown != tc.shown {
 			t.Errorf("trial for %q: shown %v, want %v", tc.mechanism, got.Shown, tc.shown)
+		}
+	}
+}
+
+// A client clock fault explains a double grant with both leases valid
+// only through a holder believing in a lease past its end: one granted
+// inside the first holder's lease as it stood at its grant is new under a
+// client clock fault alone, and still known where another fault's rule
+// predicts it.
+func TestClockFaultExplainsOnlyAnOverlongBelief(t *testing.T) {
+	reg := all.Registry()
+	m, err := matrix.Load(matrix.Shipped, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &explorer{cfg: Config{Expect: matrix.NewExpectations(m, reg)}}
+	a, err := reg.Get("redis-setnx-px-lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srch := &Search{Approach: a.Name, approach: a}
+	for _, tc := range []struct {
+		kinds   []string
+		inLease bool
+		known   bool
+	}{
+		{[]string{"client-clock"}, false, true},
+		{[]string{"client-clock"}, true, false},
+		{[]string{"client-clock", "server-restart"}, true, true},
+		{[]string{"server-restart"}, true, true},
+	} {
+		j, _ := e.judge(srch, tc.kinds, big().Workload, verdict.DoubleGrantBothValid, "", tc.inLease)
+		if j.Known != tc.known {
+			t.Errorf("%v, in lease %v: known %v, want %v (%s)", tc.kinds, tc.inLease, j.Known, tc.known, j.Why)
+		}
+		if !j.Known && !strings.Contains(j.Why, "as it stood at its grant") {
+			t.Errorf("%v: why %q does not say why the clock does not explain it", tc.kinds, j.Why)
+		}
+	}
+
+	const ms = int64(1e6)
+	clock, _ := json.Marshal(history.NemesisValue{Op: history.NemesisStart, Fault: "client-clock"})
+	for _, tc := range []struct {
+		name          string
+		second, clock int64 // the second grant; a client clock move (0: none)
+		inLease       bool
+	}{
+		{"inside the first lease", 500 * ms, 0, true},
+		{"past the first lease", 1200 * ms, 0, false},
+		{"inside, a clock moved during the first acquire", 500 * ms, 5 * ms, false},
+		{"inside, a clock moved after the first grant", 500 * ms, 100 * ms, true},
+	} {
+		events := []history.Event{
+			{Index: 0, Proc: 1, Type: history.Invoke, F: history.Acquire, Key: "k0", T: 0},
+			{Index: 1, Proc: 1, Type: history.OK, F: history.Acquire, Key: "k0", T: 10 * ms, ValidUntil: 1000 * ms},
+			{Index: 2, Proc: 2, Type: history.Invoke, F: history.Acquire, Key: "k0", T: 20 * ms},
+			{Index: 3, Proc: 2, Type: history.OK, F: history.Acquire, Key: "k0", T: tc.second, ValidUntil: tc.second + 1000*ms},
+		}
+		if tc.clock != 0 {
+			events = append(events, history.Event{Index: 4, Proc: -1, Type: history.OK, F: history.Nemesis, T: tc.clock, Value: clock})
+		}
+		v := checker.Verdict{
+			Violations: []checker.Violation{{Kind: checker.DoubleGrantBothValid, Key: "k0", Events: []int64{1, 3}, Text: "both"}},
+			DoubleGrants: []checker.DoubleGrant{{Key: "k0", Kind: checker.BothValid,
+				Held:   checker.Interval{Key: "k0", Proc: 1, Start: 10 * ms, StartIndex: 1, ValidUntil: 1000 * ms},
+				Second: checker.Interval{Key: "k0", Proc: 2, Start: tc.second, StartIndex: 3, ValidUntil: tc.second + 1000*ms}}},
+		}
+		ss := sightings(v, events)
+		if len(ss) != 1 || ss[0].Class != verdict.DoubleGrantBothValid || ss[0].InLease != tc.inLease {
+			t.Errorf("%s: sightings %+v, want in lease %v", tc.name, ss, tc.inLease)
 		}
 	}
 }

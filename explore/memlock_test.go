@@ -75,7 +75,7 @@ func TestShrinkOnTheInMemoryLock(t *testing.T) {
 		if err != nil {
 			return Trial{}, err
 		}
-		tr := trial(res, c.Name, class, "", verdict.Freeing{Scale: time.Second})
+		tr := trial(res, c.Name, class, "", false, verdict.Freeing{Scale: time.Second})
 		runs = append(runs, run{unseeded(s), tr.Shown})
 		return tr, nil
 	}

@@ -32,7 +32,7 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 		// refuted one's (f1r1-s001...).
 		prefix = fmt.Sprintf("f%dr%d-s", idx, f.Retries)
 	}
-	sh := e.shrinker(srch, f.Class, f.Stated, f.Mechanism, prefix, "shrinking")
+	sh := e.shrinker(srch, f.Class, f.Stated, f.Mechanism, f.inLease, prefix, "shrinking")
 	sh.AffordMore = func(s Schedule) bool { return e.afford(srch, s) }
 	out, err := sh.Shrink(ctx, f.Original, f.hits, f.tries)
 	if err == nil {
@@ -45,7 +45,7 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 		// Judged again on what is left (a known class may turn out new
 		// once the faults that a rule spoke for are gone), or on the
 		// schedule taken up after the first was refuted.
-		j, _ := e.judge(srch, out.Schedule.Kinds(), out.Schedule.Workload, f.Class, f.Mechanism)
+		j, _ := e.judge(srch, out.Schedule.Kinds(), out.Schedule.Workload, f.Class, f.Mechanism, f.inLease)
 		f.Known, f.Why = j.Known, j.Why
 	}
 	// Refuted: a later run that showed it (in the same batch, or while
@@ -63,7 +63,7 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 // side by side as the exploration runs cases, for at most shrinkShare of
 // the budget from now. Each run ends once it showed the class (it is run
 // to learn that, and nothing after it).
-func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, mechanism, prefix, doing string) *Shrinker {
+func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, mechanism string, inLease bool, prefix, doing string) *Shrinker {
 	limit := time.Now().Add(time.Duration(shrinkShare * float64(e.cfg.Budget)))
 	k := 0
 	return &Shrinker{Runs: e.cfg.Runs, Scale: srch.Profile.Scale, Parallel: e.cfg.Parallel,
@@ -95,7 +95,7 @@ func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, mechanism, 
 				if r.Run.Case == "" {
 					break // never started: the budget or a Ctrl-C ended the batch
 				}
-				ts = append(ts, trial(r, names[i], c, mechanism, verdict.FreeingOf(srch.approach, ss[i].Workload.TTL)))
+				ts = append(ts, trial(r, names[i], c, mechanism, inLease, verdict.FreeingOf(srch.approach, ss[i].Workload.TTL)))
 			}
 			e.res.ShrinkRuns += len(ts)
 			return ts, nil
@@ -103,15 +103,16 @@ func (e *explorer) shrinker(srch *Search, c, stated verdict.Outcome, mechanism, 
 }
 
 // trial is what case name's result says of class c (shown by mechanism,
-// unless that is "").
-func trial(res runner.CaseResult, name string, c verdict.Outcome, mechanism string, f verdict.Freeing) Trial {
+// unless that is ""; with inLease, inside the first holder's lease as
+// granted).
+func trial(res runner.CaseResult, name string, c verdict.Outcome, mechanism string, inLease bool, f verdict.Freeing) Trial {
 	if res.Verdict.LabStalled {
 		// The lab stood still during what decides it: not a
 		// reproduction (nor anything else).
 		return Trial{Case: name}
 	}
 	for _, x := range sightingsOf(res, f) {
-		if x.Class == c && (mechanism == "" || x.Mechanism == mechanism) {
+		if x.Class == c && (mechanism == "" || x.Mechanism == mechanism) && (!inLease || x.InLease) {
 			return Trial{Shown: true, Case: name, Proof: x.Proof, Stated: x.Stated}
 		}
 	}

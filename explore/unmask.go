@@ -65,7 +65,7 @@ func (e *explorer) unmask(ctx context.Context, u unmasking) error {
 	if e.finding(u.srch.Approach, u.class, false) != nil {
 		return nil // already known to be new
 	}
-	sh := e.shrinker(u.srch, u.class, "", "", fmt.Sprintf("u%d-", u.run), "unmasking")
+	sh := e.shrinker(u.srch, u.class, "", "", false, fmt.Sprintf("u%d-", u.run), "unmasking")
 	out, err := sh.Reproduce(ctx, u.s)
 	if err != nil || !out.Confirmed {
 		return err

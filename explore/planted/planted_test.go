@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/adapter"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/explore/planted"
@@ -551,5 +552,49 @@ expect:
 	p, out := runRepeated(t, reg, fmt.Sprintf(text, "renewed", "double-grant:both-valid"), 3)
 	agreesWhereDecided(t, p, out)
 	p, out = runRepeated(t, reg, fmt.Sprintf(text, "holding", "not:double-grant:both-valid"), 3, planted.RenewalFromMemory.Name)
+	agreesWhereDecided(t, p, out)
+}
+
+// The planted stale-lock reaper (adapters/reaper_wall_clock.py: a waiter
+// takes over a lock whose stated expiry has passed by its own wall clock)
+// shows once a waiter's clock runs ahead: a client-clock fault on an
+// adapter's client moves the wall clock its process reads (libfaketime),
+// and the waiter takes a lock whose holder's lease is valid.
+// redis-setnx-px-lua's waiter under the same fault only measures its own
+// lease on a clock ahead, which makes no grant early: safe.
+func TestReaperShowsOnAWaitersWallClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers")
+	}
+	t.Parallel()
+	script, err := filepath.Abs(filepath.Join("adapters", "reaper_wall_clock.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "reaper.yaml")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(`name: planted-reaper-wall-clock
+command: [/usr/bin/python3, %s]
+server: redis
+nodes: 1
+capabilities: [ttl, renewal]
+safe: true
+`, script)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := registry()
+	if err := adapter.Register(reg, []string{file}); err != nil {
+		t.Fatal(err)
+	}
+	const text = `name: reaper
+approaches: [planted-reaper-wall-clock, redis-setnx-px-lua]
+workload: {kind: mutex, clients: 3, keys: 1, hold: uniform:200ms-400ms, ttl: 1s, acquire-timeout: 5s}
+duration: 5s
+faults:
+  - {fault: client-clock, offset: 2s, target: {client: waiter, key: "0"}, at: 1s, for: 3s}
+expect:
+  planted-reaper-wall-clock: [double-grant:both-valid]
+  redis-setnx-px-lua: [not:double-grant:both-valid]
+`
+	p, out := runRepeated(t, reg, text, 3)
 	agreesWhereDecided(t, p, out)
 }

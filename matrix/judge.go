@@ -103,7 +103,11 @@ func (e Expectations) Judge(a impls.Approach, kinds []string, w workload.Spec, c
 	case len(forbidden) == 0 && c == verdict.Blocked && a.Weak.NoExpiry:
 		return Judgement{Known: true, Why: "the approach declares no expiry: a lock whose holder is gone stays held ([RD], liveness property A)"}
 	}
-	why := fmt.Sprintf("no rule of matrix/expectations.yaml predicts %s for %s under %s", c, a.Name, strings.Join(kinds, " + "))
+	under := strings.Join(kinds, " + ")
+	if under == "" {
+		under = "no fault"
+	}
+	why := fmt.Sprintf("no rule of matrix/expectations.yaml predicts %s for %s under %s", c, a.Name, under)
 	switch {
 	case len(forbidden) > 0:
 		why += "; forbidden by " + strings.Join(forbidden, "; ")

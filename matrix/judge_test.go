@@ -61,6 +61,7 @@ func TestKnownOrNew(t *testing.T) {
 		{"an approach from a file, nothing predicts", stranger, []string{"slow-replies"}, mutex, verdict.DoubleGrantBothValid, false, "slow-replies, rule *"},
 		{"a lock nothing expires stays stuck once its holder is gone", get("redis-setnx"), []string{"drop-replies"}, mutex, verdict.Blocked, true, "declares no expiry"},
 		{"a TTL lock stuck under lost replies is new", get("redis-setnx-px-lua"), []string{"drop-replies"}, mutex, verdict.Blocked, false, "no rule"},
+		{"a run with no fault says so", get("redis-setnx-px-lua"), nil, mutex, verdict.DoubleGrantBothValid, false, "under no fault;"},
 		{"a phantom release is never predicted", get("redis-setnx-px-lua"), []string{"client-pause"}, mutex, verdict.PhantomRelease, false, "no rule"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

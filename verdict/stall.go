@@ -260,12 +260,16 @@ func (d Decisive) heldUntil(t int64) int64 {
 
 func seconds(ns int64) float64 { return time.Duration(ns).Seconds() }
 
-// faultWindows are the fault windows, an instant fault's a lease long.
+// faultWindows are the fault windows, an instant fault's a lease long, or
+// until the hold it met and outlasted ended. A hold that ended with the
+// fault (a crash ends its holder's tenure) leaves the lease: the crashed
+// holder's lock lives on on the server until it expires, and what the
+// lock does then is what the fault was for.
 func (d Decisive) faultWindows() []Span {
 	out := slices.Clone(d.Faults)
 	for _, w := range d.Instant {
 		end := w.Start + d.Lease
-		if held := d.heldUntil(w.Start); held > 0 {
+		if held := d.heldUntil(w.Start); held > w.End {
 			end = min(end, held)
 		}
 		out = append(out, Span{w.Start, max(w.End, end)})

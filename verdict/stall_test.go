@@ -3,6 +3,7 @@ package verdict
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -378,20 +379,27 @@ func TestAnInstantFaultIsJudgedOverALease(t *testing.T) {
 		{"0.33 s on the crash, a 1 s lease after it: decided", ms(1740), ms(2070), ms(1000), Agrees},
 		{"0.6 s of the 1 s lease after it: inconclusive", ms(1900), ms(2600), ms(1000), Undecided},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			hh := append(hist(nil), h...)
-			hh.stall("worker 1", tt.from, tt.to)
-			e := Expect("test", Safe)
-			v := leaseVerdict(t, hh)
-			d := Decisive{Run: Span{hh[0].T, ms(3001)}, Lease: tt.lease}
-			for _, w := range history.FaultWindows(hh) {
-				d.Instant = append(d.Instant, Span{w.Start, w.End})
-			}
-			r := LabStalled(Compare(e, Observe(v, true, Liveness{})), e, d, []Stall{{Who: "worker 1", Proc: 1, Span: Span{tt.from, tt.to}}})
-			if r.Status != tt.want {
-				t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)
-			}
-		})
+		for _, crashed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, the crashed hold on record %v", tt.name, crashed), func(t *testing.T) {
+				hh := append(hist(nil), h...)
+				hh.stall("worker 1", tt.from, tt.to)
+				e := Expect("test", Safe)
+				v := leaseVerdict(t, hh)
+				d := Decisive{Run: Span{hh[0].T, ms(3001)}, Lease: tt.lease}
+				if crashed {
+					// The crash ended its holder's tenure: the hold ends
+					// with the fault, and the lease after it still counts.
+					d.Holds = []Span{{ms(1800), ms(2000)}}
+				}
+				for _, w := range history.FaultWindows(hh) {
+					d.Instant = append(d.Instant, Span{w.Start, w.End})
+				}
+				r := LabStalled(Compare(e, Observe(v, true, Liveness{})), e, d, []Stall{{Who: "worker 1", Proc: 1, Span: Span{tt.from, tt.to}}})
+				if r.Status != tt.want {
+					t.Fatalf("status %q (%s), want %q", r.Status, r.Text, tt.want)
+				}
+			})
+		}
 	}
 }
 

@@ -437,10 +437,7 @@ const hangAnswer = 2 * time.Second
 
 // awaitHalted waits up to within for p to say its steps are halted; by
 // then the history holds the write it had under way, so a fault that
-// checks whether the holder had written reads all of it (seen: a
-// redis-fair client-hang run with two busy loops, the hang 94 ms after
-// the grant and past the holder's write, which the 50 ms settle had not
-// yet seen: an outlived double grant with no lost update).
+// checks whether the holder had written reads all of it.
 func (p *clientProcess) awaitHalted(within time.Duration) {
 	if p.stoppedNow() {
 		return

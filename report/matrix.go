@@ -91,18 +91,19 @@ func (m *Matrix) Cell(a, f string) (MatrixCell, bool) {
 }
 
 // CatchRate is the share of the decided runs that showed the expected
-// violation (verdict.Tally.CatchRate).
-func (c MatrixCell) CatchRate() float64 {
-	if c.Ran-c.Undecided <= 0 {
-		return 0
-	}
-	return float64(c.Caught) / float64(c.Ran-c.Undecided)
+// violation, by verdict.Tally's rule.
+func (c MatrixCell) CatchRate() float64 { return c.tally().CatchRate() }
+
+// tally is the cell's runs as verdict.Tally counts them, its catches as
+// the runs that agreed.
+func (c MatrixCell) tally() verdict.Tally {
+	return verdict.Tally{ExpectsViolation: c.ExpectsViolation, Runs: c.Ran, Agreed: c.Caught, Undecided: c.Undecided}
 }
 
 // caught is the cell's catches over its decided runs, and its undecided
 // runs if any.
 func (c MatrixCell) caught() string {
-	s := fmt.Sprintf("%d/%d", c.Caught, c.Ran-c.Undecided)
+	s := fmt.Sprintf("%d/%d", c.Caught, c.tally().Decided())
 	if c.Undecided > 0 {
 		s += fmt.Sprintf(" (%d undecided)", c.Undecided)
 	}

@@ -1,7 +1,7 @@
 package explore
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -89,35 +89,41 @@ func sightings(v checker.Verdict, events []history.Event) []Sighting {
 	return out
 }
 
+// doubleGrantOf is the double grant violation x names.
+func doubleGrantOf(v checker.Verdict, x checker.Violation) (checker.DoubleGrant, bool) {
+	for _, d := range v.DoubleGrants {
+		if slices.Equal(x.Events, []int64{d.Held.StartIndex, d.Second.StartIndex}) {
+			return d, true
+		}
+	}
+	return checker.DoubleGrant{}, false
+}
+
 // bornExpired reports whether the double grant x names was granted to a
 // holder whose lease had already ended by its own belief, as its grant's
 // event recorded it (grantAt: the grants by index).
 func bornExpired(v checker.Verdict, x checker.Violation, grantAt map[int64]history.Event) bool {
-	for _, d := range v.DoubleGrants {
-		if !slices.Equal(x.Events, []int64{d.Held.StartIndex, d.Second.StartIndex}) {
-			continue
-		}
-		vu, t := d.Second.ValidUntil, d.Second.Start
-		if ev, ok := grantAt[d.Second.StartIndex]; ok {
-			vu, t = ev.ValidUntil, ev.T
-		}
-		return vu != 0 && vu <= t
+	d, ok := doubleGrantOf(v, x)
+	if !ok {
+		return false
 	}
-	return false
+	vu, t := d.Second.ValidUntil, d.Second.Start
+	if ev, ok := grantAt[d.Second.StartIndex]; ok {
+		vu, t = ev.ValidUntil, ev.T
+	}
+	return vu != 0 && vu <= t
 }
 
 // grantedInLease reports whether the double grant x names came while the
 // first holder's lease as recorded at its grant had time left, that grant
 // not among clocked.
 func grantedInLease(v checker.Verdict, x checker.Violation, grantAt map[int64]history.Event, clocked map[int64]bool) bool {
-	for _, d := range v.DoubleGrants {
-		if !slices.Equal(x.Events, []int64{d.Held.StartIndex, d.Second.StartIndex}) {
-			continue
-		}
-		first, ok := grantAt[d.Held.StartIndex]
-		return ok && !clocked[first.Index] && first.ValidUntil != 0 && d.Second.Start < first.ValidUntil
+	d, ok := doubleGrantOf(v, x)
+	if !ok {
+		return false
 	}
-	return false
+	first, ok := grantAt[d.Held.StartIndex]
+	return ok && !clocked[first.Index] && first.ValidUntil != 0 && d.Second.Start < first.ValidUntil
 }
 
 // clockedGrants are the grants (by index) whose acquire was under way as a
@@ -125,10 +131,13 @@ func grantedInLease(v checker.Verdict, x checker.Violation, grantAt map[int64]hi
 // grant records.
 func clockedGrants(events []history.Event) map[int64]bool {
 	var moves []int64
-	for _, ev := range events {
-		var n history.NemesisValue
-		if ev.F == history.Nemesis && ev.Type == history.OK && json.Unmarshal(ev.Value, &n) == nil && n.Fault == clientClock {
-			moves = append(moves, ev.T)
+	for _, w := range history.FaultWindows(events) {
+		if w.Fault != clientClock {
+			continue
+		}
+		moves = append(moves, cmp.Or(w.InPlace, w.Start))
+		if w.End != 0 {
+			moves = append(moves, w.End)
 		}
 	}
 	out := map[int64]bool{}

@@ -14,7 +14,8 @@ import uuid
 import redis
 from redis.exceptions import ConnectionError as NoConnection, RedisError
 
-TAKE_OVER = """
+# A take-over of a stale lock and an extend are the same step: replace the value seen with a new one.
+COMPARE_AND_SET = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
   return 1
@@ -23,12 +24,6 @@ return 0"""
 RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
-end
-return 0"""
-EXTEND = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-  return 1
 end
 return 0"""
 
@@ -52,13 +47,17 @@ def stale(v):
 hello = json.loads(sys.stdin.readline())
 host, port = hello["servers"]["redis"][0].rsplit(":", 1)
 r = redis.Redis(host=host, port=int(port), socket_timeout=2, socket_connect_timeout=2, decode_responses=True)
-take_over, release, extend = r.register_script(TAKE_OVER), r.register_script(RELEASE), r.register_script(EXTEND)
+compare_and_set, release = r.register_script(COMPARE_AND_SET), r.register_script(RELEASE)
 send({"type": "ready", "protocol": 1})
 leases = {}  # acquire id -> (key, the value the lock holds)
 
 
+def ttl_of(req):
+    return req.get("ttl_ms") or 10000
+
+
 def acquire(req):
-    key, ttl = req["key"], req.get("ttl_ms") or 10000
+    key, ttl = req["key"], ttl_of(req)
     deadline = time.monotonic() + max(req["timeout_ms"] - 100, 0) / 1000
     token = uuid.uuid4().hex
     while True:
@@ -66,7 +65,7 @@ def acquire(req):
         if r.set(key, v, nx=True, px=ttl):
             return v
         held = r.get(key)
-        if held is not None and stale(held) and take_over(keys=[key], args=[held, v, ttl]) == 1:
+        if held is not None and stale(held) and compare_and_set(keys=[key], args=[held, v, ttl]) == 1:
             return v
         if not req["wait"] or time.monotonic() >= deadline:
             return None
@@ -85,7 +84,7 @@ for line in sys.stdin:
                 send({"type": "fail", "id": rid, "error": "not-acquired", "reason": "held, and not stale by this clock"})
                 continue
             leases[rid] = (req["key"], v)
-            send({"type": "ok", "id": rid, "valid_ms": req.get("ttl_ms") or 10000})
+            send({"type": "ok", "id": rid, "valid_ms": ttl_of(req)})
         elif op in ("release", "extend"):
             if req["lease"] not in leases:
                 send({"type": "fail", "id": rid, "error": "not-held", "reason": "no such lease here"})
@@ -95,13 +94,12 @@ for line in sys.stdin:
                 del leases[req["lease"]]
                 done = release(keys=[key], args=[v]) == 1
             else:
-                ttl = req.get("ttl_ms") or 10000
-                nv = value(v.split()[0], ttl)
-                done = extend(keys=[key], args=[v, nv, ttl]) == 1
+                nv = value(v.split()[0], ttl_of(req))
+                done = compare_and_set(keys=[key], args=[v, nv, ttl_of(req)]) == 1
                 if done:
                     leases[req["lease"]] = (key, nv)
             if done:
-                send({"type": "ok", "id": rid, "valid_ms": req.get("ttl_ms") or 10000} if op == "extend" else {"type": "ok", "id": rid})
+                send({"type": "ok", "id": rid, "valid_ms": ttl_of(req)} if op == "extend" else {"type": "ok", "id": rid})
             else:
                 send({"type": "fail", "id": rid, "error": "not-held", "reason": "the lock holds another value"})
         else:

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -256,7 +257,34 @@ func InjectAll(ctx context.Context, f Fault, targets []Target) (Heal, error) {
 	if len(heals) == 0 {
 		return nil, nil
 	}
+	if _, ok := f.(sideBySideHeal); ok {
+		return once(func(ctx context.Context) error { return healSideBySide(ctx, heals) }), nil
+	}
 	return once(func(ctx context.Context) error { return healReverse(ctx, heals) }), nil
+}
+
+// sideBySideHeal is a fault whose heal waits until its server is healthy
+// again, which a member of a quorum is only once enough of the others are
+// back: its targets are healed side by side, not one after another (a
+// whole ZooKeeper ensemble killed, healed in turn, had its first member
+// wait alone for a quorum until the heal's minute ran out).
+type sideBySideHeal interface {
+	Fault
+	healsSideBySide()
+}
+
+func healSideBySide(ctx context.Context, heals []Heal) error {
+	errs := make([]error, len(heals))
+	var wg sync.WaitGroup
+	for i, h := range heals {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = h(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func healReverse(ctx context.Context, heals []Heal) error {

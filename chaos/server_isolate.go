@@ -52,6 +52,8 @@ func (f ServerIsolate) Available(t Target) error {
 	return nil
 }
 
+func (ServerIsolate) healsSideBySide() {}
+
 func (f ServerIsolate) Inject(ctx context.Context, t Target) (Heal, error) {
 	i, ok := t.Process.(Isolator)
 	if !ok {

@@ -25,6 +25,8 @@ func (ServerKill) Validate() error { return nil }
 
 func (f ServerKill) Available(t Target) error { return needNodeRestart(f, t) }
 
+func (ServerKill) healsSideBySide() {}
+
 func (f ServerKill) Inject(ctx context.Context, t Target) (Heal, error) {
 	if err := t.Process.Kill(); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err)

@@ -42,6 +42,11 @@ type Kind struct {
 	// cases to run side by side: a node of their own for its approaches
 	// that use one node, a second set of Nodes for the others.
 	Lanes bool
+	// Ensembles: its Nodes make one ensemble (a quorum), which a parallel
+	// run's cases faulting a server would wait for one after another, so
+	// it may start more ensembles of Nodes members beside it, each a lane
+	// of its own (LocalConfig.Ensembles).
+	Ensembles bool
 	// Settings are what a scenario may set of how its servers run.
 	Settings []Setting
 	// StartCost is about what starting and stopping a cluster of it
@@ -185,6 +190,10 @@ type LocalConfig struct {
 	// Nodes is how many nodes of each kind; a kind missing or at 0 is not
 	// started (ForServers gives each its default).
 	Nodes map[impls.Server]int
+	// Ensembles is, for a kind whose nodes make an ensemble
+	// (Kind.Ensembles), how many ensembles its Nodes form, of equal size
+	// and each knowing only its own members, in order; 0: one.
+	Ensembles map[impls.Server]int
 	// Settings are how the servers run where not at their kinds' defaults
 	// (Kind.Settings: Redis's persistence).
 	Settings Settings
@@ -195,10 +204,19 @@ type LocalConfig struct {
 	TempRoot     string        // where the temp dir goes; default os.TempDir()
 }
 
+// ensembleSize is how many of the n nodes of kind s make each ensemble:
+// n unless Ensembles splits them evenly.
+func (cfg LocalConfig) ensembleSize(s impls.Server, n int) int {
+	if e := cfg.Ensembles[s]; e > 1 && n%e == 0 {
+		return n / e
+	}
+	return n
+}
+
 // ForServers returns the LocalConfig that serves the given kinds, each
 // with its default number of nodes.
 func ForServers(ss ...impls.Server) LocalConfig {
-	c := LocalConfig{Nodes: map[impls.Server]int{}}
+	c := LocalConfig{Nodes: map[impls.Server]int{}, Ensembles: map[impls.Server]int{}}
 	for _, s := range ss {
 		if k, err := KindOf(s); err == nil {
 			c.Nodes[s] = k.Nodes

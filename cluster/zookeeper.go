@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/locklab/locklab/impls"
@@ -27,19 +30,21 @@ func zooKeeperKind() Kind {
 		LocalImage:  "locklab/zookeeper:bookworm",
 		nodeName:    func(i int) string { return fmt.Sprintf("zk-%d", i+1) },
 		startLocal: func(ctx context.Context, c *Cluster, cfg LocalConfig, n int) ([]*Node, error) {
-			ns, err := c.startZooKeeper(ctx, n)
+			ns, err := c.startZooKeeper(ctx, n, cfg.ensembleSize(impls.ZooKeeper, n))
 			if err == nil && cfg.FakeTime {
 				err = restartUnderFakeTime(ctx, ns)
 			}
 			return ns, err
 		},
+		Ensembles: true,
 		containers: func(_ *Cluster, cfg LocalConfig, n int) []containerSpec {
 			var specs []containerSpec
+			size := cfg.ensembleSize(impls.ZooKeeper, n)
 			for i := 0; i < n; i++ {
 				specs = append(specs, containerSpec{name: fmt.Sprintf("zk-%d", i+1), server: impls.ZooKeeper, port: zkClientPort,
 					fakeTime:   cfg.FakeTime,
 					entrypoint: []string{"sh", "-c", zooKeeperScript},
-					env:        map[string]string{"ZK_MYID": strconv.Itoa(i + 1), "ZK_CFG": zooKeeperConfig(n)},
+					env:        map[string]string{"ZK_MYID": strconv.Itoa(i + 1), "ZK_CFG": zooKeeperConfig(i/size*size, size)},
 					sysctls:    zooKeeperSysctls})
 			}
 			return specs
@@ -55,7 +60,7 @@ func zooKeeperKind() Kind {
 		compose: func(w *composeWriter) {
 			for i := 1; i <= 3; i++ {
 				w.service(composeService{name: fmt.Sprintf("zk-%d", i), server: impls.ZooKeeper, shell: zooKeeperScript,
-					env:     [][2]string{{"ZK_MYID", strconv.Itoa(i)}, {"ZK_CFG", zooKeeperConfig(3)}},
+					env:     [][2]string{{"ZK_MYID", strconv.Itoa(i)}, {"ZK_CFG", zooKeeperConfig(0, 3)}},
 					sysctls: zooKeeperSysctls, hostPort: composeZooKeeperPort + i - 1, port: 2181})
 			}
 		},
@@ -94,12 +99,33 @@ func zooKeeperRole(ctx context.Context, n *Node) (string, error) {
 
 // ---- the server ----
 
-func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error) {
-	return c.startEnsemble(ctx, size, 3, func(i int, ports []int) (*Node, error) {
+// startZooKeeper starts n members as ensembles of size, each knowing only
+// its own (members first..first+size-1 of ensemble first/size), side by
+// side: a JVM's start is mostly waiting.
+func (c *Cluster) startZooKeeper(ctx context.Context, n, size int) ([]*Node, error) {
+	ensembles := make([][]*Node, n/size)
+	errs := make([]error, len(ensembles))
+	var wg sync.WaitGroup
+	for e := range ensembles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ensembles[e], errs[e] = c.startZooKeeperEnsemble(ctx, e*size, size)
+		}()
+	}
+	wg.Wait()
+	// What started is kept on error too: the cluster's Close stops it.
+	return slices.Concat(ensembles...), errors.Join(errs...)
+}
+
+// startZooKeeperEnsemble starts one ensemble: members first+1..first+size.
+func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, first, size int) ([]*Node, error) {
+	return c.startEnsemble(ctx, size, 3, func(m int, ports []int) (*Node, error) {
 		var servers strings.Builder
 		for j := 0; j < size; j++ { // client, peer, election port per node
-			fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d\n", j+1, ports[3*j+1], ports[3*j+2])
+			fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d\n", first+j+1, ports[3*j+1], ports[3*j+2])
 		}
+		i := first + m
 		name := fmt.Sprintf("zk-%d", i+1)
 		dir := filepath.Join(c.dir, name)
 		data := filepath.Join(dir, "data")
@@ -117,16 +143,21 @@ func (c *Cluster) startZooKeeper(ctx context.Context, size int) ([]*Node, error)
 		// election and timed out again until the health check gave up.
 		cfg := fmt.Sprintf("tickTime=200\ninitLimit=50\nsyncLimit=5\ndataDir=%s\nclientPort=%d\n"+
 			"clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n"+
-			"maxClientCnxns=0\n%s", data, ports[3*i], servers.String())
+			"maxClientCnxns=0\n%s", data, ports[3*m], servers.String())
 		if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 			return nil, err
 		}
-		a := addr(ports[3*i])
+		a := addr(ports[3*m])
 		return &Node{
 			Name: name, Server: impls.ZooKeeper, direct: a,
 			proc: &process{
 				name: name, dir: dir, logPath: filepath.Join(dir, "zookeeper.log"), spawn: c.spawn,
 				argv: []string{"java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",
+					// Between election rounds a member waits up to a second,
+					// not ZooKeeper's 60 s (as zooKeeperScript): members
+					// restarted seconds apart on a busy machine find each
+					// other in the next round, not a minute later.
+					"-Dzookeeper.fastleader.maxNotificationInterval=1000",
 					// Debian's zookeeper.jar names its dependencies in its
 					// manifest, all but a logging binding: without log4j here
 					// SLF4J falls back to no-op and a failing server says
@@ -201,13 +232,14 @@ exec java -Xms64m -Xmx256m -XX:+UseSerialGC -Dzookeeper.fastleader.maxNotificati
   -Dzookeeper.root.logger=WARN,CONSOLE -cp "$cp" \
   org.apache.zookeeper.server.quorum.QuorumPeerMain /tmp/zoo.cfg`
 
-// zooKeeperConfig is the ensemble's zoo.cfg: the members find each other
-// by their names on the cluster's network; timings as in the embedded mode.
-func zooKeeperConfig(size int) string {
+// zooKeeperConfig is the zoo.cfg of the ensemble of members
+// first+1..first+size: they find each other by their names on the
+// cluster's network; timings as in the embedded mode.
+func zooKeeperConfig(first, size int) string {
 	var b strings.Builder
 	b.WriteString("tickTime=200\ninitLimit=50\nsyncLimit=5\ndataDir=/var/lib/locklab-zk\nclientPort=2181\n" +
 		"admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\nquorumListenOnAllIPs=true\n")
-	for j := 1; j <= size; j++ {
+	for j := first + 1; j <= first+size; j++ {
 		fmt.Fprintf(&b, "server.%d=zk-%d:2888:3888\n", j, j)
 	}
 	return b.String()

@@ -89,14 +89,14 @@ type laneNodes struct {
 }
 
 // nodeLayout is how a parallel run shares out the nodes of a kind whose
-// nodes make lanes (cluster.Kind.Lanes): the lane of the approaches that
-// use several nodes is nodes 0..shared-1; spare lanes, one node each,
-// follow for the approaches that use one; with second, a second lane of
-// shared nodes follows those, for the approaches that use several (a case
-// that restarts, pauses or moves the clock of a node has its lane to
-// itself: with one such lane, a matrix's Redlock cases under server faults
-// ran one after the other, 1 min 43 s of the AOF group's, while the
-// one-node cases beside them were done).
+// nodes make lanes (cluster.Kind.Lanes) or ensembles (Kind.Ensembles): the
+// lane of the approaches that use several nodes is nodes 0..shared-1;
+// spare lanes, one node each, follow for the approaches that use one; then
+// second more lanes of shared nodes each (an ensemble each), for the
+// approaches that use several (a case that restarts, pauses or moves the
+// clock of a node has its lane to itself: with one such lane, a matrix's
+// Redlock cases under server faults ran one after the other, 1 min 43 s of
+// the AOF group's, while the one-node cases beside them were done).
 type nodeLayout struct{ shared, spare, second int }
 
 // extra is how many nodes the layout needs beyond the shared lane's.
@@ -142,14 +142,26 @@ func planLanes(cases []Case, ls layouts) ([]*lane, [][]int) {
 			}
 		case l.spare > 0 || l.second > 0:
 			cands[i] = []int{laneOf(string(s), s, nodes(0))}
-			if l.second > 0 && !namesNode(c) {
-				cands[i] = append(cands[i], laneOf(string(s)+", second lane", s, nodes(l.shared+l.spare)))
+			for j := range l.second {
+				if namesNode(c) {
+					break
+				}
+				cands[i] = append(cands[i], laneOf(secondLaneName(s, j), s, nodes(l.shared+l.spare+j*l.shared)))
 			}
 		default:
 			cands[i] = []int{laneOf(string(s), s, nil)}
 		}
 	}
 	return lanes, cands
+}
+
+// secondLaneName names the j-th lane after the first of kind s's
+// approaches that use several nodes.
+func secondLaneName(s impls.Server, j int) string {
+	if j == 0 {
+		return string(s) + ", second lane"
+	}
+	return fmt.Sprintf("%s, lane %d", s, j+2)
 }
 
 // sharesServers reports whether c can run beside other cases on the same
@@ -262,19 +274,24 @@ func caseOrder(cases []Case, cost func(Case) time.Duration) []int {
 	return order
 }
 
-// layouts is, for each kind whose nodes make lanes, how many nodes the
-// lane of its approaches that use them all gets (shared: the kind's
-// nodes), how many spare lanes, each on a node of its own, the one-node
-// approaches get, and whether the others get a second lane: only in
-// parallel, and not on a user's cluster, whose servers are what they are.
+// layouts is, for each kind whose nodes make lanes or ensembles, how many
+// nodes the lane of its approaches that use them all gets (shared: the
+// kind's nodes), how many spare lanes, each on a node of its own, the
+// one-node approaches get, and whether the others get a second lane: only
+// in parallel, and not on a user's cluster, whose servers are what they
+// are. A plan runs one ensemble of a kind whose nodes make them: its
+// cases of that kind run beside its others (a matrix's rows of every
+// kind), and a regression's JVM clients under two busy loops missed the
+// race they reproduce more often beside a second ensemble's. A session
+// that picks its cases as it goes may get more (forCasesToCome).
 func (p Plan) layouts(parallel bool, maxCases int) layouts {
 	out := layouts{}
 	for _, k := range cluster.Kinds() {
-		if !k.Lanes {
+		if !k.Lanes && !k.Ensembles {
 			continue
 		}
 		l := nodeLayout{shared: k.Nodes}
-		if parallel && p.External == nil {
+		if parallel && p.External == nil && k.Lanes {
 			l.spare = spareLanes(p.Cases, k.Server, maxCases)
 			if secondLaneCases(p.Cases, k.Server) > 1 {
 				l.second = 1
@@ -283,6 +300,26 @@ func (p Plan) layouts(parallel bool, maxCases int) layouts {
 		out[k.Server] = l
 	}
 	return out
+}
+
+// moreEnsembles is how many ensembles at most a parallel run starts
+// beside the first of a kind whose nodes make them: four of ZooKeeper's
+// are twelve JVMs, which start side by side in about the time of three.
+const moreEnsembles = 3
+
+// secondLanes is how many lanes of kind k's approaches that use several
+// nodes a session whose cases come as it goes gets beside the first, at
+// most atOnce cases at once: a kind whose nodes make lanes gets one; a
+// kind whose nodes make an ensemble, whose every case faulting a server
+// waits for the one ensemble (a search of zk-ephemeral ran a fifth as many
+// cases a minute as one of redis-setnx-px-lua, its slots idle four fifths
+// of the time), one for each other case that may run at once, at most
+// moreEnsembles.
+func secondLanes(k cluster.Kind, atOnce int) int {
+	if !k.Ensembles {
+		return 1
+	}
+	return max(0, min(atOnce-1, moreEnsembles))
 }
 
 // secondLaneCases is how many of cases may run on a second lane of kind

@@ -106,16 +106,20 @@ func TestPlanLanes(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		spare, second int
+		zk            int      // more ZooKeeper ensembles
 		want          []string // per case: the lanes it may run on, each with its Redis nodes
 	}{
-		{"split", 2, 0, []string{"s1: redis node 5 @[5], redis node 6 @[6]", "redlock: redis @[0 1 2 3 4]", "zk: zookeeper @[]",
+		{"split", 2, 0, 0, []string{"s1: redis node 5 @[5], redis node 6 @[6]", "redlock: redis @[0 1 2 3 4]", "zk: zookeeper @[]",
 			"s2: redis node 5 @[5], redis node 6 @[6]", "named: redis @[0 1 2 3 4]"}},
-		{"a second lane", 2, 1, []string{"s1: redis node 5 @[5], redis node 6 @[6]", "redlock: redis @[0 1 2 3 4], redis, second lane @[7 8 9 10 11]",
+		{"a second lane", 2, 1, 0, []string{"s1: redis node 5 @[5], redis node 6 @[6]", "redlock: redis @[0 1 2 3 4], redis, second lane @[7 8 9 10 11]",
 			"zk: zookeeper @[]", "s2: redis node 5 @[5], redis node 6 @[6]", "named: redis @[0 1 2 3 4]"}},
-		{"no spare lanes", 0, 0, []string{"s1: redis @[]", "redlock: redis @[]", "zk: zookeeper @[]", "s2: redis @[]", "named: redis @[]"}},
+		{"no spare lanes", 0, 0, 0, []string{"s1: redis @[]", "redlock: redis @[]", "zk: zookeeper @[]", "s2: redis @[]", "named: redis @[]"}},
+		{"ZooKeeper ensembles", 0, 0, 2, []string{"s1: redis @[]", "redlock: redis @[]",
+			"zk: zookeeper @[0 1 2], zookeeper, second lane @[3 4 5], zookeeper, lane 3 @[6 7 8]", "s2: redis @[]", "named: redis @[]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lanes, cands := planLanes(cases, layouts{impls.Redis: {shared: 5, spare: tc.spare, second: tc.second}})
+			lanes, cands := planLanes(cases, layouts{impls.Redis: {shared: 5, spare: tc.spare, second: tc.second},
+				impls.ZooKeeper: {shared: 3, second: tc.zk}})
 			var got []string
 			for i, c := range cases {
 				var ls []string
@@ -137,6 +141,41 @@ func TestPlanLanes(t *testing.T) {
 	}
 	if n := spareLanes([]Case{multi, named}, impls.Redis, 8); n != 0 {
 		t.Fatalf("spareLanes = %d, want 0 (the one-node approach's fault names redis-0)", n)
+	}
+}
+
+// secondLanes: a kind whose nodes make lanes gets one more for its
+// approaches that use several; a kind whose nodes make an ensemble, one
+// per other case that may run at once, at most moreEnsembles.
+func TestSecondLanes(t *testing.T) {
+	redis, err := cluster.KindOf(impls.Redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zk, err := cluster.KindOf(impls.ZooKeeper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind   cluster.Kind
+		atOnce int
+		want   int
+	}{
+		{redis, 12, 1},
+		{redis, 2, 1},
+		{zk, 12, moreEnsembles},
+		{zk, 3, 2},
+		{zk, 2, 1},
+		{zk, 1, 0},
+	} {
+		if got := secondLanes(tc.kind, tc.atOnce); got != tc.want {
+			t.Errorf("secondLanes(%s, %d at once) = %d, want %d", tc.kind.Server, tc.atOnce, got, tc.want)
+		}
+	}
+	// A plan runs one ZooKeeper ensemble.
+	zkCase := Case{Name: "zk", Approach: impls.Approach{Name: "zk", Server: impls.ZooKeeper}}
+	if l := (Plan{Cases: []Case{zkCase, zkCase, zkCase}}).layouts(true, 12)[impls.ZooKeeper]; l.second != 0 {
+		t.Errorf("a plan's ZooKeeper layout %+v, want one ensemble", l)
 	}
 }
 
@@ -259,6 +298,91 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 	}
 	if own == 0 {
 		t.Errorf("%s: no acquire failed early while its node was killed: a kill cannot be told from a timeout", killed.Name)
+	}
+}
+
+// TestZooKeeperEnsemblesKeepFaultsApart: a parallel session starts more
+// ZooKeeper ensembles for cases faulting a server, each its own quorum: a
+// case that pauses every member of its ensemble for 3 s (no quorum, no
+// grant) runs beside two (each pausing a member of its own later), which
+// are granted all through the pause.
+func TestZooKeeperEnsemblesKeepFaultsApart(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on them
+	spec := workload.Spec{Clients: 2, Keys: 1, Kind: workload.Mutex, Hold: workload.Dist{Kind: "fixed", A: 10 * time.Millisecond},
+		TTL: 2 * time.Second, AcquireTimeout: 2 * time.Second, Duration: 6 * time.Second, Drain: 10 * time.Second, Seed: 1}
+	stop := step(t, "server-pause", chaos.Selector{Node: chaos.NodeAll}, time.Second, 3*time.Second, nil)
+	later := step(t, "server-pause", chaos.Selector{Node: chaos.NodeOne}, 5*time.Second, 100*time.Millisecond, nil)
+	stopped := faultCase(t, "zk-ephemeral", spec, stop)
+	cases := []Case{stopped, faultCase(t, "zk-ephemeral", spec, later), faultCase(t, "zk-sequential", spec, later)}
+	for i := range cases {
+		cases[i].Name = fmt.Sprintf("%s-%d", cases[i].Name, i)
+		cases[i].Processes = false
+	}
+	stopped = cases[0]
+	var nodes atomic.Int32
+	logf := func(format string, args ...any) {
+		if strings.HasPrefix(format, "cluster ready") {
+			nodes.Store(int32(args[1].(int)))
+		}
+	}
+	// A session, as explore runs its cases: three at once get three
+	// ensembles.
+	ctx := context.Background()
+	sess, err := (&Runner{Parallel: true, MaxCases: 3, Log: logf}).Open(ctx, Plan{Kind: "test", Cases: cases, ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, runErr := sess.RunCases(ctx, cases)
+	out, err := sess.Close(ctx, runErr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := nodes.Load(); n != 9 {
+		t.Fatalf("%d ZooKeeper members started, want three ensembles of 3 for three cases faulting their servers", n)
+	}
+	evs, err := history.ReadFile(filepath.Join(out.Dir, history.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sw *history.Window
+	for _, w := range history.FaultWindows(evs) {
+		if w.Fault == "server-pause" && sw == nil {
+			sw = &w
+		}
+	}
+	if sw == nil || sw.InPlace == 0 || sw.End-sw.Start < int64(3*time.Second) {
+		t.Fatalf("no 3 s window of the first pause in the history: %+v", sw)
+	}
+	// From the pause in place to its heal's time (the resume is after):
+	// grants answered then, of acquires sent then.
+	healAt := sw.Start + int64(3*time.Second)
+	during, sentDuring := map[string]int{}, map[string]int{}
+	sent := map[int]int64{}
+	for _, e := range evs {
+		if e.F != history.Acquire {
+			continue
+		}
+		if e.Type == history.Invoke {
+			sent[e.Proc] = e.T
+		}
+		if e.Type == history.OK && e.T > sw.InPlace && e.T < healAt {
+			name := strings.Split(e.Key, "/")[1] // nonce/case/key
+			during[name]++
+			if sent[e.Proc] > sw.InPlace {
+				sentDuring[name]++
+			}
+		}
+	}
+	for _, c := range cases[1:] {
+		if during[c.Name] == 0 {
+			t.Errorf("%s: no grant in the %v while %s's ensemble was paused: it ran on the same ensemble, or not beside it",
+				c.Name, time.Duration(sw.End-sw.Start), stopped.Name)
+		}
+	}
+	for _, r := range out.Results.Runs {
+		if r.Case == stopped.Name && sentDuring[r.Case] > 0 {
+			t.Errorf("%s: %d acquires sent and granted while every member of its ensemble was paused: the fault missed it", r.Case, sentDuring[r.Case])
+		}
 	}
 }
 

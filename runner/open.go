@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/history"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/verdict"
@@ -48,7 +49,8 @@ func (s *session) forCasesToCome() {
 				l.spare = spareNodeLanes(s.atOnce)
 			}
 			if secondLaneCases(s.p.Cases, kind) > 0 {
-				l.second = 1
+				k, _ := cluster.KindOf(kind)
+				l.second = secondLanes(k, s.atOnce)
 			}
 			s.layouts[kind] = l
 		}

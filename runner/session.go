@@ -125,6 +125,9 @@ func (s *session) ensureServers(ctx context.Context, c Case) error {
 	for kind, l := range s.layouts {
 		if cfg.Nodes[kind] > 0 {
 			cfg.Nodes[kind] += l.extra()
+			if k, _ := cluster.KindOf(kind); k.Ensembles {
+				cfg.Ensembles[kind] = 1 + l.second
+			}
 		}
 	}
 	cl, err := startCluster(ctx, s.ext, s.p.Docker, cfg)

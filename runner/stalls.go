@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/stall"
 	"github.com/locklab/locklab/verdict"
@@ -243,11 +244,7 @@ func addStalls(run *report.Run, stalls []verdict.Stall, origin int64) {
 func (r *caseRun) decisive() verdict.Decisive {
 	run := verdict.Span{Start: r.first, End: r.last}
 	d := verdict.Decisive{Run: run, Violations: verdict.ViolationSpans(r.verdict, r.rec.at, run)}
-	a := r.c.Approach
-	if a.Caps.TTL {
-		d.Lease = int64(r.c.Workload.TTL)
-	}
-	d.Lease = max(d.Lease, int64(a.CrashFreedAfter))
+	d.Lease = leaseOf(r.c.Approach, r.c.Workload.TTL, run)
 	d.Settle = int64(stall.DefaultThreshold)
 	if r.env.stall != nil {
 		d.Settle = int64(r.env.stall.Threshold)
@@ -289,6 +286,22 @@ func (r *caseRun) decisive() verdict.Decisive {
 		}
 	}
 	return d
+}
+
+// leaseOf is how long after an instant fault (a crash) the lock answers
+// for it (Decisive.Lease): its TTL, or the session that frees a crashed
+// holder's lock; for a lock nothing frees (Weak.NoExpiry), the rest of the
+// run, where it stays blocked: a 0.8 s stall on the crash of a redis-setnx
+// holder could not have made the key stay held for the seconds after it.
+func leaseOf(a impls.Approach, ttl time.Duration, run verdict.Span) int64 {
+	if a.Weak.NoExpiry {
+		return run.End - run.Start
+	}
+	var lease int64
+	if a.Caps.TTL {
+		lease = int64(ttl)
+	}
+	return max(lease, int64(a.CrashFreedAfter))
 }
 
 // stallWindows are stalls as the timeline shades them.

@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/verdict"
 	"github.com/locklab/locklab/workload"
 )
@@ -134,5 +135,26 @@ func TestClientPauseIsNotALabStall(t *testing.T) {
 	}
 	if v := out.Verdicts[0]; v.LabStalled && !labStalled {
 		t.Errorf("the verdict reads the client pause as a stall of the lab: %s", v.Text)
+	}
+}
+
+// leaseOf: an instant fault is judged over the TTL, or the session that
+// frees a crashed holder's lock, or, for a lock nothing frees, the rest of
+// the run.
+func TestLeaseOf(t *testing.T) {
+	run := verdict.Span{Start: int64(time.Second), End: int64(9 * time.Second)}
+	for _, tc := range []struct {
+		name string
+		a    impls.Approach
+		want time.Duration
+	}{
+		{"a TTL", impls.Approach{Caps: impls.Capabilities{TTL: true}}, 2 * time.Second},
+		{"a session longer than the TTL", impls.Approach{Caps: impls.Capabilities{TTL: true}, CrashFreedAfter: 3 * time.Second}, 3 * time.Second},
+		{"freed with its connection", impls.Approach{}, 0},
+		{"never freed", impls.Approach{Weak: impls.Weaknesses{NoExpiry: true}}, 8 * time.Second},
+	} {
+		if got := time.Duration(leaseOf(tc.a, 2*time.Second, run)); got != tc.want {
+			t.Errorf("%s: lease %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

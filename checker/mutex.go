@@ -23,6 +23,8 @@ type Interval struct {
 	Key        string
 	Proc       int
 	Start, End int64 // CLOCK_MONOTONIC ns; End == Open if never released
+	// Asked is when the acquire that granted it was sent (0: unknown).
+	Asked      int64
 	StartIndex int64 // index of the acquire ok event
 	EndIndex   int64 // index of the release invoke event, -1 if open
 	// ValidUntil is the holder's latest belief about its lease expiry
@@ -373,8 +375,10 @@ type Mutex struct {
 	// for another holder among them, not through every key's).
 	extending map[procKey]releaseCall
 	holding   map[string]map[int]bool
-	origin    int64
-	seen      bool
+	// asking is when each process's acquire in flight was sent.
+	asking map[procKey]int64
+	origin int64
+	seen   bool
 }
 
 type releaseCall struct {
@@ -397,7 +401,7 @@ func NewMutex(model Model) *Mutex {
 	return &Mutex{model: model, open: map[procKey]Interval{}, intervals: map[string][]Interval{}, closing: map[procKey]int{},
 		releasing: map[procKey]releaseCall{}, infoAcquire: map[procKey]bool{}, unheld: map[procKey]releaseCall{}, pointRelease: map[procKey]pointRel{},
 		depth: map[procKey]int{}, reentering: map[procKey]bool{}, inner: map[procKey]bool{}, extending: map[procKey]releaseCall{},
-		holding: map[string]map[int]bool{}}
+		holding: map[string]map[int]bool{}, asking: map[procKey]int64{}}
 }
 
 // Model is the model the checker judges under.
@@ -449,6 +453,7 @@ func (m *Mutex) Add(ev history.Event) {
 		if ev.Reentry {
 			m.reentering[pk] = true
 		}
+		m.asking[pk] = ev.T
 	case ev.F == history.Acquire && ev.Type == history.OK:
 		m.granted(pk, ev, reentry)
 	case ev.F == history.Acquire && ev.Type == history.Info:
@@ -504,7 +509,8 @@ func (m *Mutex) granted(pk procKey, ev history.Event, reentry bool) {
 		return // the tenure goes on (a lease lock's re-entry by its holder)
 	}
 	m.open[pk] = Interval{Key: ev.Key, Proc: ev.Proc, Start: ev.T, End: Open, StartIndex: ev.Index, EndIndex: -1,
-		ValidUntil: ev.ValidUntil, Token: ev.Token}
+		ValidUntil: ev.ValidUntil, Token: ev.Token, Asked: m.asking[pk]}
+	delete(m.asking, pk)
 	if m.holding[ev.Key] == nil {
 		m.holding[ev.Key] = map[int]bool{}
 	}
@@ -734,6 +740,7 @@ func (m *Mutex) innerAnswered(pk procKey, ev history.Event) {
 // its tenure goes on. What it had in flight stays indeterminate.
 func (m *Mutex) crash(ev history.Event) {
 	forget(m.reentering, ev.Proc)
+	forget(m.asking, ev.Proc)
 	forget(m.inner, ev.Proc)
 	if m.model == ModelLease {
 		forget(m.depth, ev.Proc)

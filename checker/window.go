@@ -22,9 +22,15 @@ type Window struct {
 // first holder's end, not to the second's: a stall held the first back,
 // and a second tenure of 40 ms inside a 3 s pause does not make 40 ms of
 // stall enough. A holder that never let go, or a grant the mutex model
-// calls never released, gives no bound.
+// calls never released, gives no bound. An outlived lease ran from the
+// holder's request, not from its grant (its belief is counted from there,
+// and a session's keep-alives, which cross the lab's proxies, run while it
+// waits): a stall from the request on may have spent it.
 func (d DoubleGrant) window() *Window {
 	w := &Window{From: d.Held.Start, To: d.Second.Start}
+	if d.Kind == OutlivedLease && d.Held.Asked > 0 {
+		w.From = min(w.From, d.Held.Asked)
+	}
 	if d.Kind == NeverReleased || d.Held.End == Open {
 		return w
 	}

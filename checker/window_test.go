@@ -15,6 +15,7 @@ func TestDoubleGrantWindowNeed(t *testing.T) {
 	iv := func(start, end, validUntil int64) Interval {
 		return Interval{Start: start * ms, End: end * ms, ValidUntil: validUntil * ms}
 	}
+	asked := func(i Interval, at int64) Interval { i.Asked = at * ms; return i }
 	for _, tt := range []struct {
 		name string
 		d    DoubleGrant
@@ -26,6 +27,8 @@ func TestDoubleGrantWindowNeed(t *testing.T) {
 			DoubleGrant{Kind: OutlivedLease, Held: iv(1000, 2300, 2000), Second: iv(2050, 2600, 3050)}, 250},
 		{"both valid, the first's belief past the second grant",
 			DoubleGrant{Kind: BothValid, Held: iv(1000, 1500, 2000), Second: iv(1200, 1240, 2200)}, 800},
+		{"outlived, its lease counted from its request 0.8 s before the grant",
+			DoubleGrant{Kind: OutlivedLease, Held: asked(iv(1000, 2300, 2000), 200), Second: iv(2050, 2600, 3050)}, 250},
 		{"never released: no bound",
 			DoubleGrant{Kind: NeverReleased, Held: Interval{Start: 1000 * ms, End: Open}, Second: iv(1200, 1240, 0)}, 0},
 	} {
@@ -34,8 +37,12 @@ func TestDoubleGrantWindowNeed(t *testing.T) {
 			if w.Need != tt.need*ms {
 				t.Errorf("need %v ms, want %v ms", w.Need/ms, tt.need)
 			}
-			if w.From != tt.d.Held.Start && tt.d.Kind != BothValid {
-				t.Errorf("from %d, want the first grant %d", w.From, tt.d.Held.Start)
+			from := tt.d.Held.Start
+			if tt.d.Held.Asked != 0 && tt.d.Kind == OutlivedLease {
+				from = tt.d.Held.Asked
+			}
+			if w.From != from && tt.d.Kind != BothValid {
+				t.Errorf("from %d, want the first holder's request or, unknown, its grant %d", w.From, from)
 			}
 		})
 	}
@@ -81,5 +88,28 @@ func TestLostUpdateWindowNeed(t *testing.T) {
 				t.Errorf("need %d ms, want %d ms", got, tt.need)
 			}
 		})
+	}
+}
+
+// The window of an outlived lease reaches back to the holder's request,
+// read from the history: the acquire's invoke, not an earlier one of the
+// same client's.
+func TestOutlivedWindowFromTheRequest(t *testing.T) {
+	const ms = int64(1e6)
+	inv, ok := history.Invoke, history.OK
+	lease := func(e history.Event, until int64) history.Event { e.ValidUntil = until * ms; return e }
+	evs := []history.Event{
+		ev(1, inv, A, "k", 0), ev(1, ok, A, "k", 10*ms), ev(1, inv, R, "k", 20*ms), ev(1, ok, R, "k", 25*ms),
+		ev(1, inv, A, "k", 100*ms), lease(ev(1, ok, A, "k", 1500*ms), 1100),
+		ev(2, inv, A, "k", 200*ms), lease(ev(2, ok, A, "k", 1600*ms), 2600),
+		ev(1, inv, R, "k", 1900*ms), ev(2, inv, R, "k", 2000*ms),
+	}
+	gs := run(evs)
+	if len(gs) != 1 || gs[0].Kind != OutlivedLease {
+		t.Fatalf("double grants %+v, want one outlived", gs)
+	}
+	w := gs[0].window()
+	if w.From != 100*ms || w.Need != 300*ms {
+		t.Errorf("window from %d ms needing %d ms, want from the request at 100 ms, needing 300 ms", w.From/ms, w.Need/ms)
 	}
 }

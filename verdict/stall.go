@@ -177,7 +177,7 @@ func LabStalled(r Result, e Expectation, d Decisive, stalls []Stall) Result {
 	var during []Stall
 	switch {
 	case r.Status == Contradicts && !r.Missed:
-		tainted, clear := d.inStalls(r.Deciding(), stalls)
+		tainted, clear := d.inStalls(withGrants(r.Deciding(), r.Observed), stalls)
 		if clear {
 			return r
 		}
@@ -299,6 +299,25 @@ func (d Decisive) inStalls(outcomes []Outcome, stalls []Stall) (during []Stall, 
 		}
 	}
 	return during, len(during) == 0
+}
+
+// withGrants are the deciding outcomes with each consequence of a double
+// grant (a lost update, a stale write) replaced by the double grants
+// observed beside it: two holders' writes collide wherever they fall, so a
+// stall that made the two holders made the collision, however clear of it
+// the writes came. Without a double grant a consequence is judged alone.
+func withGrants(deciding, observed []Outcome) []Outcome {
+	grants := slices.DeleteFunc(slices.Clone(observed), func(o Outcome) bool { return !o.IsDoubleGrant() })
+	if len(grants) == 0 || !slices.ContainsFunc(deciding, Outcome.FollowsFromDoubleGrant) {
+		return deciding
+	}
+	out := slices.DeleteFunc(slices.Clone(deciding), Outcome.FollowsFromDoubleGrant)
+	for _, g := range grants {
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // showedOf are the observed outcomes that satisfy expected x.

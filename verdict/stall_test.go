@@ -277,6 +277,18 @@ func TestAStallMustAccountForWhatWasSeen(t *testing.T) {
 			h.stall("locklab", from, to)
 		})
 	}
+	// As outlived, client 0's request sent at 0.2 s, 0.8 s before its
+	// grant: its lease was counted from there.
+	outlivedAsked := func(more func(*hist)) hist {
+		var h hist
+		h.add(0, history.Invoke, history.Acquire, ms(200))
+		h.add(0, history.OK, history.Acquire, ms(1000)).ValidUntil = ms(1500)
+		h.add(0, history.Invoke, history.Release, ms(2500))
+		h.add(0, history.OK, history.Release, ms(2501))
+		h.hold(1, ms(2000), ms(3000), ms(500))
+		more(&h)
+		return h
+	}
 	safe := Expect("test", Safe)
 	tests := []struct {
 		name string
@@ -305,6 +317,17 @@ func TestAStallMustAccountForWhatWasSeen(t *testing.T) {
 			lostInOutlived(ms(1900), ms(2500)), Expect("test", DoubleGrantOutlived, LostUpdate), Undecided},
 		{"an expected lost update alone, a 0.25 s stall on it: inconclusive",
 			lostInOutlived(ms(2170), ms(2420)), Expect("test", LostUpdate), Undecided},
+		{"outlived by 0.5 s, a 0.6 s stall while its request waited: inconclusive",
+			outlivedAsked(func(h *hist) { h.stall("locklab", ms(300), ms(900)) }), safe, Undecided},
+		{"outlived by 0.5 s, a 0.4 s stall while its request waited: the lock's",
+			outlivedAsked(func(h *hist) { h.stall("locklab", ms(300), ms(700)) }), safe, Contradicts},
+		{"outlived by 0.5 s, a 0.6 s stall before its request: the lock's",
+			outlivedAsked(func(h *hist) { h.stall("locklab", ms(-420), ms(180)) }), safe, Contradicts},
+		// A consequence nobody expected stands or falls with its grant.
+		{"an unexpected outlived grant and lost update, a 0.6 s stall on the grant, clear of the writes: inconclusive",
+			lostInOutlived(ms(1300), ms(1900)), safe, Undecided},
+		{"an unexpected outlived grant and lost update, a 0.3 s stall on the grant, clear of the writes: the lock's",
+			lostInOutlived(ms(1300), ms(1600)), safe, Contradicts},
 		{"both valid by 0.6 s, a 0.55 s stall: the lock's",
 			bothValid(func(h *hist) { h.stall("locklab", ms(500), ms(1050)) }), safe, Contradicts},
 		{"both valid by 0.6 s, a 0.65 s stall ending at the first grant: inconclusive",

@@ -238,7 +238,8 @@ func genHold(p Profile, w workload.Spec, rng *rand.Rand) workload.Dist {
 // and then a placement where bugs live: a fault on the holder once it
 // holds (three times in ten) or once it renewed (two in ten, where leases
 // are renewed in w), a fault on the servers as a release goes out (two in
-// ten).
+// ten), a fault on a waiter as the holder's release goes out (three in
+// ten: the hand-over, where a waiter's attempt first succeeds).
 func genFault(p Profile, w workload.Spec, kind string, T, duration time.Duration, rng *rand.Rand) (Fault, bool) {
 	if len(p.Options) == 0 {
 		return Fault{}, false
@@ -267,9 +268,15 @@ func genFault(p Profile, w workload.Spec, kind string, T, duration time.Duration
 		f.When, f.On = f.Target.Key, scenario.OnRenewed
 	case f.Target.Client == "" && x < 2:
 		f.When, f.On = "0", scenario.OnReleasing
+	case f.Target.Client == chaos.ClientWaiter && x < 3:
+		f.When, f.On = f.Target.Key, scenario.OnReleasing
 	}
 	return f, true
 }
+
+// atRelease reports whether a fault on t may wait for a release: one on
+// the servers, or on a waiter of the key being let go.
+func atRelease(t chaos.Selector) bool { return t.Client == "" || t.Client == chaos.ClientWaiter }
 
 // renews reports whether holders of w renew their leases: the workload's
 // own renewals, or the approach's watchdog.
@@ -357,7 +364,7 @@ func mutateOnce(p Profile, s *Schedule, T time.Duration, rng *rand.Rand) {
 		if len(shapes) > 0 {
 			f.Target = shapes[rng.IntN(len(shapes))].Target
 			f.Target.Nodes = slices.Clone(f.Target.Nodes)
-			if releasing := f.On == scenario.OnReleasing; (releasing && f.Target.Client != "") || (!releasing && f.Target.Client != chaos.ClientHolder) {
+			if releasing := f.On == scenario.OnReleasing; (releasing && !atRelease(f.Target)) || (!releasing && f.Target.Client != chaos.ClientHolder) {
 				f.When, f.On = "", ""
 			}
 		}

@@ -150,6 +150,9 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 			for _, f := range s.Faults {
 				seen[f.Kind] = true
 				placed[f.On]++
+				if f.On == scenario.OnReleasing && f.Target.Client == chaos.ClientWaiter {
+					placed["waiter at a release"]++
+				}
 			}
 			sc, err := scenario.Parse(s.Scenario("t"), reg)
 			if err != nil {
@@ -172,6 +175,10 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 		if placed[scenario.OnReleasing] == 0 || (p.Renewal && p.TTL || p.Watchdog) != (placed[scenario.OnRenewed] > 0) {
 			t.Errorf("%s (renews: %v): faults placed at a release %d times, after a renewal %d times in 300 schedules",
 				name, p.Renewal && p.TTL || p.Watchdog, placed[scenario.OnReleasing], placed[scenario.OnRenewed])
+		}
+		waiters := slices.ContainsFunc(p.Options, func(o Option) bool { return o.Target.Client == chaos.ClientWaiter })
+		if waiters != (placed["waiter at a release"] > 0) {
+			t.Errorf("%s (waiter faults: %v): a waiter faulted as a release is asked %d times in 300 schedules", name, waiters, placed["waiter at a release"])
 		}
 		if p.Reentrant != (reentering >= 60) || reentering > 240 {
 			t.Errorf("%s (reentrant: %v): %d of 300 schedules re-enter", name, p.Reentrant, reentering)
@@ -239,8 +246,10 @@ func checkBounds(t *testing.T, p Profile, s Schedule) {
 			fail("%s lasts %v (scale %v)", f.Kind, f.For, T)
 		}
 		switch {
-		case f.On == scenario.OnReleasing && f.Target.Client != "":
-			fail("%s waits for a release but targets a client: %s", f.Kind, f.Target)
+		case f.On == scenario.OnReleasing && !atRelease(f.Target):
+			fail("%s waits for a release but targets neither the servers nor a waiter: %s", f.Kind, f.Target)
+		case f.On == scenario.OnReleasing && f.Target.Client == chaos.ClientWaiter && f.When != f.Target.Key:
+			fail("%s on a waiter of %s waits for the release of %s", f.Kind, f.Target.Key, f.When)
 		case f.On == scenario.OnRenewed && !renews(p, w):
 			fail("%s waits for a renewal, and nobody renews", f.Kind)
 		case f.When != "" && f.On != scenario.OnReleasing && f.Target.Client != chaos.ClientHolder:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -466,11 +467,33 @@ func runScenario(t *testing.T, reg *impls.Registry, sc *scenario.Scenario, runs 
 	return p, out
 }
 
-// agreesWhereDecided wants every decided run as its file expects (an
-// expected violation that did not show contradicts), and each approach
-// decided in at least one run. A run the lab's stalls left undecided says
-// nothing either way.
-func agreesWhereDecided(t *testing.T, p runner.Plan, out *runner.Outcome) {
+// agreesWhereDecided runs text runs times and wants every decided run as
+// its file expects (an expected violation that did not show contradicts),
+// and each approach decided in at least one run. A run the lab's stalls
+// left undecided says nothing either way: an approach none of whose runs
+// was decided is run again, three rounds at most (beside two busy loops
+// and the suite's other packages, locklab stood still ten times in 4 s
+// and left all three runs of the renewal bug undecided).
+func agreesWhereDecided(t *testing.T, reg *impls.Registry, text string, runs int, only ...string) {
+	t.Helper()
+	for round := 1; ; round++ {
+		p, out := runRepeated(t, reg, text, runs, only...)
+		none := undecidedApproaches(t, p, out)
+		if len(none) == 0 {
+			return
+		}
+		if round == 3 {
+			t.Errorf("%v: no run decided in %d rounds of %d", none, round, runs)
+			return
+		}
+		t.Logf("%v: no run decided in round %d: again", none, round)
+		only = none
+	}
+}
+
+// undecidedApproaches fails every decided run that is not as expected and
+// returns the approaches with no run decided.
+func undecidedApproaches(t *testing.T, p runner.Plan, out *runner.Outcome) []string {
 	t.Helper()
 	decided := map[string]int{}
 	for i, v := range out.Verdicts {
@@ -484,12 +507,13 @@ func agreesWhereDecided(t *testing.T, p runner.Plan, out *runner.Outcome) {
 		}
 		t.Errorf("%s: %s: %s", c.Name, v.Status, v.Text)
 	}
+	var none []string
 	for _, c := range p.Cases {
-		if n, ok := decided[c.Approach.Name]; !ok || n == 0 {
-			t.Errorf("%s: no run decided", c.Approach.Name)
-			decided[c.Approach.Name] = -1 // said once
+		if decided[c.Approach.Name] == 0 && !slices.Contains(none, c.Approach.Name) {
+			none = append(none, c.Approach.Name)
 		}
 	}
+	return none
 }
 
 // The planted waiter bug (a waiting acquire whose poll outlives a deadline
@@ -518,8 +542,7 @@ expect:
   planted-waiter-overwrites: [double-grant:both-valid]
   redis-setnx-px-lua: [safe]
 `
-	p, out := runRepeated(t, registry(), text, 3)
-	agreesWhereDecided(t, p, out)
+	agreesWhereDecided(t, registry(), text, 3)
 }
 
 // The planted renewal bug (a renewal within half a TTL of the last round
@@ -549,10 +572,8 @@ expect:
   redis-setnx-px-lua: [not:double-grant:both-valid]
 `
 	reg := registry()
-	p, out := runRepeated(t, reg, fmt.Sprintf(text, "renewed", "double-grant:both-valid"), 3)
-	agreesWhereDecided(t, p, out)
-	p, out = runRepeated(t, reg, fmt.Sprintf(text, "holding", "not:double-grant:both-valid"), 3, planted.RenewalFromMemory.Name)
-	agreesWhereDecided(t, p, out)
+	agreesWhereDecided(t, reg, fmt.Sprintf(text, "renewed", "double-grant:both-valid"), 3)
+	agreesWhereDecided(t, reg, fmt.Sprintf(text, "holding", "not:double-grant:both-valid"), 3, planted.RenewalFromMemory.Name)
 }
 
 // The planted stale-lock reaper (adapters/reaper_wall_clock.py: a waiter
@@ -601,6 +622,5 @@ expect:
   planted-reaper-wall-clock: [double-grant:both-valid]
   redis-setnx-px-lua: [not:double-grant:both-valid]
 `
-	p, out := runRepeated(t, reg, text, 3)
-	agreesWhereDecided(t, p, out)
+	agreesWhereDecided(t, reg, text, 3)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +17,8 @@ import (
 )
 
 // redisDo sends one inline command and returns the first reply line
-// (":-2", "+OK", "$5" ...), or the bulk string that follows "$n".
+// (":-2", "+OK", "$-1" ...), or the bulk string that follows "$n" (all n
+// bytes: an INFO section's many lines too).
 func redisDo(t *testing.T, addr, cmd string) string {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
@@ -35,11 +37,15 @@ func redisDo(t *testing.T, addr, cmd string) string {
 	}
 	head = strings.TrimSpace(head)
 	if strings.HasPrefix(head, "$") && head != "$-1" {
-		body, err := r.ReadString('\n')
+		n, err := strconv.Atoi(head[1:])
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: reply %q", cmd, head)
 		}
-		return strings.TrimSpace(body)
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return strings.TrimSpace(string(body))
 	}
 	return head
 }
@@ -51,43 +57,15 @@ func awaitSnapshot(t *testing.T, addr string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		info := redisInfo(t, addr, "persistence")
-		if strings.Contains(info, "rdb_changes_since_last_save:0\r\n") && strings.Contains(info, "rdb_bgsave_in_progress:0\r\n") {
+		info := strings.Split(redisDo(t, addr, "INFO persistence"), "\r\n")
+		if slices.Contains(info, "rdb_changes_since_last_save:0") && slices.Contains(info, "rdb_bgsave_in_progress:0") {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no snapshot of the changes within 30 s:\n%s", info)
+			t.Fatalf("no snapshot of the changes within 30 s:\n%s", strings.Join(info, "\n"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// redisInfo is the whole reply of INFO section.
-func redisInfo(t *testing.T, addr, section string) string {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := conn.Write([]byte("INFO " + section + "\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
-	head, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatalf("INFO %s: %v", section, err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
-	if err != nil {
-		t.Fatalf("INFO %s: reply %q", section, head)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		t.Fatalf("INFO %s: %v", section, err)
-	}
-	return string(body)
 }
 
 // A clock jump on a Redis node under libfaketime expires its keys at once;

@@ -19,7 +19,7 @@ type refusingLocker struct {
 
 func (l refusingLocker) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
 	if l.n.Add(1)%5 == 0 {
-		return nil, fmt.Errorf("%s: our queue node vanished: %w", key, impls.ErrNotAcquired)
+		return nil, fmt.Errorf("%w: %w: %s: our queue node vanished", impls.ErrNotAcquired, impls.ErrSessionLost, key)
 	}
 	return l.Locker.Acquire(ctx, key, opt)
 }

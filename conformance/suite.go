@@ -1020,18 +1020,19 @@ func (s *suite) crashedHolderFreedAfterSession(t T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*after+10*time.Second)
 	defer cancel()
 	// A waiter whose own connection closed under a loaded machine (an
-	// indeterminate acquire: its queue node may stand) is replaced, as the
-	// lab replaces its clients; what it may have left stands one session
-	// more, which the bound allows.
+	// indeterminate acquire: its queue node may stand) or whose own
+	// session expired while it waited is replaced, as the lab replaces
+	// its clients; what it may have left stands one session more, which
+	// the bound allows.
 	var lease impls.Lease
 	var err error
 	replaced := 0
 	for {
 		lease, err = b.Acquire(ctx, key, impls.AcquireOptions{})
-		if !errors.Is(err, impls.ErrIndeterminate) || replaced == 2 || ctx.Err() != nil {
+		if !errors.Is(err, impls.ErrIndeterminate) && !errors.Is(err, impls.ErrSessionLost) || replaced == 2 || ctx.Err() != nil {
 			break
 		}
-		t.Logf("the waiter's acquire was indeterminate (%v): a new waiter", err)
+		t.Logf("the waiter's acquire was indeterminate or its session lost (%v): a new waiter", err)
 		b.Close()
 		replaced++
 		b = s.locker(t, 2+replaced)

@@ -83,6 +83,12 @@ var (
 	// adapter broke its protocol). Nothing can be said of the call's
 	// outcome and the run cannot go on: an infrastructure failure.
 	ErrBrokenClient = errors.New("lock client broken")
+	// ErrSessionLost: the client's own session with the server ended
+	// while it waited (it expired, and what it had queued went with
+	// it). Wrapped beside ErrNotAcquired: nothing is held, and the
+	// caller may go on with a new client, as the lab replaces a
+	// restarted process.
+	ErrSessionLost = errors.New("the client's session was lost")
 )
 
 // Capabilities are the promises an approach makes. Tests prove declared ones.

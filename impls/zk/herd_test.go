@@ -2,12 +2,14 @@ package zk
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/clock"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
@@ -100,4 +102,77 @@ func TestSequentialWaitersWatchTheirPredecessors(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// A queued waiter cut off past its session loses its queue node with the
+// session: Acquire must say so as ErrSessionLost (beside ErrNotAcquired),
+// which callers replace the client on, not as a plain "held".
+func TestSequentialWaiterToldItsSessionWasLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := impls.Env{Endpoints: testCluster.DirectEndpoints(), Clock: &clock.Skewable{}}
+	holder, err := SequentialApproach.New(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	key := "waiter-session-" + impls.NewToken()
+	held, err := holder.Acquire(ctx, key, impls.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(context.Background())
+	const client = 9002
+	ep, err := testCluster.ClientEndpoints(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := SequentialApproach.New(ctx, impls.Env{Endpoints: ep, Clock: &clock.Skewable{}, ClientID: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	done := make(chan error, 1)
+	go func() {
+		lease, err := waiter.Acquire(ctx, key, impls.AcquireOptions{})
+		if err == nil {
+			lease.Release(context.Background())
+		}
+		done <- err
+	}()
+	name, _ := escapeKey(key)
+	dir := root + "/sequential/" + name
+	servers := testCluster.DirectEndpoints()[impls.ZooKeeper].Addrs
+	for deadline := time.Now().Add(10 * time.Second); len(watchedPaths(t, servers, dir)) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never queued")
+		}
+	}
+	links, err := testCluster.ClientLinks(client, testCluster.NodesOf(impls.ZooKeeper))
+	if err != nil {
+		t.Fatal(err)
+	}
+	heal, err := chaos.InjectAll(ctx, &chaos.Partition{}, []chaos.Target{{Kind: chaos.TargetLink, Name: "waiter", Links: links}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Held past the session's timeout, and until the ensemble has dropped
+	// the waiter's watch with its session.
+	time.Sleep(SessionTimeout)
+	for deadline := time.Now().Add(30 * time.Second); len(watchedPaths(t, servers, dir)) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter's session never expired")
+		}
+	}
+	if err := heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		t.Fatal("the waiter whose session expired never returned")
+	}
+	if !errors.Is(err, impls.ErrSessionLost) || !errors.Is(err, impls.ErrNotAcquired) {
+		t.Fatalf("waiter's acquire after its session expired: err = %v, want ErrNotAcquired and ErrSessionLost", err)
+	}
 }

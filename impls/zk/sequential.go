@@ -112,7 +112,7 @@ func (l *Sequential) Acquire(ctx context.Context, key string, opt impls.AcquireO
 		switch {
 		case pos < 0:
 			// Our node is gone: the session expired while we waited.
-			return nil, fmt.Errorf("%w: %s: our queue node vanished (session expired)", impls.ErrNotAcquired, key)
+			return nil, fmt.Errorf("%w: %w: %s: our queue node vanished", impls.ErrNotAcquired, impls.ErrSessionLost, key)
 		case pos == 0:
 			return &zkLease{s: l.s, unique: true, key: key, path: node, token: token, fence: seq, fenced: true, lost: lost, sid: l.s.sessionID()}, nil
 		case opt.Try:

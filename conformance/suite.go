@@ -649,6 +649,12 @@ func (s *suite) tryDoesNotWait(t T) {
 func (s *suite) cancelReturnsPromptly(t T) {
 	key := s.key(t)
 	a, b := s.locker(t, 1), s.locker(t, 2)
+	// The pace and b's connection first: beside two busy loops their
+	// clients' start took longer than a py-etcd3-lock holder's 10 s
+	// lease, which ran out before b asked.
+	server := s.watchPace(t, key+"-pace")
+	defer server.stop()
+	release(t, acquire(t, b, key+"-warm", impls.AcquireOptions{}))
 	held := acquire(t, a, key, impls.AcquireOptions{})
 	defer release(t, held)
 	// A first try connects b: on a loaded machine a dial alone can outlast
@@ -669,8 +675,6 @@ func (s *suite) cancelReturnsPromptly(t T) {
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
 	stalls := stall.NewWatch(wctx)
-	server := s.watchPace(t, key+"-pace")
-	defer server.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	start := time.Now()
@@ -680,6 +684,9 @@ func (s *suite) cancelReturnsPromptly(t T) {
 	// the client's: a client that ignores its context waits far longer.
 	still := stalls.Within(start, start.Add(took))
 	if err == nil {
+		if v := held.ValidUntil(); !v.IsZero() && v.Before(time.Now()) {
+			t.Fatalf("acquired the key after its holder's lease ran out (valid until %v, %v before): the test took too long to say anything", v, time.Since(v))
+		}
 		t.Fatal("acquired a held lock")
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {

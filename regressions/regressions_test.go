@@ -5,7 +5,7 @@
 // times: the affected version must show its violation in at least four
 // (a race is won most times, not always), the fixed one in none. A run
 // that did not run as written (undecided, or a miss while a client was
-// replaced) is run again. Two folders run at a time.
+// replaced or failed) is run again. Two folders run at a time.
 package regressions
 
 import (
@@ -73,7 +73,7 @@ func TestCorpus(t *testing.T) {
 			results := keptIfFailed(t)
 			names, verdicts := runFolder(t, reg, s, results, nil, s.Seed, runs)
 			// A run whose expected violation was missed while a client was
-			// replaced (its worker retired: an indeterminate answer, a JVM
+			// replaced or failed (its worker retired: an indeterminate answer, a JVM
 			// not ready when its caller gave up, both seen under load), or
 			// that was undecided, did not run as written: it is run again,
 			// with the next seeds, twice at most. Need is never lowered, and
@@ -84,7 +84,7 @@ func TestCorpus(t *testing.T) {
 				var keptNames []ran
 				var kept []verdict.Result
 				for i, v := range verdicts {
-					if notAsWritten(v, names[i].replaced) {
+					if notAsWritten(v, names[i]) {
 						again[names[i].approach]++
 						continue
 					}
@@ -119,10 +119,12 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// ran is one run's approach, and how many of its clients were replaced.
+// ran is one run's approach, how many of its clients were replaced, and
+// whether a client failed (one that could not be replaced).
 type ran struct {
 	approach string
 	replaced int64
+	failed   bool
 }
 
 // runFolder runs the scenario's approaches (all when nil) n times each,
@@ -142,7 +144,7 @@ func runFolder(t *testing.T, reg *impls.Registry, s *scenario.Scenario, results 
 	}
 	names := make([]ran, len(out.Results.Runs))
 	for i, r := range out.Results.Runs {
-		names[i] = ran{r.Approach, r.Replaced}
+		names[i] = ran{r.Approach, r.Replaced, r.Errors > 0}
 		if v := out.Verdicts[i]; v.Status != verdict.Agrees {
 			t.Logf("%s: %s: %s", r.Case, v.Status, v.Text)
 		}
@@ -151,25 +153,27 @@ func runFolder(t *testing.T, reg *impls.Registry, s *scenario.Scenario, results 
 }
 
 // notAsWritten: the run missed its expected violation while a client was
-// replaced, or was undecided.
-func notAsWritten(v verdict.Result, replaced int64) bool {
-	return v.Status == verdict.Undecided || v.Status == verdict.Contradicts && v.Missed && replaced > 0
+// replaced or failed, or was undecided.
+func notAsWritten(v verdict.Result, r ran) bool {
+	return v.Status == verdict.Undecided || v.Status == verdict.Contradicts && v.Missed && (r.replaced > 0 || r.failed)
 }
 
 func TestNotAsWritten(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		v        verdict.Result
-		replaced int64
-		want     bool
+		name string
+		v    verdict.Result
+		r    ran
+		want bool
 	}{
-		{"caught", verdict.Result{Status: verdict.Agrees}, 1, false},
-		{"missed, every client as started", verdict.Result{Status: verdict.Contradicts, Missed: true}, 0, false},
-		{"missed with a client replaced", verdict.Result{Status: verdict.Contradicts, Missed: true}, 1, true},
-		{"a violation not expected, a client replaced", verdict.Result{Status: verdict.Contradicts}, 2, false},
-		{"undecided", verdict.Result{Status: verdict.Undecided}, 0, true},
+		{"caught", verdict.Result{Status: verdict.Agrees}, ran{replaced: 1}, false},
+		{"missed, every client as started", verdict.Result{Status: verdict.Contradicts, Missed: true}, ran{}, false},
+		{"missed with a client replaced", verdict.Result{Status: verdict.Contradicts, Missed: true}, ran{replaced: 1}, true},
+		{"missed with a client that could not be replaced", verdict.Result{Status: verdict.Contradicts, Missed: true}, ran{failed: true}, true},
+		{"a violation not expected, a client replaced", verdict.Result{Status: verdict.Contradicts}, ran{replaced: 2}, false},
+		{"a violation not expected, a client failed", verdict.Result{Status: verdict.Contradicts}, ran{failed: true}, false},
+		{"undecided", verdict.Result{Status: verdict.Undecided}, ran{}, true},
 	} {
-		if got := notAsWritten(tc.v, tc.replaced); got != tc.want {
+		if got := notAsWritten(tc.v, tc.r); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

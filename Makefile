@@ -43,7 +43,7 @@ images:
 # pinned library adapters on first use (into ~/.cache/locklab).
 SLOW_PACKAGES := ./regressions ./conformance/indocker ./cmd/locklab ./approaches ./impls/redis ./runner ./impls/mysql ./explore ./cluster ./explore/planted ./impls/zk ./locklabtest
 test: vet images docker-weight
-	$(GO) test -count=1 -p 3 -parallel 4 -timeout 20m $(SLOW_PACKAGES) ./...
+	$(GO) test -count=1 -p 3 -parallel 4 -timeout 30m $(SLOW_PACKAGES) ./...
 
 # On a cgroup v1 host all of Docker's containers weigh as one process
 # beside the tests' servers and any busy neighbour: the script says why

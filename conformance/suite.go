@@ -654,7 +654,7 @@ func (s *suite) cancelReturnsPromptly(t T) {
 	// lease, which ran out before b asked.
 	server := s.watchPace(t, key+"-pace")
 	defer server.stop()
-	release(t, acquire(t, b, key+"-warm", impls.AcquireOptions{}))
+	release(t, setUpHold(t, b, key+"-warm", impls.AcquireOptions{}, "the waiter's warm-up"))
 	held := acquire(t, a, key, impls.AcquireOptions{})
 	defer release(t, held)
 	// A first try connects b: on a loaded machine a dial alone can outlast
@@ -726,7 +726,9 @@ func (s *suite) timeoutIsIndeterminate(t T) {
 	// One cycle first, on another key: connections open, scripts cached
 	// (a cold EVALSHA answers NOSCRIPT and changes nothing, and that
 	// answer is what gets lost), as in a client that has been running.
-	release(t, acquire(t, a, key+"-warm", impls.AcquireOptions{}))
+	// A warm-up is set-up: a kazoo client's session LOST beside two busy
+	// loops answered it "unavailable".
+	release(t, setUpHold(t, a, key+"-warm", impls.AcquireOptions{}, "the warm-up"))
 	if err := s.h.DropReplies.Inject(bg); err != nil {
 		t.Fatal(err)
 	}
@@ -1158,6 +1160,9 @@ func setUpHold(t T, l impls.Locker, key string, opt impls.AcquireOptions, what s
 			t.Fatalf("acquire %s (%s): %v", key, what, err)
 		}
 		t.Logf("acquire %s (%s), try %d: %v: again", key, what, try, err)
+		// A client reconnecting (a session LOST) answers at once until
+		// it has: give it a moment.
+		time.Sleep(time.Duration(try) * 500 * time.Millisecond)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -104,11 +105,48 @@ type stop struct {
 	stopping, stopped, resuming, resumed int64
 }
 
-// stopFor stops pid (SIGSTOP) for d from outside.
+// stopFor stops pid (SIGSTOP) for d from outside. The stop counts from
+// when every thread of pid is seen stopped, not from the kill: each
+// thread stops as it next enters the kernel, and beside two busy loops
+// locklab's probe ran once more after the kill had returned (a stall of
+// 1.43 s recorded for a stop of 1.5 s).
 func stopFor(t *testing.T, pid int, d time.Duration) stop {
 	t.Helper()
-	return stopWith(t, d, func() error { return syscall.Kill(pid, syscall.SIGSTOP) },
-		func() error { return syscall.Kill(pid, syscall.SIGCONT) })
+	return stopWith(t, d, func() error {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			return err
+		}
+		return allThreadsStopped(pid, 10*time.Second)
+	}, func() error { return syscall.Kill(pid, syscall.SIGCONT) })
+}
+
+// allThreadsStopped waits until every thread of pid shows state T (stopped)
+// in /proc, at most within.
+func allThreadsStopped(pid int, within time.Duration) error {
+	for deadline := time.Now().Add(within); ; time.Sleep(time.Millisecond) {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(tasks) == 0 {
+			return fmt.Errorf("threads of %d: %v", pid, err)
+		}
+		stopped := true
+		for _, task := range tasks {
+			st, err := os.ReadFile(task)
+			if err != nil {
+				continue // the thread ended
+			}
+			// pid (comm) state ...: comm may hold spaces, so read after ")".
+			if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); len(f) > 0 && f[0] != "T" && f[0] != "t" {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d: not every thread stopped %v after SIGSTOP", pid, within)
+		}
+	}
 }
 
 // stopWith stops something with pause, and resume it d after.

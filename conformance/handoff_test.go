@@ -62,18 +62,23 @@ func TestBlockingHandOffRedoesACutOffRelease(t *testing.T) {
 	}
 }
 
-// A client that could not reach its servers when it was made is made
-// again (a starved container), three times at most; one that never can
-// fails the test that needs it.
+// A client that could not reach its servers when it was made, or whose
+// set-up call went unanswered, is made again (a starved container), five
+// times at most; one that never can, or that failed otherwise, fails the
+// test that needs it.
 func TestNewClientAgainWhenTheServersWereUnreachable(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		failures int32
+		err      error
 		want     Status
 	}{
-		{"unreachable once", 1, Passed},
-		{"unreachable four times", 4, Passed},
-		{"unreachable every time", 5, Failed},
+		{"unreachable once", 1, impls.ErrUnavailable, Passed},
+		{"unreachable four times", 4, impls.ErrUnavailable, Passed},
+		{"unreachable every time", 5, impls.ErrUnavailable, Failed},
+		{"a set-up call unanswered once", 1, impls.ErrIndeterminate, Passed},
+		{"a set-up call unanswered every time", 5, impls.ErrIndeterminate, Failed},
+		{"refused for another reason", 1, impls.ErrInvalidKey, Failed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := memlock.NewService(1).Approach("mem")
@@ -81,7 +86,7 @@ func TestNewClientAgainWhenTheServersWereUnreachable(t *testing.T) {
 			inner := a.New
 			a.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
 				if env.ClientID == 1 && failed.Add(1) <= tt.failures {
-					return nil, fmt.Errorf("mem: %w: no session", impls.ErrUnavailable)
+					return nil, fmt.Errorf("mem: %w: no session", tt.err)
 				}
 				return inner(ctx, env)
 			}

@@ -43,8 +43,13 @@ func TestReplicatedMariaDBFailoverLosesUnreplicatedRow(t *testing.T) {
 					t.Errorf("version %q, want mariadb 10.11 from the image %s", v, LocalImages()[impls.MySQL])
 				}
 			} else {
+				// Beside two busy loops and three test packages, a
+				// replica's mariadb-install-db was still running when the
+				// default 60 s ran out.
+				cfg := ForServers(tc.server)
+				cfg.StartTimeout = 3 * time.Minute
 				var err error
-				if c, err = StartLocal(context.Background(), ForServers(tc.server)); err != nil {
+				if c, err = StartLocal(context.Background(), cfg); err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { c.Close() })

@@ -106,7 +106,8 @@ func TestSequentialWaitersWatchTheirPredecessors(t *testing.T) {
 
 // A queued waiter cut off past its session loses its queue node with the
 // session: Acquire must say so as ErrSessionLost (beside ErrNotAcquired),
-// which callers replace the client on, not as a plain "held".
+// or as indeterminate when a call was cut off, both of which callers
+// replace the client on, never as a plain "held".
 func TestSequentialWaiterToldItsSessionWasLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -172,7 +173,12 @@ func TestSequentialWaiterToldItsSessionWasLost(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the waiter whose session expired never returned")
 	}
-	if !errors.Is(err, impls.ErrSessionLost) || !errors.Is(err, impls.ErrNotAcquired) {
-		t.Fatalf("waiter's acquire after its session expired: err = %v, want ErrNotAcquired and ErrSessionLost", err)
+	// A call in flight when the connection dropped answers indeterminate
+	// (seen once: "watch ...: indeterminate: zk: connection closed"),
+	// which callers replace the client on too; a plain "not acquired" is
+	// what must not come.
+	lost := errors.Is(err, impls.ErrSessionLost) && errors.Is(err, impls.ErrNotAcquired)
+	if !lost && !errors.Is(err, impls.ErrIndeterminate) {
+		t.Fatalf("waiter's acquire after its session expired: err = %v, want ErrNotAcquired and ErrSessionLost (or ErrIndeterminate)", err)
 	}
 }

@@ -120,6 +120,13 @@ func stopFor(t *testing.T, pid int, d time.Duration) stop {
 	}, func() error { return syscall.Kill(pid, syscall.SIGCONT) })
 }
 
+// statFields are the fields of a /proc stat line after the command's name
+// (state, ppid, ...): "pid (comm) state ppid ...", where comm may hold
+// spaces and parentheses.
+func statFields(st []byte) []string {
+	return strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+}
+
 // allThreadsStopped waits until every thread of pid shows state T (stopped)
 // in /proc, at most within.
 func allThreadsStopped(pid int, within time.Duration) error {
@@ -134,8 +141,7 @@ func allThreadsStopped(pid int, within time.Duration) error {
 			if err != nil {
 				continue // the thread ended
 			}
-			// pid (comm) state ...: comm may hold spaces, so read after ")".
-			if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); len(f) > 0 && f[0] != "T" && f[0] != "t" {
+			if f := statFields(st); len(f) > 0 && f[0] != "T" && f[0] != "t" {
 				stopped = false
 				break
 			}
@@ -240,8 +246,7 @@ func workerPIDs(pid int) []int {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
-		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+		f := statFields(st)
 		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
 			continue
 		}

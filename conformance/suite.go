@@ -1730,7 +1730,9 @@ func (s *suite) fencingTokensIncrease(t T) {
 // restartAll brings every node back, failing the test if one does not come.
 func (s *suite) restartAll(t T, nodes []Node) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// A CI run's Docker engine, starting other tests' containers, took
+	// over 60 s to start one.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// In parallel: a quorum member is healthy only once a quorum is up.
 	errs := make(chan error, len(nodes))

@@ -291,7 +291,9 @@ func dockerComposeFileRunsWithLocalImages(t *testing.T) {
 	tmp := t.TempDir()
 	compose := composeCommand(t)
 	project := "locklab-compose-test-" + strconv.Itoa(os.Getpid())
-	env := os.Environ()
+	// docker-compose v1 gives up on an engine call after 60 s; a CI run's
+	// engine, starting other tests' containers, took longer.
+	env := append(os.Environ(), "COMPOSE_HTTP_TIMEOUT=600")
 	for _, b := range []impls.Server{impls.Redis, impls.MySQL, impls.ZooKeeper, impls.Postgres, impls.Etcd} {
 		env = append(env, cluster.ComposeImageVar(b)+"="+cluster.LocalImages()[b])
 	}

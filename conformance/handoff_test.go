@@ -81,15 +81,7 @@ func TestNewClientAgainWhenTheServersWereUnreachable(t *testing.T) {
 		{"refused for another reason", 1, impls.ErrInvalidKey, Failed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a := memlock.NewService(1).Approach("mem")
-			var failed atomic.Int32
-			inner := a.New
-			a.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
-				if env.ClientID == 1 && failed.Add(1) <= tt.failures {
-					return nil, fmt.Errorf("mem: %w: no session", tt.err)
-				}
-				return inner(ctx, env)
-			}
+			a := failingFirst(tt.failures, tt.err, func(id int) bool { return id == 1 })
 			s := &suite{h: Harness{Approach: a}, prefix: "new-", firstPause: time.Millisecond}
 			wantStatus(t, "ReentryRefused", s.reentryRefused, tt.want)
 		})
@@ -127,4 +119,57 @@ func TestBlockingHandOffFailsAPollingWaiter(t *testing.T) {
 	}
 	s := &suite{h: Harness{Approach: a}, prefix: "handoff-"}
 	wantStatus(t, "BlockingHandOff", s.blockingHandOff, Failed)
+}
+
+// A contender's replacement is made again, as any new client is, when the
+// servers could not be reached; a failure of another kind retires it at once.
+func TestReplacementMadeAgainWhenTheServersWereUnreachable(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		failures int32
+		err      error
+		want     bool
+	}{
+		{"unreachable once", 1, impls.ErrUnavailable, true},
+		{"unreachable four times", 4, impls.ErrUnavailable, true},
+		{"unreachable every time", 5, impls.ErrUnavailable, false},
+		{"refused for another reason", 1, impls.ErrInvalidKey, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := failingFirst(tt.failures, tt.err, func(id int) bool { return id >= 16 })
+			s := &suite{h: Harness{Approach: a}, prefix: "replace-", firstPause: time.Millisecond}
+			old, err := a.New(context.Background(), impls.Env{ClientID: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var next atomic.Int64
+			next.Store(16)
+			l, id, err := s.replacement(testingT{t}, &next, old)
+			if got := err == nil; got != tt.want {
+				t.Fatalf("replaced = %v (%v), want %v", got, err, tt.want)
+			}
+			if err != nil {
+				return
+			}
+			defer l.Close()
+			if id != 16 {
+				t.Errorf("replacement's process id %d, want 16", id)
+			}
+		})
+	}
+}
+
+// failingFirst is an in-memory approach whose New fails with err the first
+// failures times it is asked for a client whose id matches.
+func failingFirst(failures int32, err error, matches func(id int) bool) impls.Approach {
+	a := memlock.NewService(1).Approach("mem")
+	var failed atomic.Int32
+	inner := a.New
+	a.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+		if matches(env.ClientID) && failed.Add(1) <= failures {
+			return nil, fmt.Errorf("mem: %w: no session", err)
+		}
+		return inner(ctx, env)
+	}
+	return a
 }

@@ -176,8 +176,17 @@ func (s *suite) lockerAt(t T, id int, ep impls.Endpoints) impls.Locker {
 // suite) killed after 10 s compiled again at each of the five tries.
 func (s *suite) lockerWithClock(t T, id int, ep impls.Endpoints, clk clock.Clock) impls.Locker {
 	t.Helper()
-	var l impls.Locker
-	var err error
+	l, err := s.newClient(t, id, ep, clk)
+	if err != nil {
+		t.Fatalf("new %s client: %v", s.h.Approach.Name, err)
+	}
+	c := &closeOnce{Locker: l}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// newClient makes client id, asking again as lockerWithClock says.
+func (s *suite) newClient(t T, id int, ep impls.Endpoints, clk clock.Clock) (impls.Locker, error) {
 	pause := s.firstPause
 	if pause == 0 {
 		pause = time.Second
@@ -185,20 +194,14 @@ func (s *suite) lockerWithClock(t T, id int, ep impls.Endpoints, clk clock.Clock
 	each := max(10*time.Second, s.h.Approach.StartTimeout)
 	for try := 1; ; try, pause = try+1, 2*pause {
 		ctx, cancel := context.WithTimeout(context.Background(), each)
-		l, err = s.h.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: id})
+		l, err := s.h.Approach.New(ctx, impls.Env{Endpoints: ep, Clock: clk, ClientID: id})
 		cancel()
 		if err == nil || !connectionLost(err) || try == 5 {
-			break
+			return l, err
 		}
 		t.Logf("new %s client, try %d: %v: again in %v", s.h.Approach.Name, try, err, pause)
 		time.Sleep(pause)
 	}
-	if err != nil {
-		t.Fatalf("new %s client: %v", s.h.Approach.Name, err)
-	}
-	c := &closeOnce{Locker: l}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // closeOnce is a client a test may close before its cleanup does.
@@ -215,13 +218,12 @@ func (c *closeOnce) Close() error {
 
 // replacement closes a contender whose answer was lost (ending its
 // session, and with it any hold it had) and returns a new client in its
-// place under the next process id.
-func (s *suite) replacement(next *atomic.Int64, old impls.Locker) (impls.Locker, int, error) {
+// place under the next process id, made as newClient makes one: a
+// starved machine gave 16 Python clients' replacements no start in 10 s.
+func (s *suite) replacement(t T, next *atomic.Int64, old impls.Locker) (impls.Locker, int, error) {
 	old.Close()
 	id := int(next.Add(1) - 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := s.h.Approach.New(ctx, impls.Env{Endpoints: s.h.Endpoints, Clock: &clock.Skewable{}, ClientID: id})
+	l, err := s.newClient(t, id, s.h.Endpoints, &clock.Skewable{})
 	if err != nil {
 		return nil, 0, fmt.Errorf("a new %s client in place of one whose answer was lost: %w", s.h.Approach.Name, err)
 	}
@@ -505,7 +507,7 @@ func (c *contention) acquire(proc int, l impls.Locker) (impls.Lease, error) {
 func (c *contention) replace(proc int, l impls.Locker, lost error) (impls.Locker, int, bool) {
 	c.t.Logf("contender %d replaced: %v", proc, lost)
 	c.replaced.Add(1)
-	next, id, err := c.s.replacement(&c.nextProc, l)
+	next, id, err := c.s.replacement(c.t, &c.nextProc, l)
 	if err != nil {
 		c.t.Logf("contender %d retired: %v", proc, err)
 		return nil, 0, false

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,5 +77,50 @@ func wantStatus(t *testing.T, name string, f func(T), want Status) {
 	t.Logf("%s: %s", r.Status, strings.Join(r.Output, "; "))
 	if r.Status != want {
 		t.Fatalf("%s: %s, want %s", r.Name, r.Status, want)
+	}
+}
+
+// refusingFirst answers its first n acquires with err, taking nothing.
+type refusingFirst struct {
+	impls.Locker
+	n   *atomic.Int32
+	err error
+}
+
+func (l refusingFirst) Acquire(ctx context.Context, key string, opt impls.AcquireOptions) (impls.Lease, error) {
+	if l.n.Add(-1) >= 0 {
+		return nil, l.err
+	}
+	return l.Locker.Acquire(ctx, key, opt)
+}
+
+// The holder's acquire answered "unavailable" (nothing taken) is asked
+// again; answered so every time, or indeterminate, it ends the test.
+func TestFencingHolderAskedAgainWhenNotConnected(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		n    int32
+		err  error
+		want Status
+	}{
+		{"unavailable once", 1, impls.ErrUnavailable, Passed},
+		{"unavailable every time", 3, impls.ErrUnavailable, Failed},
+		{"indeterminate once", 1, impls.ErrIndeterminate, Failed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := memlock.NewService(1).Approach("mem")
+			inner := a.New
+			a.New = func(ctx context.Context, env impls.Env) (impls.Locker, error) {
+				l, err := inner(ctx, env)
+				if env.ClientID != 1 {
+					return pollingLocker{l}, err
+				}
+				n := &atomic.Int32{}
+				n.Store(tt.n)
+				return refusingFirst{pollingLocker{l}, n, fmt.Errorf("mem: %w: not connected", tt.err)}, err
+			}
+			s := &suite{h: Harness{Approach: a}, prefix: "fence-again-"}
+			wantStatus(t, "FencingTokensIncrease", s.fencingTokensIncrease, tt.want)
+		})
 	}
 }

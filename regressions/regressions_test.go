@@ -74,8 +74,9 @@ func TestCorpus(t *testing.T) {
 			names, verdicts := runFolder(t, reg, s, results, nil, s.Seed, runs)
 			// A run whose expected violation was missed while a client was
 			// replaced or failed (its worker retired: an indeterminate answer, a JVM
-			// not ready when its caller gave up, both seen under load), or
-			// that was undecided, did not run as written: it is run again,
+			// not ready when its caller gave up, both seen under load) or
+			// while something stood still, or that was undecided, did not
+			// run as written: it is run again,
 			// with the next seeds, four times at most (curator-696 beside two
 			// busy loops and three test packages: 3 of 5 runs replaced JVM
 			// clients in the first round, 2 of 3 in the second, 1 of 2 in
@@ -128,6 +129,9 @@ type ran struct {
 	approach string
 	replaced int64
 	failed   bool
+	// stalled: the lab's probes saw something stand still (locklab, a
+	// server, an adapter) past the plan's stall threshold.
+	stalled bool
 }
 
 // runFolder runs the scenario's approaches (all when nil) n times each,
@@ -147,7 +151,7 @@ func runFolder(t *testing.T, reg *impls.Registry, s *scenario.Scenario, results 
 	}
 	names := make([]ran, len(out.Results.Runs))
 	for i, r := range out.Results.Runs {
-		names[i] = ran{r.Approach, r.Replaced, r.Errors > 0}
+		names[i] = ran{r.Approach, r.Replaced, r.Errors > 0, len(r.Stalls) > 0}
 		if v := out.Verdicts[i]; v.Status != verdict.Agrees {
 			t.Logf("%s: %s: %s", r.Case, v.Status, v.Text)
 		}
@@ -156,9 +160,12 @@ func runFolder(t *testing.T, reg *impls.Registry, s *scenario.Scenario, results 
 }
 
 // notAsWritten: the run missed its expected violation while a client was
-// replaced or failed, or was undecided.
+// replaced or failed, or while something stood still (etcd-16221 beside two
+// busy loops: the two runs of five that missed had its etcd members stand
+// still 0.72 s, locklab 0.89 s and the adapters 0.77 s inside the waiter's
+// pause; the three that caught it, nothing), or was undecided.
 func notAsWritten(v verdict.Result, r ran) bool {
-	return v.Status == verdict.Undecided || v.Status == verdict.Contradicts && v.Missed && (r.replaced > 0 || r.failed)
+	return v.Status == verdict.Undecided || v.Status == verdict.Contradicts && v.Missed && (r.replaced > 0 || r.failed || r.stalled)
 }
 
 func TestNotAsWritten(t *testing.T) {
@@ -175,6 +182,8 @@ func TestNotAsWritten(t *testing.T) {
 		{"a violation not expected, a client replaced", verdict.Result{Status: verdict.Contradicts}, ran{replaced: 2}, false},
 		{"a violation not expected, a client failed", verdict.Result{Status: verdict.Contradicts}, ran{failed: true}, false},
 		{"undecided", verdict.Result{Status: verdict.Undecided}, ran{}, true},
+		{"missed while something stood still", verdict.Result{Status: verdict.Contradicts, Missed: true}, ran{stalled: true}, true},
+		{"a violation not expected while something stood still", verdict.Result{Status: verdict.Contradicts}, ran{stalled: true}, false},
 	} {
 		if got := notAsWritten(tc.v, tc.r); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

@@ -230,23 +230,13 @@ func (s *suite) replacement(t T, next *atomic.Int64, old impls.Locker) (impls.Lo
 	return &closeOnce{Locker: l}, id, nil
 }
 
+// acquire takes key for a step the test builds on. An answer of
+// "unavailable" (the client not connected: a kazoo session SUSPENDED beside
+// two busy loops, a Curator client not yet connected on an idle machine)
+// says nothing took effect, and is asked again on the same key, three
+// times at most, a moment apart. An indeterminate answer is not: it may
+// have taken the key.
 func acquire(t T, l impls.Locker, key string, opt impls.AcquireOptions) impls.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	lease, err := l.Acquire(ctx, key, opt)
-	if err != nil {
-		t.Fatalf("acquire %s: %v", key, err)
-	}
-	return lease
-}
-
-// acquireWhenReachable is acquire for a step the test builds on, on a key
-// it must keep: an answer of "unavailable" (the client not connected: a
-// kazoo session SUSPENDED beside two busy loops) says nothing took effect,
-// and is asked again, three times at most, a moment apart. An
-// indeterminate answer is not: it may have taken the key.
-func acquireWhenReachable(t T, l impls.Locker, key string, opt impls.AcquireOptions) impls.Lease {
 	t.Helper()
 	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -1730,7 +1720,7 @@ func (s *suite) fencingTokensIncrease(t T) {
 	}
 	acrossGrants := 0
 	for range 3 {
-		held := acquireWhenReachable(t, a, key, impls.AcquireOptions{})
+		held := acquire(t, a, key, impls.AcquireOptions{})
 		granted("a", held)
 		waited := make(chan answer, 1)
 		go func() {

@@ -10,6 +10,7 @@ package regressions
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -41,15 +42,22 @@ func TestCorpus(t *testing.T) {
 	// Two folders at a time: each starts servers of its own, and a folder
 	// whose cases pause servers runs them one after another (curator-696,
 	// 10 cases of about 22 s) while the other folders take their turns
-	// beside it. A folder's Go adapters are built before it takes its
-	// turn, side by side with the folders running: on a cold build cache
-	// they cost 4.5 minutes one after another, while curator-696 and
-	// kazoo-732 (Java and Python, nothing to build) could have run.
+	// beside it. The Go adapters are built from the start, one after
+	// another, while the folders with nothing to build (curator-696 and
+	// kazoo-732: Java and Python) run: a build waiting for a slot of
+	// -parallel started only when curator-696 ended (idle make test,
+	// 2026-12-03: etcd-11456's two builds 1 min 47 s after it).
+	built := map[string]chan error{}
 	folders := make(chan struct{}, 2)
 	for _, path := range scenarios {
 		t.Run(filepath.Dir(path), func(t *testing.T) {
+			// Before t.Parallel: the folders -run selects, known before
+			// any of them goes on.
+			built[path] = make(chan error, 1)
 			t.Parallel()
-			buildAdapters(t, filepath.Dir(path))
+			if err := <-built[path]; err != nil {
+				t.Fatal(err)
+			}
 			folders <- struct{}{}
 			defer func() { <-folders }()
 			start := time.Now()
@@ -121,6 +129,8 @@ func TestCorpus(t *testing.T) {
 			t.Logf("%s: %d cases in %v", s.Name, len(verdicts), time.Since(start).Round(time.Second))
 		})
 	}
+	// The selected folders go on once this returns.
+	go buildAllAdapters(t, scenarios, built)
 }
 
 // ran is one run's approach, how many of its clients were replaced, and
@@ -241,21 +251,32 @@ func TestLibraryIsWhatGoModPins(t *testing.T) {
 	}
 }
 
-// buildAdapters builds folder's pinned Go adapters (its VERSION/go.mod)
-// before its runs, so that a first build's minute does not count against an
-// adapter's start: the runs then find them in the cache.
-func buildAdapters(t *testing.T, folder string) {
+// buildAllAdapters builds the pinned Go adapters (VERSION/go.mod) of each
+// scenario folder in built, one folder after another, before its runs, so
+// that a first build's minute does not count against an adapter's start:
+// the runs then find them in the cache. A folder's channel gives its
+// builds' error, or nil, once they are done.
+func buildAllAdapters(t *testing.T, scenarios []string, built map[string]chan error) {
+	for _, path := range scenarios {
+		if done, ok := built[path]; ok {
+			done <- buildAdapters(t, filepath.Dir(path))
+		}
+	}
+}
+
+func buildAdapters(t *testing.T, folder string) error {
 	mods, err := filepath.Glob(filepath.Join(folder, "*", "go.mod"))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for _, m := range mods {
 		dir := filepath.Dir(m)
 		start := time.Now()
 		out, err := exec.Command("sh", "gobuild.sh", dir, "--build-only").CombinedOutput()
 		if err != nil {
-			t.Fatalf("%s: %v: %s", dir, err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("%s: %w: %s", dir, err, strings.TrimSpace(string(out)))
 		}
 		t.Logf("adapter %s ready in %v", dir, time.Since(start).Round(100*time.Millisecond))
 	}
+	return nil
 }

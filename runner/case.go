@@ -450,7 +450,11 @@ func (r *caseRun) judge(ctx context.Context) {
 	live.Unrecovered = r.unrecovered != nil
 	obs := verdict.Observe(r.verdict, r.rec.check != nil, live)
 	res := verdict.Compare(r.c.Expect, obs)
-	res = verdict.LabStalled(res, r.c.Expect, r.decisive(), notRestarting(r.stalls, r.windows))
+	d := r.decisive()
+	res = verdict.LabStalled(res, r.c.Expect, d, notRestarting(r.stalls, r.windows))
+	if h, ok := verdict.LapsedUntaken(r.tenures(), d.AtHold); ok {
+		res = verdict.Untaken(res, h, r.first)
+	}
 	if len(r.plan) > 0 && !r.nem.asked() {
 		res = verdict.NotInjected(res, injectionErrors(run.Faults))
 	}

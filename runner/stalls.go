@@ -288,6 +288,21 @@ func (r *caseRun) decisive() verdict.Decisive {
 	return d
 }
 
+// tenures are the case's holds as the checker placed them (none when
+// nothing was recorded).
+func (r *caseRun) tenures() []verdict.Tenure {
+	if r.rec.check == nil {
+		return nil
+	}
+	var out []verdict.Tenure
+	for _, ivs := range r.rec.check.Intervals() {
+		for _, iv := range ivs {
+			out = append(out, verdict.Tenure{Key: iv.Key, Proc: iv.Proc, Start: iv.Start, End: min(iv.End, r.last), Learned: iv.Learned})
+		}
+	}
+	return out
+}
+
 // leaseOf is how long after an instant fault (a crash) the lock answers
 // for it (Decisive.Lease): its TTL, or the session that frees a crashed
 // holder's lock; for a lock nothing frees (Weak.NoExpiry), the rest of the

@@ -41,7 +41,7 @@ images:
 # Sentinel failover cases wait most of their 33 s), and the conformance
 # suites run their server kinds side by side. ./regressions builds the
 # pinned library adapters on first use (into ~/.cache/locklab).
-SLOW_PACKAGES := ./regressions ./conformance/indocker ./cmd/locklab ./approaches ./impls/redis ./runner ./impls/mysql ./explore ./cluster ./explore/planted ./impls/zk ./locklabtest
+SLOW_PACKAGES := ./regressions ./conformance/indocker ./cmd/locklab ./approaches ./impls/redis ./runner ./impls/mysql ./explore ./cluster ./explore/planted ./impls/zk ./locklabtest ./conformance ./chaos ./impls/etcd ./adapter
 test: vet images docker-weight
 	$(GO) test -count=1 -p 3 -parallel 4 -timeout 30m $(SLOW_PACKAGES) ./...
 

@@ -31,19 +31,20 @@ images:
 
 # The Docker tests run against the images scripts/images.sh builds (reused
 # when their packages are current: a few seconds).
-# Three packages run at a time, the longest first (their order: a loaded
+# Four packages run at a time, the longest first (their order: a loaded
 # run's package times, 2026-11-30), so the run does not end on one long
 # package alone. The suite mostly waits (fault windows, holds,
 # servers starting): three at a time took an idle run from 891 s to 642 s
-# (the two cores 63% busy), and a run beside two busy loops from 1,094-1,156 s
-# to 867 s (2026-11-30; an earlier, heavier suite made its own load at three). Inside a package the long tests with servers of their own
+# (2026-11-30); on 2026-12-03, 836 s at three, 729 s at four with the pinned
+# adapters built one at a time, on colder caches (Go's build cache empty).
+# Inside a package the long tests with servers of their own
 # run side by side (-parallel 4: they mostly wait on their servers; the
 # Sentinel failover cases wait most of their 33 s), and the conformance
 # suites run their server kinds side by side. ./regressions builds the
 # pinned library adapters on first use (into ~/.cache/locklab).
 SLOW_PACKAGES := ./regressions ./conformance/indocker ./cmd/locklab ./approaches ./impls/redis ./runner ./impls/mysql ./explore ./cluster ./explore/planted ./impls/zk ./locklabtest ./conformance ./chaos ./impls/etcd ./adapter
 test: vet images docker-weight
-	$(GO) test -count=1 -p 3 -parallel 4 -timeout 30m $(SLOW_PACKAGES) ./...
+	$(GO) test -count=1 -p 4 -parallel 4 -timeout 30m $(SLOW_PACKAGES) ./...
 
 # On a cgroup v1 host all of Docker's containers weigh as one process
 # beside the tests' servers and any busy neighbour: the script says why

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,95 +43,96 @@ func TestCorpus(t *testing.T) {
 	// Two folders at a time: each starts servers of its own, and a folder
 	// whose cases pause servers runs them one after another (curator-696,
 	// 10 cases of about 22 s) while the other folders take their turns
-	// beside it. The Go adapters are built from the start, one after
-	// another, while the folders with nothing to build (curator-696 and
-	// kazoo-732: Java and Python) run: a build waiting for a slot of
-	// -parallel started only when curator-696 ended (idle make test,
-	// 2026-12-03: etcd-11456's two builds 1 min 47 s after it).
-	built := map[string]chan error{}
+	// beside it. Every folder starts at once and builds its Go adapters
+	// (gobuild.sh builds one at a time on the machine) before it waits for
+	// its turn, so the folders with nothing to build (curator-696 and
+	// kazoo-732: Java and Python) run while the others build. The folders
+	// are not t.Parallel subtests: -parallel's slots, taken by folders
+	// waiting for their builds, held kazoo-732 back for 5 minutes (idle
+	// make test, 2026-12-03).
 	folders := make(chan struct{}, 2)
+	var running sync.WaitGroup
+	defer running.Wait()
 	for _, path := range scenarios {
-		t.Run(filepath.Dir(path), func(t *testing.T) {
-			// Before t.Parallel: the folders -run selects, known before
-			// any of them goes on.
-			built[path] = make(chan error, 1)
-			t.Parallel()
-			if err := <-built[path]; err != nil {
-				t.Fatal(err)
-			}
-			folders <- struct{}{}
-			defer func() { <-folders }()
-			start := time.Now()
-			reg := all.Registry()
-			files, err := scenario.ApproachFiles(path)
-			if err == nil {
-				err = adapter.Register(reg, files)
-			}
-			if err == nil {
-				// The shipped adapters (Curator, kazoo, ...) a folder may name
-				// beside its own.
-				err = adapter.RegisterShipped(reg, []string{"../approaches"})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := scenario.Load(path, reg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			results := keptIfFailed(t)
-			names, verdicts := runFolder(t, reg, s, results, nil, s.Seed, runs)
-			// A run whose expected violation was missed while a client was
-			// replaced or failed (its worker retired: an indeterminate answer, a JVM
-			// not ready when its caller gave up, both seen under load) or
-			// while something stood still, or that was undecided, did not
-			// run as written: it is run again,
-			// with the next seeds, four times at most (curator-696 beside two
-			// busy loops and three test packages: 3 of 5 runs replaced JVM
-			// clients in the first round, 2 of 3 in the second, 1 of 2 in
-			// the third). Need is never lowered, and a violation not
-			// expected is never run again.
-			seed := s.Seed + runs
-			for round := 1; round <= 4; round++ {
-				again := map[string]int{}
-				var keptNames []ran
-				var kept []verdict.Result
-				for i, v := range verdicts {
-					if notAsWritten(v, names[i]) {
-						again[names[i].approach]++
-						continue
-					}
-					keptNames, kept = append(keptNames, names[i]), append(kept, v)
-				}
-				if len(again) == 0 {
-					break
-				}
-				for _, a := range slices.Sorted(maps.Keys(again)) {
-					t.Logf("round %d: %s: %d runs did not run as written; again", round, a, again[a])
-					n, v := runFolder(t, reg, s, results, []string{a}, seed, again[a])
-					seed += uint64(again[a])
-					keptNames, kept = append(keptNames, n...), append(kept, v...)
-				}
-				names, verdicts = keptNames, kept
-			}
-			approaches := make([]string, len(names))
-			for i, n := range names {
-				approaches[i] = n.approach
-			}
-			for _, n := range verdict.TallyBy(approaches, verdicts) {
-				st := n.Tally.Status(verdict.Policy{Need: need})
-				t.Logf("%s: as expected in %d of %d runs (missed %d, contradicted %d, undecided %d)",
-					n.Name, n.Agreed, n.Runs, n.Missed, n.Contradicted, n.Undecided)
-				if st != verdict.Agrees {
-					t.Errorf("%s: %s: as expected in %d of %d runs, need %d (missed %d, contradicted %d, undecided %d)",
-						n.Name, st, n.Agreed, n.Runs, need, n.Missed, n.Contradicted, n.Undecided)
-				}
-			}
-			t.Logf("%s: %d cases in %v", s.Name, len(verdicts), time.Since(start).Round(time.Second))
-		})
+		running.Go(func() { t.Run(filepath.Dir(path), func(t *testing.T) { runCorpusFolder(t, path, folders) }) })
 	}
-	// The selected folders go on once this returns.
-	go buildAllAdapters(t, scenarios, built)
+}
+
+// runCorpusFolder runs one folder of the corpus, once its adapters are
+// built and its turn came (folders: the turns).
+func runCorpusFolder(t *testing.T, path string, folders chan struct{}) {
+	if err := buildAdapters(t, filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	folders <- struct{}{}
+	defer func() { <-folders }()
+	start := time.Now()
+	reg := all.Registry()
+	files, err := scenario.ApproachFiles(path)
+	if err == nil {
+		err = adapter.Register(reg, files)
+	}
+	if err == nil {
+		// The shipped adapters (Curator, kazoo, ...) a folder may name
+		// beside its own.
+		err = adapter.RegisterShipped(reg, []string{"../approaches"})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenario.Load(path, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := keptIfFailed(t)
+	names, verdicts := runFolder(t, reg, s, results, nil, s.Seed, runs)
+	// A run whose expected violation was missed while a client was
+	// replaced or failed (its worker retired: an indeterminate answer, a JVM
+	// not ready when its caller gave up, both seen under load) or
+	// while something stood still, or that was undecided, did not
+	// run as written: it is run again,
+	// with the next seeds, four times at most (curator-696 beside two
+	// busy loops and three test packages: 3 of 5 runs replaced JVM
+	// clients in the first round, 2 of 3 in the second, 1 of 2 in
+	// the third). Need is never lowered, and a violation not
+	// expected is never run again.
+	seed := s.Seed + runs
+	for round := 1; round <= 4; round++ {
+		again := map[string]int{}
+		var keptNames []ran
+		var kept []verdict.Result
+		for i, v := range verdicts {
+			if notAsWritten(v, names[i]) {
+				again[names[i].approach]++
+				continue
+			}
+			keptNames, kept = append(keptNames, names[i]), append(kept, v)
+		}
+		if len(again) == 0 {
+			break
+		}
+		for _, a := range slices.Sorted(maps.Keys(again)) {
+			t.Logf("round %d: %s: %d runs did not run as written; again", round, a, again[a])
+			n, v := runFolder(t, reg, s, results, []string{a}, seed, again[a])
+			seed += uint64(again[a])
+			keptNames, kept = append(keptNames, n...), append(kept, v...)
+		}
+		names, verdicts = keptNames, kept
+	}
+	approaches := make([]string, len(names))
+	for i, n := range names {
+		approaches[i] = n.approach
+	}
+	for _, n := range verdict.TallyBy(approaches, verdicts) {
+		st := n.Tally.Status(verdict.Policy{Need: need})
+		t.Logf("%s: as expected in %d of %d runs (missed %d, contradicted %d, undecided %d)",
+			n.Name, n.Agreed, n.Runs, n.Missed, n.Contradicted, n.Undecided)
+		if st != verdict.Agrees {
+			t.Errorf("%s: %s: as expected in %d of %d runs, need %d (missed %d, contradicted %d, undecided %d)",
+				n.Name, st, n.Agreed, n.Runs, need, n.Missed, n.Contradicted, n.Undecided)
+		}
+	}
+	t.Logf("%s: %d cases in %v", s.Name, len(verdicts), time.Since(start).Round(time.Second))
 }
 
 // ran is one run's approach, how many of its clients were replaced, and
@@ -251,19 +253,9 @@ func TestLibraryIsWhatGoModPins(t *testing.T) {
 	}
 }
 
-// buildAllAdapters builds the pinned Go adapters (VERSION/go.mod) of each
-// scenario folder in built, one folder after another, before its runs, so
-// that a first build's minute does not count against an adapter's start:
-// the runs then find them in the cache. A folder's channel gives its
-// builds' error, or nil, once they are done.
-func buildAllAdapters(t *testing.T, scenarios []string, built map[string]chan error) {
-	for _, path := range scenarios {
-		if done, ok := built[path]; ok {
-			done <- buildAdapters(t, filepath.Dir(path))
-		}
-	}
-}
-
+// buildAdapters builds folder's pinned Go adapters (its VERSION/go.mod)
+// before its runs, so that a first build's minute does not count against an
+// adapter's start: the runs then find them in the cache.
 func buildAdapters(t *testing.T, folder string) error {
 	mods, err := filepath.Glob(filepath.Join(folder, "*", "go.mod"))
 	if err != nil {

@@ -69,6 +69,15 @@ public class CuratorMutex {
         });
         client.start();
         client.blockUntilConnected(10, TimeUnit.SECONDS);  // ready either way: calls wait for the connection
+        // A fresh JVM's first acquire loads and compiles the recipe's classes: over a case's 1 s acquire timeout
+        // when many JVMs start at once (an idle matrix's first runs: every client's first acquire unanswered in
+        // 1.2 s, nothing granted). One hold on a path of its own before ready pays for it there.
+        try {
+            InterProcessMutex warm = new InterProcessMutex(client, root + "-warm-up/" + UUID.randomUUID());
+            if (warm.acquire(5, TimeUnit.SECONDS)) warm.release();
+        } catch (Exception e) {
+            // not connected yet: the requests' own answers will say so
+        }
         send("{\"type\":\"ready\",\"protocol\":1}");
         // One thread runs every call: the mutex's reentrancy and ownership are per thread.
         ExecutorService worker = Executors.newSingleThreadExecutor();

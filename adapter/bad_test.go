@@ -115,14 +115,23 @@ func TestBadAdapters(t *testing.T) {
 	}
 }
 
-// An acquire the adapter left unknown once its wait ran out gave up at the
-// caller's deadline, as an in-process waiter does: indeterminate, and the
-// context's deadline; one left unknown before it is only indeterminate.
-func TestInfoAtTheDeadlineWrapsIt(t *testing.T) {
+// A waiting acquire the adapter left unknown, or answered "unavailable"
+// (nothing deciding sent: py-etcd3-lock's lease grant unanswered in a
+// 200 ms wait beside two busy loops), once its wait ran out gave up at the
+// caller's deadline, as an in-process waiter does: indeterminate, or not
+// acquired, and the context's deadline. Either answer before the deadline
+// is only what it says.
+func TestAnswersAtTheDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		mode     string
+		want     error
 		deadline bool
-	}{{"info-at-timeout", true}, {"info-at-once", false}} {
+	}{
+		{"info-at-timeout", impls.ErrIndeterminate, true},
+		{"info-at-once", impls.ErrIndeterminate, false},
+		{"unavailable-at-timeout", impls.ErrNotAcquired, true},
+		{"unavailable-at-once", impls.ErrUnavailable, false},
+	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			l, err := Start(context.Background(), badSpec(t, tc.mode), impls.Env{ClientID: 1, LogDir: t.TempDir()})
 			if err != nil {
@@ -132,8 +141,8 @@ func TestInfoAtTheDeadlineWrapsIt(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
 			_, err = l.Acquire(ctx, "k", impls.AcquireOptions{})
-			if !errors.Is(err, impls.ErrIndeterminate) || errors.Is(err, context.DeadlineExceeded) != tc.deadline {
-				t.Fatalf("err = %v; want indeterminate, wrapping the deadline %v", err, tc.deadline)
+			if !errors.Is(err, tc.want) || errors.Is(err, context.DeadlineExceeded) != tc.deadline {
+				t.Fatalf("err = %v; want %v, wrapping the deadline %v", err, tc.want, tc.deadline)
 			}
 		})
 	}

@@ -642,12 +642,20 @@ func (l *Locker) Acquire(ctx context.Context, key string, opt impls.AcquireOptio
 	}
 	if c.msg.Type != TypeOK {
 		err := outcome(c.msg)
+		// Whole milliseconds of timeout_ms end up to one before the
+		// caller's deadline.
+		atDeadline := !time.Now().Before(c.deadline.Add(-time.Millisecond))
 		waitedOut := c.msg.Type == TypeFail && c.msg.Error == FailNotAcquired ||
 			// An acquire left unknown once its wait ran out (kazoo's worker
-			// still inside the lock call): whole milliseconds of
-			// timeout_ms end up to one before the caller's deadline.
-			c.msg.Type == TypeInfo && !time.Now().Before(c.deadline.Add(-time.Millisecond))
-		if !opt.Try && waitedOut {
+			// still inside the lock call).
+			c.msg.Type == TypeInfo && atDeadline
+		switch {
+		case !opt.Try && c.msg.Type == TypeFail && c.msg.Error == FailUnavailable && atDeadline:
+			// Nothing deciding was sent before the wait ran out: not
+			// acquired by the caller's deadline, as an in-process waiter
+			// whose context ends before its deciding call.
+			err = fmt.Errorf("%w: gave up waiting (%s): %w", impls.ErrNotAcquired, c.msg.Reason, context.DeadlineExceeded)
+		case !opt.Try && waitedOut:
 			// A waiting acquire that did not get the lock waited out its
 			// timeout_ms, which is the caller's deadline: it gave up as
 			// an in-process waiter does when its context ends.

@@ -75,6 +75,11 @@ for line in sys.stdin:
         msg(type="info", id=rid, reason="no answer from the server in time")
     elif mode == "info-at-once":  # not a mistake: the connection dropped under the request
         msg(type="info", id=rid, reason="connection lost")
+    elif mode == "unavailable-at-timeout":  # not a mistake: nothing deciding sent before the wait ran out
+        time.sleep(req.get("timeout_ms", 0) / 1000)
+        msg(type="fail", id=rid, error="unavailable", reason="no answer from the server in time")
+    elif mode == "unavailable-at-once":  # not a mistake: the connection was refused
+        msg(type="fail", id=rid, error="unavailable", reason="connection refused")
     elif mode == "renewed-unasked":
         msg(type="ok", id=rid)
         msg(type="renewed", lease=rid, valid_ms=1000)

@@ -452,7 +452,7 @@ func (r *caseRun) judge(ctx context.Context) {
 	res := verdict.Compare(r.c.Expect, obs)
 	d := r.decisive()
 	res = verdict.LabStalled(res, r.c.Expect, d, notRestarting(r.stalls, r.windows))
-	if h, ok := verdict.LapsedUntaken(r.tenures(), d.AtHold); ok {
+	if h, ok := verdict.LapsedUntaken(d.Tenures, d.AtHold); ok {
 		res = verdict.Untaken(res, h, r.first)
 	}
 	if len(r.plan) > 0 && !r.nem.asked() {

@@ -263,6 +263,7 @@ func (r *caseRun) decisive() verdict.Decisive {
 				end = r.last
 			}
 			d.Holds = append(d.Holds, verdict.Span{Start: iv.Start, End: end})
+			d.Tenures = append(d.Tenures, verdict.Tenure{Key: iv.Key, Proc: iv.Proc, Start: iv.Start, End: min(iv.End, r.last), Learned: iv.Learned})
 		}
 	}
 	for _, w := range r.windows {
@@ -286,21 +287,6 @@ func (r *caseRun) decisive() verdict.Decisive {
 		}
 	}
 	return d
-}
-
-// tenures are the case's holds as the checker placed them (none when
-// nothing was recorded).
-func (r *caseRun) tenures() []verdict.Tenure {
-	if r.rec.check == nil {
-		return nil
-	}
-	var out []verdict.Tenure
-	for _, ivs := range r.rec.check.Intervals() {
-		for _, iv := range ivs {
-			out = append(out, verdict.Tenure{Key: iv.Key, Proc: iv.Proc, Start: iv.Start, End: min(iv.End, r.last), Learned: iv.Learned})
-		}
-	}
-	return out
 }
 
 // leaseOf is how long after an instant fault (a crash) the lock answers

@@ -72,6 +72,10 @@ type Decisive struct {
 	Instant []Span
 	Lease   int64
 	Holds   []Span
+	// Tenures are the same holds as the checker placed them, each to its
+	// end (a crashed holder's at its crash), with who held which key and
+	// when it was told the lock was gone (LapsedUntaken).
+	Tenures []Tenure
 	// AtHold are the faults that struck at a grant, aimed at its hold
 	// (`when: holding`), from their start to when they took effect (an
 	// instant one over, a lasting one in place): those must meet it

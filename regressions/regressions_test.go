@@ -25,6 +25,7 @@ import (
 	"github.com/locklab/locklab/adapter"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/internal/keptdir"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenario"
 	"github.com/locklab/locklab/verdict"
@@ -84,7 +85,7 @@ func runCorpusFolder(t *testing.T, path string, folders chan struct{}) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := keptIfFailed(t)
+	results := keptdir.New(t, "locklab-regression-")
 	names, verdicts := runFolder(t, reg, s, results, nil, s.Seed, runs)
 	// A run whose expected violation was missed while a client was
 	// replaced or failed (its worker retired: an indeterminate answer, a JVM
@@ -201,25 +202,6 @@ func TestNotAsWritten(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-}
-
-// keptIfFailed is a results folder removed after the test unless it
-// failed: a folder whose race went the other way under load is read from
-// its history, which a temp dir would take with it.
-func keptIfFailed(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "locklab-regression-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("results kept in %s", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
-	return dir
 }
 
 // A pinned Go adapter's approach file says the library and version its

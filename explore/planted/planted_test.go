@@ -17,6 +17,7 @@ import (
 	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/impls"
 	"github.com/locklab/locklab/impls/all"
+	"github.com/locklab/locklab/internal/keptdir"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenario"
@@ -64,7 +65,7 @@ func searchOf(t *testing.T, reg *impls.Registry, budget time.Duration, seed uint
 	}
 	return explore.Config{Registry: reg, Approaches: approaches, Faults: faults,
 		Budget: budget, Seed: seed, Steer: true, Expect: matrix.NewExpectations(m, all.Registry()),
-		ResultsDir: t.TempDir(), StopAfterNew: 1, Runner: &runner.Runner{Log: t.Logf, WorkerArgv: []string{exe, workerArg}}}
+		ResultsDir: keptdir.New(t, "locklab-explore-"), StopAfterNew: 1, Runner: &runner.Runner{Log: t.Logf, WorkerArgv: []string{exe, workerArg}}}
 }
 
 // The planted release bug (a compare-and-delete that times out is retried
@@ -455,7 +456,7 @@ func runScenario(t *testing.T, reg *impls.Registry, sc *scenario.Scenario, runs 
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: t.TempDir(), Runs: runs, Approaches: only})
+	p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: keptdir.New(t, "locklab-replay-"), Runs: runs, Approaches: only})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -258,12 +258,13 @@ func (r *caseRun) decisive() verdict.Decisive {
 	}
 	for _, ivs := range held {
 		for _, iv := range ivs {
-			end := min(iv.End, r.last)
+			tenure := verdict.Tenure{Key: iv.Key, Proc: iv.Proc, Start: iv.Start, End: min(iv.End, r.last), Learned: iv.Learned}
+			end := tenure.End
 			if iv.Fate != nil && iv.Fate.Crashed != 0 {
 				end = r.last
 			}
 			d.Holds = append(d.Holds, verdict.Span{Start: iv.Start, End: end})
-			d.Tenures = append(d.Tenures, verdict.Tenure{Key: iv.Key, Proc: iv.Proc, Start: iv.Start, End: min(iv.End, r.last), Learned: iv.Learned})
+			d.Tenures = append(d.Tenures, tenure)
 		}
 	}
 	for _, w := range r.windows {

@@ -33,12 +33,16 @@ func newSentinelClient(ctx context.Context, ep impls.Servers) (*goredis.Client, 
 		return dialer(ctx, network, addr)
 	}
 	c := goredis.NewFailoverClient(&goredis.FailoverOptions{
-		MasterName:            ep.Sentinel.Master,
-		SentinelAddrs:         ep.Addrs,
-		Dialer:                dial,
-		Protocol:              2,
-		DisableIdentity:       true,
-		MaxRetries:            -1,
+		MasterName:      ep.Sentinel.Master,
+		SentinelAddrs:   ep.Addrs,
+		Dialer:          dial,
+		Protocol:        2,
+		DisableIdentity: true,
+		MaxRetries:      -1,
+		// One dial a try: go-redis's default of 5 nests (each dial of the
+		// primary asks every Sentinel, each with 5 dials 100 ms apart), so
+		// with every server down an acquire took seconds to say so.
+		DialerRetries:         1,
 		PoolSize:              1,
 		DialTimeout:           dialTimeout,
 		ReadTimeout:           3 * time.Second,

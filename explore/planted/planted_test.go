@@ -313,7 +313,7 @@ func runText(t *testing.T, reg *impls.Registry, text string) (runner.Plan, *runn
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: t.TempDir()})
+	p, err := runner.ScenarioPlan(reg, sc, runner.ScenarioOptions{ResultsDir: keptdir.New(t, "locklab-scenario-")})
 	if err != nil {
 		t.Fatal(err)
 	}

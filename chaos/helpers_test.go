@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/internal/procstat"
 )
 
 // startCluster starts real servers for one test and stops them after it.
@@ -136,14 +136,11 @@ func (c *redisConn) must(args ...string) string {
 // procState is a process's state letter from /proc: R, S, T (stopped)...
 func procState(t *testing.T, pid int) string {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procstat.Read(pid)
 	if err != nil {
 		return ""
 	}
-	// pid (comm) state ...: comm may hold spaces, so cut after the last ')'.
-	s := string(b)
-	rest := s[strings.LastIndexByte(s, ')')+2:]
-	return rest[:1]
+	return string(st.State)
 }
 
 func serverKind(server string) impls.Server { return impls.Server(server) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/cluster/docker"
 	"github.com/locklab/locklab/impls"
+	"github.com/locklab/locklab/internal/procstat"
 )
 
 // redisDo sends one inline command and returns the first reply line
@@ -209,11 +210,11 @@ func TestZooKeeperUnderFakeTimeIdles(t *testing.T) {
 	used := func() time.Duration {
 		var d time.Duration
 		for _, n := range c.Nodes() {
-			st, ok := procStat(n.Pid())
-			if !ok {
-				t.Fatalf("%s: no /proc stat", n.Name)
+			st, err := procstat.Read(n.Pid())
+			if err != nil {
+				t.Fatalf("%s: %v", n.Name, err)
 			}
-			d += st.cpu
+			d += st.CPU
 		}
 		return d
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/locklab/locklab/internal/procstat"
 	"github.com/locklab/locklab/spawn"
 )
 
@@ -132,7 +133,7 @@ func allStopped(pids []int, limit time.Duration) error {
 				if err != nil {
 					continue
 				}
-				if st, ok := procStat(tid); ok && st.state != "T" && st.state != "t" && st.state != "Z" && st.state != "X" {
+				if st, err := procstat.Read(tid); err == nil && !st.Stopped() && !st.Zombie() {
 					running++
 				}
 			}
@@ -163,39 +164,6 @@ func signalServer(leader int, sig syscall.Signal) ([]int, error) {
 	return pids, err
 }
 
-type stat struct {
-	state      string
-	ppid, pgrp int
-	cpu        time.Duration // user and system time used so far
-}
-
-// procStat reads a process's state, parent, group and CPU time from /proc.
-func procStat(pid int) (stat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return stat{}, false
-	}
-	// pid (comm) state ppid pgrp ...: comm may hold spaces, so split
-	// after its closing parenthesis.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return stat{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 {
-		return stat{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	pgrp, _ := strconv.Atoi(f[2])
-	st := stat{state: f[0], ppid: ppid, pgrp: pgrp}
-	if len(f) > 12 { // utime and stime, in clock ticks of 10 ms on every Linux this runs on
-		user, _ := strconv.Atoi(f[11])
-		sys, _ := strconv.Atoi(f[12])
-		st.cpu = time.Duration(user+sys) * 10 * time.Millisecond
-	}
-	return st, true
-}
-
 // allGone waits until none of pids is alive (zombies hold nothing), or
 // limit passes.
 func allGone(pids []int, limit time.Duration) error {
@@ -203,7 +171,7 @@ func allGone(pids []int, limit time.Duration) error {
 	for {
 		alive := 0
 		for _, pid := range pids {
-			if st, ok := procStat(pid); ok && st.state != "Z" {
+			if st, err := procstat.Read(pid); err == nil && st.State != 'Z' {
 				alive++
 			}
 		}
@@ -226,7 +194,7 @@ func groupHasLive(pgid int) bool {
 		if err != nil {
 			continue
 		}
-		if st, ok := procStat(pid); ok && st.pgrp == pgid && st.state != "Z" {
+		if st, err := procstat.Read(pid); err == nil && st.PGRP == pgid && st.State != 'Z' {
 			return true
 		}
 	}

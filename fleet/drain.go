@@ -1,14 +1,14 @@
 package fleet
 
 import (
-	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/locklab/locklab/internal/procstat"
 )
 
 // watchedPipe is a worker's stdout as the fleet reads it, watched so a
@@ -100,13 +100,8 @@ func (p *clientProcess) stoppedAndDrained(within time.Duration) bool {
 
 // stopped reports whether process pid is stopped by a signal.
 func stopped(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't')
+	st, err := procstat.Read(pid)
+	return err == nil && st.Stopped()
 }
 
 var _ io.Reader = (*watchedPipe)(nil)

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -14,6 +12,7 @@ import (
 	"github.com/locklab/locklab/chaos"
 	"github.com/locklab/locklab/fleet"
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/internal/procstat"
 )
 
 // ev is one event of proc's on key, for the holders view.
@@ -132,12 +131,11 @@ func sleeper(t *testing.T) signalled {
 // isStopped reports whether s's process is stopped (SIGSTOP).
 func isStopped(t *testing.T, s signalled) bool {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	st, err := procstat.Read(s.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return strings.HasPrefix(rest, "T")
+	return st.Stopped()
 }
 
 // signalled stands in for a worker process in its slot: holderProcess

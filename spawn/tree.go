@@ -1,9 +1,10 @@
 package spawn
 
 import (
-	"bytes"
 	"os"
 	"strconv"
+
+	"github.com/locklab/locklab/internal/procstat"
 )
 
 // Descendants lists the processes below pid (children, theirs, ...), read
@@ -33,22 +34,8 @@ func Descendants(pid int) []int {
 	return out
 }
 
-// parentOf reads pid's parent from /proc/PID/stat: "pid (comm) state
-// ppid ...", where comm may hold spaces and parentheses, so the fields
-// are read after its last closing parenthesis.
+// parentOf reads pid's parent from /proc.
 func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(string(f[1]))
-	return ppid, err == nil
+	st, err := procstat.Read(pid)
+	return st.PPID, err == nil
 }

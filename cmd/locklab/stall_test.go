@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/locklab/locklab/history"
+	"github.com/locklab/locklab/internal/procstat"
 	"github.com/locklab/locklab/internal/starve"
 )
 
@@ -120,13 +121,6 @@ func stopFor(t *testing.T, pid int, d time.Duration) stop {
 	}, func() error { return syscall.Kill(pid, syscall.SIGCONT) })
 }
 
-// statFields are the fields of a /proc stat line after the command's name
-// (state, ppid, ...): "pid (comm) state ppid ...", where comm may hold
-// spaces and parentheses.
-func statFields(st []byte) []string {
-	return strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
-}
-
 // allThreadsStopped waits until every thread of pid shows state T (stopped)
 // in /proc, at most within.
 func allThreadsStopped(pid int, within time.Duration) error {
@@ -137,11 +131,11 @@ func allThreadsStopped(pid int, within time.Duration) error {
 		}
 		stopped := true
 		for _, task := range tasks {
-			st, err := os.ReadFile(task)
+			st, err := procstat.ReadFile(task)
 			if err != nil {
 				continue // the thread ended
 			}
-			if f := statFields(st); len(f) > 0 && f[0] != "T" && f[0] != "t" {
+			if !st.Stopped() {
 				stopped = false
 				break
 			}
@@ -242,12 +236,8 @@ func workerPIDs(pid int) []int {
 	var out []int
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
-		st, err := os.ReadFile(filepath.Join(p, "stat"))
-		if err != nil {
-			continue
-		}
-		f := statFields(st)
-		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+		st, err := procstat.ReadFile(filepath.Join(p, "stat"))
+		if err != nil || st.PPID != pid {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))

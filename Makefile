@@ -47,9 +47,9 @@ images:
 SLOW_PACKAGES := ./regressions ./conformance/indocker ./cmd/locklab ./approaches ./impls/redis ./runner ./impls/mysql ./explore ./cluster ./explore/planted ./impls/zk ./locklabtest ./conformance ./chaos ./impls/etcd ./adapter
 # The JVMs the tests start (ZooKeeper servers, the Curator adapters, javac)
 # compile with C1 only: they live seconds to a minute, and C2's compiler
-# threads cost a third of their CPU on two cores (./impls/zk: 26.6 -> 18.6
+# threads cost nearly a third of their CPU on two cores (./impls/zk: 26.6 -> 18.6
 # CPU-s, wall 0.96x). Only for the tests: locklab bench keeps ZooKeeper's
-# own defaults, whose peak throughput C1 lowers by up to a tenth.
+# own defaults: C1 lowers its throughput at 8 and 32 clients by 7-13%.
 test: export JAVA_TOOL_OPTIONS = -XX:TieredStopAtLevel=1
 test: vet images docker-weight
 	$(GO) test -vet=off -count=1 -p 4 -parallel 4 -timeout 30m $(SLOW_PACKAGES) ./...

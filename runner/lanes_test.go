@@ -277,14 +277,11 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 		t.Fatalf("fault windows %+v, want the one kill, healed", windows)
 	}
 	kw := windows[0]
-	during := map[string]int{}
-	for _, e := range evs {
-		if e.F == history.Acquire && e.Type == history.OK && e.T > kw.Start && e.T < kw.End {
-			during[strings.Split(e.Key, "/")[1]]++ // nonce/case/key
-		}
-	}
+	during, _ := caseSpans(t, out.Dir, func(e history.Event) bool {
+		return e.F == history.Acquire && e.Type == history.OK && e.T > kw.Start && e.T < kw.End
+	})
 	for _, c := range cases[1:] {
-		if during[c.Name] == 0 {
+		if _, granted := during[c.Name]; !granted {
 			t.Fatalf("%s was granted nothing while %s's node was killed (%v to %v): they did not run side by side",
 				c.Name, killed.Name, time.Duration(kw.Start), time.Duration(kw.End))
 		}

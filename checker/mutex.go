@@ -132,6 +132,17 @@ func (iv Interval) believedAt(t int64) int64 {
 	return iv.ValidUntil
 }
 
+// toldBefore reports whether the lock told the holder its lock was gone
+// (a lost signal, an extend answered not held) at or before t: whatever
+// it believed of its lease, its tenure was over as far as it was told, so
+// a grant from then on went to another after the holder's lease, as one
+// after its expiry does (a session lock that heartbeats believes in its
+// session until the library says otherwise).
+func (iv Interval) toldBefore(t int64) bool {
+	s := iv.fate().Signal
+	return s != 0 && s <= t
+}
+
 // fate is what befell the tenure (the zero Fate: nothing).
 func (iv Interval) fate() Fate {
 	if iv.Fate == nil {
@@ -287,6 +298,9 @@ func (d DoubleGrant) Describe(origin int64) string {
 	lease := ""
 	if believed := d.Held.believedAt(d.Second.Start); believed != 0 {
 		lease = fmt.Sprintf("; its lease ran to %s", rel(believed))
+	}
+	if d.Held.toldBefore(d.Second.Start) {
+		lease += fmt.Sprintf("; it was told at %s that its lock was gone", rel(d.Held.fate().Signal))
 	}
 	return fmt.Sprintf("client %d acquired %s at %s while client %d held it since %s and %s%s: %s (events %d, %d)%s",
 		d.Second.Proc, lockName(d.Key), rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), released, lease, d.Kind,
@@ -1024,7 +1038,7 @@ func (m *Mutex) kind(held, second Interval) string {
 		return NeverReleased
 	}
 	believed := held.believedAt(second.Start)
-	if believed != 0 && second.Start >= believed {
+	if believed != 0 && second.Start >= believed || held.toldBefore(second.Start) {
 		return OutlivedLease
 	}
 	if believed == 0 && second.ValidUntil == 0 {

@@ -292,6 +292,16 @@ func TestDoubleGrantKindIsTheBeliefAtTheGrant(t *testing.T) {
 			ev(1, inv, E, "k", 170*ms), lease(ev(1, ok, E, "k", 175*ms), 500*ms),
 			ev(1, inv, R, "k", 200*ms), ev(2, inv, R, "k", 250*ms),
 		}, OutlivedLease, "its lease ran to 0.150000 s"},
+		{"told its lock was gone before the grant, its belief still running", []history.Event{
+			lease(ev(1, ok, A, "k", 10*ms), 500*ms), ev(1, history.Info, history.Lost, "k", 100*ms),
+			lease(ev(2, ok, A, "k", 120*ms), 300*ms),
+			ev(1, inv, R, "k", 200*ms), ev(2, inv, R, "k", 250*ms),
+		}, OutlivedLease, "its lease ran to 0.500000 s; it was told at 0.100000 s that its lock was gone"},
+		{"told its lock was gone after the grant", []history.Event{
+			lease(ev(1, ok, A, "k", 10*ms), 500*ms), lease(ev(2, ok, A, "k", 120*ms), 300*ms),
+			ev(1, history.Info, history.Lost, "k", 130*ms),
+			ev(1, inv, R, "k", 200*ms), ev(2, inv, R, "k", 250*ms),
+		}, BothValid, "its lease ran to 0.500000 s:"},
 	}
 	for _, tc := range tests {
 		for _, model := range []Model{ModelLease, ModelMutex} {

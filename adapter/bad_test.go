@@ -152,13 +152,7 @@ func TestAnswersAtTheDeadline(t *testing.T) {
 // when its grant's request went out, not from when the answer came back:
 // the server counts the session from having heard the request, no later.
 func TestSessionBeliefCountsFromTheRequest(t *testing.T) {
-	spec := badSpec(t, "slow-grant")
-	spec.CrashFreedAfter = 2 * time.Second // a session lock: no TTL
-	l, err := Start(context.Background(), spec, impls.Env{ClientID: 1, LogDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := startSession(t, "slow-grant")
 	sent := time.Now()
 	lease, err := l.Acquire(context.Background(), "k", impls.AcquireOptions{})
 	if err != nil {
@@ -167,10 +161,64 @@ func TestSessionBeliefCountsFromTheRequest(t *testing.T) {
 	answered := time.Now()
 	// Half the answer's 400 ms way back apart: from the request, not the
 	// answer.
-	if vu := lease.ValidUntil(); vu.Before(sent.Add(spec.CrashFreedAfter)) || !vu.Before(sent.Add(spec.CrashFreedAfter+200*time.Millisecond)) {
+	if vu := lease.ValidUntil(); vu.Before(sent.Add(sessionTimeout)) || !vu.Before(sent.Add(sessionTimeout+200*time.Millisecond)) {
 		t.Fatalf("believed valid until %v after the request, want from the request (%v) and not from the answer (%v later)",
-			vu.Sub(sent), spec.CrashFreedAfter, answered.Sub(sent))
+			vu.Sub(sent), sessionTimeout, answered.Sub(sent))
 	}
+}
+
+// A session lock's heartbeat (renewing, then renewed with no valid_ms)
+// moves its holder's belief to the session timeout from the heartbeat's
+// renewing, and the holder is told that belief with the renewal.
+func TestSessionHeartbeatMovesTheBelief(t *testing.T) {
+	l := startSession(t, "session-heartbeat")
+	renewed := make(chan impls.Renewal, 2)
+	var renewing time.Time
+	lease, err := l.Acquire(context.Background(), "k", impls.AcquireOptions{OnRenew: func(r impls.Renewal) {
+		if !r.Done {
+			renewing = time.Now()
+			return
+		}
+		renewed <- r
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := lease.ValidUntil()
+	var r impls.Renewal
+	select {
+	case r = <-renewed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no renewed told in 5 s")
+	}
+	if r.Err != nil {
+		t.Fatalf("renewal err = %v, want none", r.Err)
+	}
+	// From the renewing's arrival (300 ms after the grant), not the
+	// acquire's: the belief moved on, and the holder was told it.
+	if want := renewing.Add(sessionTimeout); r.ValidUntil.After(want) || r.ValidUntil.Before(want.Add(-50*time.Millisecond)) {
+		t.Errorf("renewal told valid until %v, want the renewing's arrival plus the session timeout (%v)", r.ValidUntil, want)
+	}
+	if !r.ValidUntil.After(granted.Add(250*time.Millisecond)) || !lease.ValidUntil().Equal(r.ValidUntil) {
+		t.Errorf("belief at the grant %v, told %v, now %v: want it moved on by the heartbeat and kept", granted, r.ValidUntil, lease.ValidUntil())
+	}
+}
+
+// sessionTimeout is startSession's crash-freed-after.
+const sessionTimeout = 2 * time.Second
+
+// startSession starts the bad adapter in mode as a session lock (no TTL,
+// a crashed holder's lock freed after sessionTimeout).
+func startSession(t *testing.T, mode string) *Locker {
+	t.Helper()
+	spec := badSpec(t, mode)
+	spec.CrashFreedAfter = sessionTimeout
+	l, err := Start(context.Background(), spec, impls.Env{ClientID: 1, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
 }
 
 func TestMissingCommand(t *testing.T) {

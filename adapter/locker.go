@@ -407,12 +407,16 @@ func (l *Locker) renewal(m Message) error {
 			if m.ValidMs >= 0 {
 				ls.until = sent.Add(time.Duration(m.ValidMs * float64(time.Millisecond)))
 			}
-			r.ValidUntil = ls.until
 			l.hear(sent)
 		}
 	}
 	onRenew := ls.onRenew
 	ls.mu.Unlock()
+	if r.Done && r.Err == nil {
+		// A session heartbeat (no valid_ms) moves a session lock's belief
+		// through hear: the holder is told the belief it now has.
+		r.ValidUntil = ls.ValidUntil()
+	}
 	if onRenew != nil {
 		onRenew(r)
 	}

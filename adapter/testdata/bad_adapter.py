@@ -87,6 +87,12 @@ for line in sys.stdin:
         msg(type="ok", id=rid)
         msg(type="renewing", lease=rid)
         msg(type="renewing", lease=rid)
+    elif mode == "session-heartbeat":  # not a mistake: a session lock's heartbeat, 300 ms after its grant
+        msg(type="ok", id=rid)
+        time.sleep(0.3)
+        msg(type="renewing", lease=rid)
+        time.sleep(0.1)
+        msg(type="renewed", lease=rid)
     elif mode == "slow-grant":  # not a mistake: a grant whose answer takes 400 ms on its way back
         time.sleep(0.4)
         msg(type="ok", id=rid)

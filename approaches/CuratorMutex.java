@@ -7,15 +7,89 @@ import java.nio.charset.StandardCharsets;
 import java.util.*; import java.util.concurrent.*;
 import java.util.regex.*;  // no JSON library: Debian's Curator does not bring one
 import org.apache.curator.framework.*;
+import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 public class CuratorMutex {
     static final PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
-    static final Map<String, InterProcessMutex> mutexes = new HashMap<>();          // key -> its mutex (reentrancy)
-    static final Map<Long, InterProcessMutex> leases = new ConcurrentHashMap<>();   // acquire id -> mutex
+    static final Map<String, Mutex> mutexes = new HashMap<>();          // key -> its mutex (reentrancy)
+    static final Map<Long, Mutex> leases = new ConcurrentHashMap<>();   // acquire id -> mutex
     static final Map<Long, ConnectionState> lost = new ConcurrentHashMap<>();       // lease -> state it was lost in
+    static final Map<Long, String> nodeOf = new ConcurrentHashMap<>();               // acquire id -> its node, for the heartbeats
     static synchronized void send(String json) { out.print(json + "\n"); out.flush(); }
+    // The mutex's node path is the holding thread's (getLockPath, protected: for subclasses).
+    static final class Mutex extends InterProcessMutex {
+        Mutex(CuratorFramework client, String path) { super(client, path); }
+        String node() { return getLockPath(); }
+    }
+    // Session heartbeats (docs/protocol.md, Events): every third of the session timeout, for each lease held and not
+    // told lost, `renewing`, an exists of its node, then `renewed` with no valid_ms. Any answer from the server (the
+    // node there or not) says the session was alive when the request went out, so locklab's belief in the holder's
+    // session follows it, as for the built-in ZooKeeper locks' heartbeats; it is a probe, not a check of the node:
+    // a node gone while the library still holds is the lock's failure to report, not the adapter's to hide.
+    static final class Heartbeats implements Runnable {
+        final CuratorFramework client;
+        final long periodMs;
+        final Map<Long, String> nodes = new LinkedHashMap<>();  // lease -> its node; guarded by this
+        final Set<Long> gone = new HashSet<>();  // leases told lost, never to beat again; guarded by this
+        boolean now;  // a lease was added: beat at once; guarded by this
+        Heartbeats(CuratorFramework client, long periodMs) { this.client = client; this.periodMs = periodMs; }
+        // Start beating for lease: call it once its grant's answer was sent.
+        synchronized void hold(long lease, String node) {
+            if (node == null || periodMs <= 0 || gone.contains(lease)) return;
+            nodes.put(lease, node);
+            now = true;
+            notifyAll();
+        }
+        // No renewing is sent for lease once this returns, so a release answered after it follows every one.
+        synchronized void drop(long lease) { nodes.remove(lease); gone.remove(lease); }
+        // Told lost (maybe before hold): its session is no longer vouched for.
+        synchronized void lost(long lease) { nodes.remove(lease); gone.add(lease); }
+        public void run() {
+            for (;;) {
+                List<Long> due;
+                synchronized (this) {
+                    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(periodMs);
+                    for (long left; !now && (left = end - System.nanoTime()) > 0; )
+                        try { TimeUnit.NANOSECONDS.timedWait(this, left); } catch (InterruptedException e) { return; }
+                    now = false;
+                    due = new ArrayList<>(nodes.keySet());
+                }
+                for (long lease : due) beat(lease);
+            }
+        }
+        void beat(long lease) {
+            String node;
+            synchronized (this) {
+                if ((node = nodes.get(lease)) == null) return;
+                send("{\"type\":\"renewing\",\"lease\":" + lease + "}");
+            }
+            CompletableFuture<Integer> code = new CompletableFuture<>();
+            String how = "";
+            try {
+                client.checkExists().inBackground((CuratorFramework c, CuratorEvent e) -> code.complete(e.getResultCode())).forPath(node);
+                int rc = code.get(periodMs, TimeUnit.MILLISECONDS);
+                if (rc != 0 && rc != org.apache.zookeeper.KeeperException.Code.NONODE.intValue())
+                    how = ",\"error\":\"unknown\",\"reason\":" + q("exists " + node + ": " + org.apache.zookeeper.KeeperException.Code.get(rc));
+            } catch (TimeoutException e) {
+                how = ",\"error\":\"unknown\",\"reason\":\"no answer from zookeeper in time\"";
+            } catch (Exception e) {
+                how = ",\"error\":\"unknown\",\"reason\":" + q(e.toString());
+            }
+            send("{\"type\":\"renewed\",\"lease\":" + lease + how + "}");
+        }
+        // The heartbeats of a client whose hello set session_timeout_ms (and heartbeat_ms: 0 for none).
+        static Heartbeats start(CuratorFramework client, String hello) {
+            String st = field(hello, "session_timeout_ms"), hb = field(hello, "heartbeat_ms");
+            long period = hb != null ? Long.parseLong(hb) : (st == null ? 2000 : Long.parseLong(st)) / 3;
+            Heartbeats h = new Heartbeats(client, period);
+            Thread t = new Thread(h, "session-heartbeats");
+            t.setDaemon(true);
+            t.start();
+            return h;
+        }
+    }
     static String q(String s) {  // a JSON string
         StringBuilder b = new StringBuilder("\"");
         for (char c : String.valueOf(s).toCharArray())
@@ -59,9 +133,11 @@ public class CuratorMutex {
         String hello = in.readLine();
         String root = Objects.requireNonNullElse(field(hello, "root"), "/locklab/curator");
         CuratorFramework client = client(hello);
+        Heartbeats beats = Heartbeats.start(client, hello);
         client.getConnectionStateListenable().addListener((c, state) -> {
             if (state != ConnectionState.SUSPENDED && state != ConnectionState.LOST) return;
             for (Long lease : leases.keySet()) {  // SUSPENDED: the session may expire any moment; LOST: it did
+                beats.lost(lease);
                 if (!lost.containsKey(lease))
                     send("{\"type\":\"lost\",\"lease\":" + lease + ",\"reason\":" + q("curator connection " + state) + "}");
                 if (lost.get(lease) != ConnectionState.LOST) lost.put(lease, state);
@@ -88,7 +164,7 @@ public class CuratorMutex {
             boolean wait = "true".equals(field(line, "wait"));
             Callable<String> call = () -> {
                 if ("acquire".equals(op)) {
-                    InterProcessMutex m = mutexes.computeIfAbsent(key, k -> new InterProcessMutex(client, root + "/" + k));
+                    Mutex m = mutexes.computeIfAbsent(key, k -> new Mutex(client, root + "/" + k));
                     // 0 ms: one look at the children; either way a node not granted is deleted before false
                     // comes back (a failed delete throws: info). No token: the key's parent is a container
                     // node (creatingParentContainersIfNeeded), deleted by the server once empty, so sequence
@@ -96,11 +172,13 @@ public class CuratorMutex {
                     if (!m.acquire(wait ? Math.max(timeout - 300, 0) : 0, TimeUnit.MILLISECONDS))
                         return "\"fail\",\"error\":\"not-acquired\",\"reason\":\"another node is lower\"";
                     leases.put(Long.parseLong(id), m);
+                    nodeOf.put(Long.parseLong(id), m.node());
                     return "\"ok\"";
                 }
                 if ("release".equals(op)) {
-                    InterProcessMutex m = lease == null ? null : leases.remove(Long.parseLong(lease));
+                    Mutex m = lease == null ? null : leases.remove(Long.parseLong(lease));
                     if (m == null) return "\"fail\",\"error\":\"not-held\",\"reason\":\"no such lease here\"";
+                    beats.drop(Long.parseLong(lease));
                     ConnectionState state = lost.remove(Long.parseLong(lease));
                     m.release();  // deletes the node (a missing node is ignored) when the last hold is given up
                     if (state == ConnectionState.LOST)  // the owning session expired: the node was gone already
@@ -109,7 +187,9 @@ public class CuratorMutex {
                 }
                 return "\"fail\",\"error\":\"unsupported\",\"reason\":" + q("no " + op + " in InterProcessMutex");
             };
-            send("{\"type\":" + answer(client, worker, op, timeout, call) + ",\"id\":" + id + "}");
+            String ans = answer(client, worker, op, timeout, call);
+            send("{\"type\":" + ans + ",\"id\":" + id + "}");
+            if ("acquire".equals(op) && ans.startsWith("\"ok\"")) beats.hold(Long.parseLong(id), nodeOf.remove(Long.parseLong(id)));
         }
         Runtime.getRuntime().halt(0);
     }

@@ -186,15 +186,73 @@ faults:
 // run ended with exit 3. Two clients contend so that one waits and sleeps.
 func TestPythonAdapterSleepsUnderTheClientClock(t *testing.T) {
 	t.Parallel()
-	reg := registry(t)
-	s, err := scenario.Parse([]byte(`
+	out := runScenario(t, registry(t), `
 name: py-sleeps
 approaches: [py-redis-lock]
 workload: {kind: mutex, clients: 2, keys: 1, hold: 200ms, ttl: 5s}
 duration: 4s
 faults:
   - {fault: client-clock, target: {client: "1"}, at: 1s, for: 2s, offset: -5s}
-`), reg)
+`)
+	run := out.Results.Runs[0]
+	if run.Acquired < 4 || run.Errors > 0 {
+		t.Errorf("%d grants, %d errors (first %q): want the two clients taking turns", run.Acquired, run.Errors, run.FirstError)
+	}
+}
+
+// The ZooKeeper adapters heartbeat their session while a lease is held
+// (renewing, an exists, renewed): a holder working 3 s under a 2 s session
+// believes in its lock until it lets go, as the session keeps it. Without
+// heartbeats its belief ran out 2 s after its acquire was sent.
+func TestSessionAdaptersBeliefFollowsTheSession(t *testing.T) {
+	reg := registry(t)
+	for _, name := range []string{"kazoo-lock", "curator-mutex"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel() // servers of its own; it mostly waits on them
+			out := runScenario(t, reg, `
+name: session-heartbeats
+approaches: [`+name+`]
+workload: {kind: mutex, clients: 2, keys: 1, hold: 3s, ttl: 1s, acquire-timeout: 10s}
+duration: 8s
+expect:
+  "*": [safe]
+`)
+			if v := out.Verdicts[0]; v.Status != verdict.Agrees {
+				t.Errorf("%s: %s", v.Status, v.Text)
+			}
+			evs, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl.zst"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			granted := map[int]int64{}
+			var releases, renewals int
+			for _, ev := range evs {
+				switch {
+				case ev.F == history.Acquire && ev.Type == history.OK:
+					granted[ev.Proc] = ev.T
+				case ev.F == history.Extend && ev.Type == history.OK:
+					renewals++
+				case ev.F == history.Release && ev.Type == history.Invoke:
+					releases++
+					if ev.ValidUntil <= ev.T {
+						t.Errorf("client %d let go %.3f s after its grant believing its lock gone %.3f s before: want its session's heartbeats to keep the belief",
+							ev.Proc, time.Duration(ev.T-granted[ev.Proc]).Seconds(), time.Duration(ev.T-ev.ValidUntil).Seconds())
+					}
+				}
+			}
+			if releases < 2 || renewals < 2*releases {
+				t.Errorf("%d releases, %d heartbeats answered: want 2 releases or more, each after a few heartbeats", releases, renewals)
+			}
+			t.Logf("%d releases, %d heartbeats answered", releases, renewals)
+		})
+	}
+}
+
+// runScenario runs the scenario text on reg's approaches, its results in
+// a temporary folder.
+func runScenario(t *testing.T, reg *impls.Registry, text string) *runner.Outcome {
+	t.Helper()
+	s, err := scenario.Parse([]byte(text), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +264,5 @@ faults:
 	if err != nil {
 		t.Fatalf("the run ended: %v", err)
 	}
-	run := out.Results.Runs[0]
-	if run.Acquired < 4 || run.Errors > 0 {
-		t.Errorf("%d grants, %d errors (first %q): want the two clients taking turns", run.Acquired, run.Errors, run.FirstError)
-	}
+	return out
 }

@@ -27,12 +27,67 @@ if answer not in ("adapter", "library"):
     os._exit(1)
 leases, lost, changes = {}, {}, [0]  # acquire id -> Lock; lease -> state it was lost in; state changes seen
 
+
+class Heartbeats:
+    """Session heartbeats (docs/protocol.md, Events): every third of the session timeout, for each lease held and
+    not told lost, `renewing`, an exists of its node, then `renewed` with no valid_ms. Any answer from the server
+    (the node there or not) says the session was alive when the request went out, so locklab's belief in the
+    holder's session follows it, as for the built-in ZooKeeper locks' heartbeats; a probe, not a check of the node:
+    a node gone while the library still holds is the lock's failure to report, not the adapter's to hide."""
+
+    def __init__(self, period):
+        self.period, self.nodes, self.gone, self.now = period, {}, set(), False  # nodes: lease -> its node
+        self.cv = threading.Condition()
+        if period > 0:
+            threading.Thread(target=self.run, name="session-heartbeats", daemon=True).start()
+
+    def hold(self, lease, node):  # start beating for lease: once its grant's answer was sent
+        with self.cv:
+            if self.period > 0 and lease not in self.gone:
+                self.nodes[lease], self.now = node, True
+                self.cv.notify()
+
+    def drop(self, lease):  # no renewing is sent for lease once this returns: a release's answer follows every one
+        with self.cv:
+            self.nodes.pop(lease, None)
+            self.gone.discard(lease)
+
+    def lost(self, lease):  # told lost (maybe before hold): its session is no longer vouched for
+        with self.cv:
+            self.nodes.pop(lease, None)
+            self.gone.add(lease)
+
+    def run(self):
+        while True:
+            with self.cv:
+                self.cv.wait_for(lambda: self.now, self.period)
+                self.now, due = False, list(self.nodes)
+            for lease in due:
+                self.beat(lease)
+
+    def beat(self, lease):
+        with self.cv:
+            node = self.nodes.get(lease)
+            if node is None:
+                return
+            send({"type": "renewing", "lease": lease})
+        said = {"type": "renewed", "lease": lease}
+        try:
+            zk.exists_async(node).get(timeout=self.period)  # None when the node is gone: an answer all the same
+        except Exception as e:  # no answer in time, connection loss, session expired
+            said.update(error="unknown", reason="exists %s: %s: %s" % (node, type(e).__name__, e))
+        send(said)
+
+
+beats = Heartbeats(opts.get("heartbeat_ms", opts.get("session_timeout_ms", 2000) / 3) / 1000)
+
 def listen(state):  # kazoo's event thread: must not block
     changes[0] += 1
     if state in (KazooState.SUSPENDED, KazooState.LOST):
         # SUSPENDED: the connection is gone and the session may expire any moment (kazoo's docs: assume the
         # lock lost); LOST: the session expired, so the server deleted our ephemeral node: certainly gone.
         for lease in list(leases):
+            beats.lost(lease)
             if lease not in lost:
                 send({"type": "lost", "lease": lease, "reason": "zookeeper connection " + state.lower()})
             if lost.get(lease) != KazooState.LOST:
@@ -80,6 +135,7 @@ def release(req):
     lock = leases.pop(req["lease"], None)
     if lock is None:
         return {"type": "fail", "error": "not-held", "reason": "no such lease here"}
+    beats.drop(req["lease"])
     state = lost.pop(req["lease"], None)
     lock.release()  # deletes the node; returns True even when the node is already gone
     if state == KazooState.LOST:  # the session that owned the node expired: it was gone before this
@@ -106,4 +162,7 @@ for line in sys.stdin:
     except KazooException as e:  # connection loss, session expired, operation timeout: may have happened
         ans = {"type": "info", "reason": "%s: %s" % (type(e).__name__, e)}
     send(dict(ans, id=req["id"]))
+    if req.get("op") == "acquire" and ans["type"] == "ok" and req["id"] in leases:
+        lock = leases[req["id"]]
+        beats.hold(req["id"], lock.path + "/" + lock.node)
 os._exit(0)

@@ -24,6 +24,7 @@ public class CuratorLeaderLatch {
         volatile boolean granted, lost;
     }
     static final Map<Long, Attempt> attempts = new ConcurrentHashMap<>();  // acquire id -> its attempt
+    static CuratorMutex.Heartbeats beats;  // the session's heartbeats, as CuratorMutex sends them
 
     static LeaderLatch start(CuratorFramework client, long id, Attempt a) throws Exception {
         LeaderLatch l = new LeaderLatch(client, a.path, "locklab-" + id);
@@ -47,6 +48,7 @@ public class CuratorLeaderLatch {
             public void notLeader() {
                 if (a.granted && !a.lost) {
                     a.lost = true;
+                    beats.lost(id);
                     CuratorMutex.send("{\"type\":\"lost\",\"lease\":" + id + ",\"reason\":\"leader latch: not leader\"}");
                 }
             }
@@ -78,6 +80,7 @@ public class CuratorLeaderLatch {
         String root = Objects.requireNonNullElse(CuratorMutex.field(hello, "root"), "/locklab/curator-latch");
         boolean closeOnLost = "true".equals(CuratorMutex.field(hello, "close_on_lost"));
         CuratorFramework client = CuratorMutex.client(hello);
+        beats = CuratorMutex.Heartbeats.start(client, hello);
         client.getConnectionStateListenable().addListener((c, state) -> {
             System.err.println("connection " + state + " (session 0x" + Long.toHexString(sessionId(client)) + ")");
             if (state != ConnectionState.LOST || !closeOnLost) return;
@@ -123,6 +126,7 @@ public class CuratorLeaderLatch {
                 if ("release".equals(op)) {
                     Attempt a = lease == null ? null : attempts.remove(Long.parseLong(lease));
                     if (a == null) return "\"fail\",\"error\":\"not-held\",\"reason\":\"no such lease here\"";
+                    beats.drop(Long.parseLong(lease));
                     boolean leads = a.latch.hasLeadership() && !a.lost;
                     close(a.latch);
                     if (!leads) return "\"fail\",\"error\":\"not-held\",\"reason\":\"leadership lost while held\"";
@@ -130,7 +134,10 @@ public class CuratorLeaderLatch {
                 }
                 return "\"fail\",\"error\":\"unsupported\",\"reason\":" + CuratorMutex.q("no " + op + " in LeaderLatch");
             };
-            CuratorMutex.send("{\"type\":" + CuratorMutex.answer(client, worker, op, timeout, call) + ",\"id\":" + id + "}");
+            String ans = CuratorMutex.answer(client, worker, op, timeout, call);
+            CuratorMutex.send("{\"type\":" + ans + ",\"id\":" + id + "}");
+            Attempt held = attempts.get(id);
+            if ("acquire".equals(op) && ans.startsWith("\"ok\"") && held != null) beats.hold(id, held.latch.getOurPath());
         }
         Runtime.getRuntime().halt(0);
     }

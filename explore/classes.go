@@ -3,6 +3,7 @@ package explore
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/locklab/locklab/checker"
@@ -126,18 +127,27 @@ func grantedInLease(v checker.Verdict, x checker.Violation, grantAt map[int64]hi
 	return ok && !clocked[first.Index] && first.ValidUntil != 0 && d.Second.Start < first.ValidUntil
 }
 
-// clockedGrants are the grants (by index) whose acquire was under way as a
-// client-clock fault began or ended: a jump then moves the belief the
-// grant records.
+// clockedGrants are the grants (by index) whose acquire was under way while
+// a client clock moved: as a jump began or ended, or at any time in a
+// drift's window (it moves the clock every few milliseconds). The belief
+// such a grant records is counted from its request's send on the moved
+// clock: a clock running slow through a long wait makes it too long by
+// most of the wait.
 func clockedGrants(events []history.Event) map[int64]bool {
-	var moves []int64
+	type span struct{ from, to int64 } // the clock moved somewhere in [from, to]
+	var moves []span
 	for _, w := range history.FaultWindows(events) {
 		if w.Fault != clientClock {
 			continue
 		}
-		moves = append(moves, cmp.Or(w.InPlace, w.Start))
+		if w.Params["rate"] != "" {
+			moves = append(moves, span{w.Start, cmp.Or(w.End, math.MaxInt64)})
+			continue
+		}
+		at := cmp.Or(w.InPlace, w.Start)
+		moves = append(moves, span{at, at})
 		if w.End != 0 {
-			moves = append(moves, w.End)
+			moves = append(moves, span{w.End, w.End})
 		}
 	}
 	out := map[int64]bool{}
@@ -151,8 +161,8 @@ func clockedGrants(events []history.Event) map[int64]bool {
 		case ev.Type == history.Invoke:
 			asked[ev.Proc] = ev.T
 		case ev.Type == history.OK:
-			for _, t := range moves {
-				if t >= asked[ev.Proc] && t <= ev.T {
+			for _, m := range moves {
+				if m.to >= asked[ev.Proc] && m.from <= ev.T {
 					out[ev.Index] = true
 				}
 			}

@@ -110,16 +110,20 @@ func TestClockFaultExplainsOnlyAnOverlongBelief(t *testing.T) {
 	}
 
 	const ms = int64(1e6)
-	clock, _ := json.Marshal(history.NemesisValue{Op: history.NemesisStart, Fault: "client-clock"})
+	jump, _ := json.Marshal(history.NemesisValue{ID: 1, Op: history.NemesisStart, Fault: "client-clock", Params: map[string]string{"offset": "-2s"}})
+	drift, _ := json.Marshal(history.NemesisValue{ID: 1, Op: history.NemesisStart, Fault: "client-clock", Params: map[string]string{"rate": "-0.8"}})
 	for _, tc := range []struct {
 		name          string
 		second, clock int64 // the second grant; a client clock move (0: none)
+		value         []byte
 		inLease       bool
 	}{
-		{"inside the first lease", 500 * ms, 0, true},
-		{"past the first lease", 1200 * ms, 0, false},
-		{"inside, a clock moved during the first acquire", 500 * ms, 5 * ms, false},
-		{"inside, a clock moved after the first grant", 500 * ms, 100 * ms, true},
+		{"inside the first lease", 500 * ms, 0, jump, true},
+		{"past the first lease", 1200 * ms, 0, jump, false},
+		{"inside, a clock moved during the first acquire", 500 * ms, 5 * ms, jump, false},
+		{"inside, a clock moved after the first grant", 500 * ms, 100 * ms, jump, true},
+		{"inside, a clock drifting since before the first acquire", 500 * ms, -5 * ms, drift, false},
+		{"inside, a clock drifting from after the first grant", 500 * ms, 100 * ms, drift, true},
 	} {
 		events := []history.Event{
 			{Index: 0, Proc: 1, Type: history.Invoke, F: history.Acquire, Key: "k0", T: 0},
@@ -128,7 +132,12 @@ func TestClockFaultExplainsOnlyAnOverlongBelief(t *testing.T) {
 			{Index: 3, Proc: 2, Type: history.OK, F: history.Acquire, Key: "k0", T: tc.second, ValidUntil: tc.second + 1000*ms},
 		}
 		if tc.clock != 0 {
-			events = append(events, history.Event{Index: 4, Proc: -1, Type: history.OK, F: history.Nemesis, T: tc.clock, Value: clock})
+			clock := history.Event{Index: 4, Proc: -1, Type: history.OK, F: history.Nemesis, T: tc.clock, Value: tc.value}
+			if tc.clock < 0 {
+				events = append([]history.Event{clock}, events...)
+			} else {
+				events = append(events, clock)
+			}
 		}
 		v := checker.Verdict{
 			Violations: []checker.Violation{{Kind: checker.DoubleGrantBothValid, Key: "k0", Events: []int64{1, 3}, Text: "both"}},

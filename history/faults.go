@@ -54,6 +54,9 @@ type Window struct {
 	Instant bool
 	// AtGrant: it struck at a grant (NemesisValue.When), aimed at a hold.
 	AtGrant bool
+	// Params are the fault's options as its start recorded them (nil for
+	// Jepsen histories).
+	Params map[string]string
 }
 
 // FaultWindows pairs the nemesis events of a history into windows, in
@@ -83,7 +86,7 @@ func FaultWindows(events []Event) []Window {
 				case !seen:
 					i = len(out)
 					byID[v.ID] = i
-					out = append(out, Window{ID: v.ID, Fault: v.Fault, Target: v.Target, Start: ev.T, AtGrant: v.When != "" && !strings.HasPrefix(v.When, "releasing")})
+					out = append(out, Window{ID: v.ID, Fault: v.Fault, Target: v.Target, Start: ev.T, AtGrant: v.When != "" && !strings.HasPrefix(v.When, "releasing"), Params: v.Params})
 					fallthrough
 				default:
 					if v.Target != "" {

@@ -84,6 +84,7 @@ public class CuratorMutex {
             String st = field(hello, "session_timeout_ms"), hb = field(hello, "heartbeat_ms");
             long period = hb != null ? Long.parseLong(hb) : (st == null ? 2000 : Long.parseLong(st)) / 3;
             Heartbeats h = new Heartbeats(client, period);
+            if (period <= 0) return h;  // none: hold never adds a lease
             Thread t = new Thread(h, "session-heartbeats");
             t.setDaemon(true);
             t.start();

@@ -49,6 +49,9 @@ type Fate struct {
 	// (0: never); SignalIndex is that event. SignalLease is the lease end
 	// the holder believed in just before (0: none known).
 	Signal, SignalIndex, SignalLease int64
+	// Lost is when the lock's own loss signal (a Lost event) first told
+	// the holder (0: never), which an extend answered "not held" is not.
+	Lost int64
 	// Failed is the first release of this tenure that failed: under the
 	// lease model the one that ended it, under the mutex model one that
 	// never happened (the tenure went on). nil: none failed.
@@ -132,15 +135,17 @@ func (iv Interval) believedAt(t int64) int64 {
 	return iv.ValidUntil
 }
 
-// toldBefore reports whether the lock told the holder its lock was gone
-// (a lost signal, an extend answered not held) at or before t: whatever
-// it believed of its lease, its tenure was over as far as it was told, so
-// a grant from then on went to another after the holder's lease, as one
-// after its expiry does (a session lock that heartbeats believes in its
-// session until the library says otherwise).
+// toldBefore reports whether the lock's loss signal told the holder its
+// lock was gone at or before t: whatever it believed of its lease, its
+// tenure was over as far as the lock's contract goes, so a grant from then
+// on went to another after the holder's lease, as one after its expiry
+// does (a session lock that heartbeats believes in its session until the
+// library says otherwise). An extend answered "not held" is not that: a
+// lease lost before its time (a server's clock jump, a restart) is the
+// service's failure, told or not.
 func (iv Interval) toldBefore(t int64) bool {
-	s := iv.fate().Signal
-	return s != 0 && s <= t
+	l := iv.fate().Lost
+	return l != 0 && l <= t
 }
 
 // fate is what befell the tenure (the zero Fate: nothing).
@@ -300,7 +305,7 @@ func (d DoubleGrant) Describe(origin int64) string {
 		lease = fmt.Sprintf("; its lease ran to %s", rel(believed))
 	}
 	if d.Held.toldBefore(d.Second.Start) {
-		lease += fmt.Sprintf("; it was told at %s that its lock was gone", rel(d.Held.fate().Signal))
+		lease += fmt.Sprintf("; it was told at %s that its lock was gone", rel(d.Held.fate().Lost))
 	}
 	return fmt.Sprintf("client %d acquired %s at %s while client %d held it since %s and %s%s: %s (events %d, %d)%s",
 		d.Second.Proc, lockName(d.Key), rel(d.Second.Start), d.Held.Proc, rel(d.Held.Start), released, lease, d.Kind,
@@ -642,6 +647,9 @@ func (m *Mutex) told(pk procKey, ev history.Event) {
 	}
 	if iv.fate().Signal == 0 {
 		iv.note(func(f *Fate) { f.Signal, f.SignalIndex, f.SignalLease = ev.T, ev.Index, iv.ValidUntil })
+	}
+	if ev.F == history.Lost && iv.fate().Lost == 0 {
+		iv.note(func(f *Fate) { f.Lost = ev.T })
 	}
 	m.open[pk] = iv
 }

@@ -297,6 +297,12 @@ func TestDoubleGrantKindIsTheBeliefAtTheGrant(t *testing.T) {
 			lease(ev(2, ok, A, "k", 120*ms), 300*ms),
 			ev(1, inv, R, "k", 200*ms), ev(2, inv, R, "k", 250*ms),
 		}, OutlivedLease, "its lease ran to 0.500000 s; it was told at 0.100000 s that its lock was gone"},
+		{"an extend answered not held before the grant: the lease lost early, not a loss signal", []history.Event{
+			lease(ev(1, ok, A, "k", 10*ms), 500*ms), ev(1, inv, E, "k", 90*ms),
+			{Proc: 1, Type: history.Fail, F: E, Key: "k", T: 100 * ms, Error: "extend: not held"},
+			lease(ev(2, ok, A, "k", 120*ms), 300*ms),
+			ev(1, inv, R, "k", 200*ms), ev(2, inv, R, "k", 250*ms),
+		}, BothValid, "its lease ran to 0.500000 s:"},
 		{"told its lock was gone after the grant", []history.Event{
 			lease(ev(1, ok, A, "k", 10*ms), 500*ms), lease(ev(2, ok, A, "k", 120*ms), 300*ms),
 			ev(1, history.Info, history.Lost, "k", 130*ms),

@@ -277,7 +277,7 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 		t.Fatalf("fault windows %+v, want the one kill, healed", windows)
 	}
 	kw := windows[0]
-	during, _ := caseSpans(t, out.Dir, func(e history.Event) bool {
+	during, _ := spansOf(evs, func(e history.Event) bool {
 		return e.F == history.Acquire && e.Type == history.OK && e.T > kw.Start && e.T < kw.End
 	})
 	for _, c := range cases[1:] {
@@ -372,7 +372,10 @@ func TestZooKeeperEnsemblesKeepFaultsApart(t *testing.T) {
 	// starved machine the pause takes long to be in place and to be
 	// healed, and another case's ensemble may come up late).
 	healAt := sw.Start + int64(3*time.Second)
-	during, sentDuring := map[string]int{}, map[string]int{}
+	during, _ := spansOf(evs, func(e history.Event) bool {
+		return e.F == history.Acquire && e.Type == history.OK && e.T > sw.InPlace && e.T < sw.End
+	})
+	sentDuring := map[string]int{}
 	sent := map[int]int64{}
 	for _, e := range evs {
 		if e.F != history.Acquire {
@@ -381,19 +384,12 @@ func TestZooKeeperEnsemblesKeepFaultsApart(t *testing.T) {
 		if e.Type == history.Invoke {
 			sent[e.Proc] = e.T
 		}
-		if e.Type != history.OK || e.T <= sw.InPlace {
-			continue
-		}
-		name := strings.Split(e.Key, "/")[1] // nonce/case/key
-		if e.T < sw.End {
-			during[name]++
-		}
-		if e.T < healAt && sent[e.Proc] > sw.InPlace {
-			sentDuring[name]++
+		if e.Type == history.OK && e.T > sw.InPlace && e.T < healAt && sent[e.Proc] > sw.InPlace {
+			sentDuring[strings.Split(e.Key, "/")[1]]++ // nonce/case/key
 		}
 	}
 	for _, c := range cases[1:] {
-		if during[c.Name] == 0 {
+		if _, granted := during[c.Name]; !granted {
 			t.Errorf("%s: no grant in the %v while %s's ensemble was paused (in place at %v, healed at %v): it ran on the same ensemble, or not beside it",
 				c.Name, time.Duration(sw.End-sw.InPlace), stopped.Name, time.Duration(sw.InPlace-sw.Start), time.Duration(sw.End-sw.Start))
 		}
@@ -550,6 +546,11 @@ func caseSpans(t *testing.T, dir string, keep func(history.Event) bool) (first, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return spansOf(evs, keep)
+}
+
+// spansOf is caseSpans of a history already read.
+func spansOf(evs []history.Event, keep func(history.Event) bool) (first, last map[string]int64) {
 	first, last = map[string]int64{}, map[string]int64{}
 	for _, e := range evs {
 		if !keep(e) {

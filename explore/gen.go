@@ -239,7 +239,11 @@ func genHold(p Profile, w workload.Spec, rng *rand.Rand) workload.Dist {
 // holds (three times in ten) or once it renewed (two in ten, where leases
 // are renewed in w), a fault on the servers as a release goes out (two in
 // ten), a fault on a waiter as the holder's release goes out (three in
-// ten: the hand-over, where a waiter's attempt first succeeds).
+// ten: the hand-over, where a waiter's attempt first succeeds). A fault on
+// links waits for a release more often (a node's five in ten, a waiter's
+// seven): a reply lost, late or cut matters most on the release and the
+// attempt that finds the key free, and a client blocked on an earlier
+// request's lost reply never sends that attempt.
 func genFault(p Profile, w workload.Spec, kind string, T, duration time.Duration, rng *rand.Rand) (Fault, bool) {
 	if len(p.Options) == 0 {
 		return Fault{}, false
@@ -266,12 +270,18 @@ func genFault(p Profile, w workload.Spec, kind string, T, duration time.Duration
 		f.When = f.Target.Key
 	case f.Target.Client == chaos.ClientHolder && x < 5 && renews(p, w):
 		f.When, f.On = f.Target.Key, scenario.OnRenewed
-	case f.Target.Client == "" && x < 2:
+	case f.Target.Client == "" && (x < 2 || (x < 5 && onLinks(f.Kind))):
 		f.When, f.On = "0", scenario.OnReleasing
-	case f.Target.Client == chaos.ClientWaiter && x < 3:
+	case f.Target.Client == chaos.ClientWaiter && (x < 3 || (x < 7 && onLinks(f.Kind))):
 		f.When, f.On = f.Target.Key, scenario.OnReleasing
 	}
 	return f, true
+}
+
+// onLinks reports whether faults of kind act on network links.
+func onLinks(kind string) bool {
+	f, err := chaos.New(kind)
+	return err == nil && chaos.NeedsOf(f).Links
 }
 
 // atRelease reports whether a fault on t may wait for a release: one on

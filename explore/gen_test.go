@@ -128,6 +128,10 @@ func TestGenerateIsSeeded(t *testing.T) {
 // the holder is careful or renews; and it reads back as a scenario file.
 func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 	reg := all.Registry()
+	// Faults on links in fresh schedules (a mutation may move one off its
+	// placement), a waiter's and a node's: how many, and how many placed
+	// at a release.
+	links := map[string]*[2]int{"waiter": {}, "node": {}}
 	for _, name := range []string{"redis-setnx-px-lua", "zk-sequential", "etcd-lease", "redis-redlock", "mysql-for-update", "redis-reentrant"} {
 		p := profileOf(t, name)
 		seen := map[string]bool{}
@@ -152,6 +156,12 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 				placed[f.On]++
 				if f.On == scenario.OnReleasing && f.Target.Client == chaos.ClientWaiter {
 					placed["waiter at a release"]++
+				}
+				if on := map[string]string{chaos.ClientWaiter: "waiter", "": "node"}[f.Target.Client]; on != "" && onLinks(f.Kind) && i%2 == 0 {
+					links[on][0]++
+					if f.On == scenario.OnReleasing {
+						links[on][1]++
+					}
 				}
 			}
 			sc, err := scenario.Parse(s.Scenario("t"), reg)
@@ -192,6 +202,16 @@ func TestGeneratedSchedulesStayInBounds(t *testing.T) {
 			if !seen[k] {
 				t.Errorf("%s: %s never drawn in 300 schedules", name, k)
 			}
+		}
+	}
+	// Seven in ten and five in ten, drawn; a server fault two in ten.
+	for _, tc := range []struct {
+		on       string
+		min, max int // percent
+	}{{"waiter", 55, 85}, {"node", 35, 65}} {
+		n, at := links[tc.on][0], links[tc.on][1]
+		if n < 20 || at*100 < n*tc.min || at*100 > n*tc.max {
+			t.Errorf("%d of %d faults on a %s's links placed at a release, want %d-%d%%", at, n, tc.on, tc.min, tc.max)
 		}
 	}
 }

@@ -48,9 +48,18 @@ func TestRedlockReleaseNeedsAMajority(t *testing.T) {
 	if err := last.Set(ctx, key, stale.(*lease).token, 10*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
-	held, err := b.Acquire(ctx, key, opt)
-	if err != nil {
-		t.Fatalf("B's acquire with a leftover on one node of five: %v", err)
+	// A node's answer is awaited 50 ms: beside two busy loops two of five
+	// came late and B was refused. Refusals because of the leftover would
+	// refuse every try; late answers do not.
+	var held impls.Lease
+	for try := 1; ; try++ {
+		if held, err = b.Acquire(ctx, key, opt); err == nil {
+			break
+		}
+		if try == 5 || !errors.Is(err, impls.ErrNotAcquired) {
+			t.Fatalf("B's acquire with a leftover on one node of five, try %d: %v", try, err)
+		}
+		t.Logf("try %d: %v", try, err)
 	}
 	if err := stale.Release(ctx); !errors.Is(err, impls.ErrNotHeld) {
 		t.Fatalf("release by the former holder with its token on one node: err = %v, want ErrNotHeld", err)

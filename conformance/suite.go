@@ -255,9 +255,8 @@ func acquire(t T, l impls.Locker, key string, opt impls.AcquireOptions) impls.Le
 }
 
 // unavailableFor is how long a client may answer "unavailable" while it
-// finds a live server: a kazoo client whose server was killed, its session
-// lost on a machine with two busy loops beside the suite, was still
-// reconnecting after three tries in 1.5 s.
+// finds a live server: a ZooKeeper client whose server was killed may need
+// a new session first, which a starved machine slows by seconds.
 const unavailableFor = 10 * time.Second
 
 func release(t T, lease impls.Lease) {

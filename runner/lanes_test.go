@@ -317,16 +317,21 @@ func TestSpareRedisLanesKeepFaultsApart(t *testing.T) {
 // TestZooKeeperEnsemblesKeepFaultsApart: a parallel session starts more
 // ZooKeeper ensembles for cases faulting a server, each its own quorum: a
 // case that pauses every member of its ensemble for 3 s (no quorum, no
-// grant) runs beside two (each pausing a member of its own later), which
-// are granted all through the pause.
+// grant) runs beside two (each pausing a member of its own after), which
+// are granted all through the pause. The two run on well past the pause's
+// heal and pause their own member after it: on a starved machine the
+// pause took 4.3 s to be in place, and its window must fall inside their
+// runs, clear of their own faults.
 func TestZooKeeperEnsemblesKeepFaultsApart(t *testing.T) {
 	t.Parallel() // servers of its own; it mostly waits on them
 	spec := workload.Spec{Clients: 2, Keys: 1, Kind: workload.Mutex, Hold: workload.Dist{Kind: "fixed", A: 10 * time.Millisecond},
 		TTL: 2 * time.Second, AcquireTimeout: 2 * time.Second, Duration: 6 * time.Second, Drain: 10 * time.Second, Seed: 1}
 	stop := step(t, "server-pause", chaos.Selector{Node: chaos.NodeAll}, time.Second, 3*time.Second, nil)
-	later := step(t, "server-pause", chaos.Selector{Node: chaos.NodeOne}, 5*time.Second, 100*time.Millisecond, nil)
+	witness := spec
+	witness.Duration = 12 * time.Second
+	later := step(t, "server-pause", chaos.Selector{Node: chaos.NodeOne}, 11*time.Second, 100*time.Millisecond, nil)
 	stopped := faultCase(t, "zk-ephemeral", spec, stop)
-	cases := []Case{stopped, faultCase(t, "zk-ephemeral", spec, later), faultCase(t, "zk-sequential", spec, later)}
+	cases := []Case{stopped, faultCase(t, "zk-ephemeral", witness, later), faultCase(t, "zk-sequential", witness, later)}
 	for i := range cases {
 		cases[i].Name = fmt.Sprintf("%s-%d", cases[i].Name, i)
 		cases[i].Processes = false

@@ -16,11 +16,17 @@ import (
 // `BINARY adapt APPROACH` (testdata/reference.yaml does, through
 // $LOCKLAB), it serves a built-in approach as `locklab adapt` does; called
 // as `BINARY echo`, it echoes each line (the bare pipe round trip the
-// protocol's cost is set beside); as `BINARY adapt-memory`, it serves the
+// protocol's cost is set beside); as `BINARY answer`, it answers each
+// request line with an ok as Serve reads and writes them, with no lock
+// behind; as `BINARY adapt-memory`, it serves the
 // in-memory lock (the protocol's cost without a server's).
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == "echo" {
 		echoLines(os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
+	if len(os.Args) == 2 && os.Args[1] == "answer" {
+		answerLines(os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
 	if len(os.Args) == 2 && os.Args[1] == "adapt-memory" {
@@ -50,6 +56,22 @@ func echoLines(in io.Reader, out io.Writer) {
 	for sc.Scan() {
 		line := append(sc.Bytes(), '\n')
 		if _, err := out.Write(line); err != nil {
+			return
+		}
+	}
+}
+
+// answerLines reads each request as Serve does and answers it ok, as
+// Serve writes: the protocol's parsing and printing without a lock.
+func answerLines(in io.Reader, out io.Writer) {
+	sc := bufio.NewScanner(in)
+	w := &lineWriter{w: out}
+	for sc.Scan() {
+		r, err := parseRequest(sc.Bytes())
+		if err != nil {
+			return
+		}
+		if err := w.send(reply{Type: TypeOK, ID: r.ID, ValidMs: 9999, Token: 12345, HasToken: true}); err != nil {
 			return
 		}
 	}

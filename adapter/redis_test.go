@@ -171,23 +171,11 @@ func BenchmarkCycleSideBySide(b *testing.B) {
 // protocol by another process (the test binary as adapt-memory), beside
 // the bare echo, alternated, medians. A cycle is two requests.
 func BenchmarkHopWithoutAServer(b *testing.B) {
-	spec := filepath.Join(b.TempDir(), "memory.yaml")
-	yaml := "name: ref-memory\ncommand: [" + strconv.Quote(os.Args[0]) + ", adapt-memory]\nserver: redis\nnodes: 1\n" +
-		"capabilities: [ttl]\nsafe: true\nstart-timeout: 10s\n"
-	if err := os.WriteFile(spec, []byte(yaml), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	s, err := Load(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	env := func(id int) impls.Env {
-		return impls.Env{Endpoints: impls.Endpoints{impls.Redis: {Addrs: []string{"127.0.0.1:1"}}}, Clock: &clock.Skewable{}, ClientID: id}
-	}
 	var lockers [2]impls.Locker
-	for i, a := range []impls.Approach{memlock.NewService(1).Approach("memory"), s.Approach()} {
-		if lockers[i], err = a.New(ctx, env(i+1)); err != nil {
+	for i, a := range []impls.Approach{memlock.NewService(1).Approach("memory"), memoryAdapter(b).Approach()} {
+		var err error
+		if lockers[i], err = a.New(ctx, memoryEnv(i+1)); err != nil {
 			b.Fatal(err)
 		}
 		defer lockers[i].Close()
@@ -197,6 +185,29 @@ func BenchmarkHopWithoutAServer(b *testing.B) {
 	b.ReportMetric(float64(echoRT.Nanoseconds()), "echo-ns/roundtrip")
 	b.ReportMetric(float64(hop.Nanoseconds()), "hop-ns/request")
 	b.ReportMetric(float64(hop)/float64(echoRT), "hop/echo")
+}
+
+// memoryAdapter is the in-memory lock served over the protocol by this
+// test binary as adapt-memory.
+func memoryAdapter(tb testing.TB) *Spec {
+	tb.Helper()
+	spec := filepath.Join(tb.TempDir(), "memory.yaml")
+	yaml := "name: ref-memory\ncommand: [" + strconv.Quote(os.Args[0]) + ", adapt-memory]\nserver: redis\nnodes: 1\n" +
+		"capabilities: [ttl]\nsafe: true\nstart-timeout: 10s\n"
+	if err := os.WriteFile(spec, []byte(yaml), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := Load(spec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// memoryEnv is a client's environment for the in-memory lock: its
+// endpoint is never dialled.
+func memoryEnv(id int) impls.Env {
+	return impls.Env{Endpoints: impls.Endpoints{impls.Redis: {Addrs: []string{"127.0.0.1:1"}}}, Clock: &clock.Skewable{}, ClientID: id}
 }
 
 // alternate runs b.N rounds of two bare round trips to an echoing
@@ -244,9 +255,13 @@ type echoProcess struct {
 	out *bufio.Reader
 }
 
-func startEcho(tb testing.TB) *echoProcess {
+func startEcho(tb testing.TB) *echoProcess { return startEchoing(tb, "echo") }
+
+// startEchoing starts this test binary as mode, a process answering each
+// line with one.
+func startEchoing(tb testing.TB, mode string) *echoProcess {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "echo")
+	cmd := exec.Command(os.Args[0], mode)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)

@@ -43,8 +43,7 @@ func startReaderEcho(tb testing.TB) *readerEcho {
 }
 
 func (e *readerEcho) roundTrip(tb testing.TB) {
-	const line = `{"type":"request","id":1,"op":"acquire","key":"k0","ttl_ms":10000,"wait":true,"timeout_ms":10000}` + "\n"
-	if _, err := io.WriteString(e.in, line); err != nil {
+	if _, err := io.WriteString(e.in, echoedLine); err != nil {
 		tb.Fatal(err)
 	}
 	if _, ok := <-e.read; !ok {
@@ -52,12 +51,15 @@ func (e *readerEcho) roundTrip(tb testing.TB) {
 	}
 }
 
-// hopParts are the parts, in the order they add up; each does one round
-// trip or one request, after another process's.
-func hopParts(tb testing.TB) []struct {
+// hopPart does one round trip or one request.
+type hopPart struct {
 	name string
 	do   func()
-} {
+}
+
+// hopParts are the parts, in the order they add up, each run after
+// another process's round trip.
+func hopParts(tb testing.TB) []hopPart {
 	echo, reader, answer := startEcho(tb), startReaderEcho(tb), startEchoing(tb, "answer")
 	l, err := memoryAdapter(tb).Approach().New(context.Background(), memoryEnv(1))
 	if err != nil {
@@ -78,10 +80,7 @@ func hopParts(tb testing.TB) []struct {
 		}
 		held = nil
 	}
-	return []struct {
-		name string
-		do   func()
-	}{
+	return []hopPart{
 		{"echo", func() { echo.roundTrip(tb) }},
 		// The same at once again: the echoing process was awake a moment
 		// ago (the other parts follow another process's round trip).

@@ -277,10 +277,13 @@ func startEchoing(tb testing.TB, mode string) *echoProcess {
 	return &echoProcess{in: in, out: bufio.NewReader(out)}
 }
 
-// roundTrip sends a line the size of an acquire request and reads it back.
+// echoedLine is what an echo round trip sends: a line the size of an
+// acquire request.
+const echoedLine = `{"type":"request","id":1,"op":"acquire","key":"k0","ttl_ms":10000,"wait":true,"timeout_ms":10000}` + "\n"
+
+// roundTrip sends echoedLine and reads the answer.
 func (e *echoProcess) roundTrip(tb testing.TB) {
-	const line = `{"type":"request","id":1,"op":"acquire","key":"k0","ttl_ms":10000,"wait":true,"timeout_ms":10000}` + "\n"
-	if _, err := io.WriteString(e.in, line); err != nil {
+	if _, err := io.WriteString(e.in, echoedLine); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := e.out.ReadSlice('\n'); err != nil {

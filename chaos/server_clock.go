@@ -33,8 +33,8 @@ type ServerClock struct {
 // ServerClockSetter is what the fault needs of a node (cluster.Node has it).
 type ServerClockSetter interface {
 	CanSetClock() error
-	SetClockOffset(time.Duration) error
-	ClockOffset() (time.Duration, error)
+	// ShiftClock moves the clock by d from where it stands, as one step.
+	ShiftClock(d time.Duration) error
 }
 
 func (ServerClock) Needs() Needs   { return Needs{ServerClock: true} }
@@ -77,20 +77,13 @@ func (f ServerClock) Inject(ctx context.Context, t Target) (Heal, error) {
 	if err := s.CanSetClock(); err != nil {
 		return nil, unavailable(f, t, err.Error())
 	}
-	// Read-modify-write of this injection's own delta, so overlapping
-	// jumps on one node compose and each heal takes back only its own.
-	shift := func(d time.Duration) error {
-		cur, err := s.ClockOffset()
-		if err != nil {
-			return err
-		}
-		return s.SetClockOffset(cur + d)
-	}
-	if err := shift(f.Offset.D()); err != nil {
+	// This injection's own delta, so overlapping jumps on one node compose
+	// and each heal takes back only its own.
+	if err := s.ShiftClock(f.Offset.D()); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", f.Kind(), t.Name, err)
 	}
 	return once(func(context.Context) error {
-		if err := shift(-f.Offset.D()); err != nil {
+		if err := s.ShiftClock(-f.Offset.D()); err != nil {
 			return fmt.Errorf("heal %s %s: %w", f.Kind(), t.Name, err)
 		}
 		return nil

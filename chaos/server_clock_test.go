@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,5 +50,54 @@ func TestServerClockJumpExpiresRedisLock(t *testing.T) {
 	err := f.Available(NodeTarget(plain.Nodes()[0]))
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "libfaketime") {
 		t.Fatalf("Available on a node without libfaketime: %v", err)
+	}
+}
+
+// Jumps on one node that start and heal at the same moments (two steps due
+// at one time fire side by side) all count, and their heals leave the
+// server's clock exactly where it was, to the nanosecond: the offset is
+// written exactly, and each jump or heal is one step on the node.
+func TestServerClockJumpsAtOnceLeaveNoRemainder(t *testing.T) {
+	c := startCluster(t, cluster.LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}, FakeTime: true})
+	n := c.Nodes()[0]
+	tgt := NodeTarget(n)
+	offsets := []time.Duration{587500 * time.Microsecond, -1234567891, 2 * time.Second, 1000500 * time.Microsecond, -3 * time.Second, 7, 40 * time.Millisecond, 999999 * time.Microsecond}
+	var want time.Duration
+	for _, d := range offsets {
+		want += d
+	}
+	for round := range 5 {
+		heals, errs := make([]Heal, len(offsets)), make([]error, len(offsets))
+		var wg sync.WaitGroup
+		at := make(chan struct{})
+		for i, d := range offsets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-at
+				heals[i], errs[i] = InjectAll(context.Background(), &ServerClock{Offset: Duration(d)}, []Target{tgt})
+			}()
+		}
+		close(at)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := n.ClockOffset(); err != nil || d != want {
+			t.Fatalf("round %d: with every jump in place the offset is %v (%v), want %v", round, d, err, want)
+		}
+		at = make(chan struct{})
+		for i, h := range heals {
+			wg.Add(1)
+			go func() { defer wg.Done(); <-at; errs[i] = h(context.Background()) }()
+		}
+		close(at)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := n.ClockOffset(); err != nil || d != 0 {
+			t.Fatalf("round %d: after every heal the offset is %v (%v), want 0", round, d, err)
+		}
 	}
 }

@@ -33,6 +33,8 @@ type Node struct {
 	ctr    *dockerContainer // a server locklab runs as a container
 	cmds   *nodeCommands    // the user's server, with the user's fault commands
 	health func(ctx context.Context) error
+	// clockMu makes ShiftClock's read-modify-write of the offset one step.
+	clockMu sync.Mutex
 }
 
 // String is the node's name (chaos.Node).

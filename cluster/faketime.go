@@ -7,7 +7,6 @@ import (
 	"github.com/locklab/locklab/internal/faketime"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -144,11 +143,26 @@ func (n *Node) ClockOffset() (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("clock offset of %s: %w", n.Name, err)
 	}
-	s, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(string(b)), "+"), 64)
+	d, err := faketime.Parse(string(b))
 	if err != nil {
-		return 0, fmt.Errorf("clock offset of %s: %q: %w", n.Name, b, err)
+		return 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
-	return time.Duration(s * float64(time.Second)), nil
+	return d, nil
+}
+
+// ShiftClock moves the server's wall clock by d from where it stands, as
+// one step: two faults on one node that jump or heal at the same moment
+// (two steps due at one time fire side by side) both count, where two
+// read-modify-writes of the offset could lose one and leave the server's
+// clock off for the rest of its life.
+func (n *Node) ShiftClock(d time.Duration) error {
+	n.clockMu.Lock()
+	defer n.clockMu.Unlock()
+	cur, err := n.ClockOffset()
+	if err != nil {
+		return err
+	}
+	return n.SetClockOffset(cur + d)
 }
 
 // lastOffset is the clock offset last set on a server whose offset file

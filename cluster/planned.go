@@ -97,8 +97,7 @@ func (p PlannedNode) CanSetClock() error {
 	return nil
 }
 
-func (PlannedNode) SetClockOffset(time.Duration) error  { return errPlanned }
-func (PlannedNode) ClockOffset() (time.Duration, error) { return 0, errPlanned }
+func (PlannedNode) ShiftClock(time.Duration) error { return errPlanned }
 
 // CanFailover: only a kind that fails over, run by locklab.
 func (p PlannedNode) CanFailover() error {

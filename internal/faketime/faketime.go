@@ -5,7 +5,9 @@
 package faketime
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -80,12 +82,46 @@ func Write(file string, d time.Duration) error {
 }
 
 // Offset is an offset as libfaketime reads it: "+1.5" is 1.5 s ahead,
-// "-2" behind; seconds with a decimal point keep millisecond offsets
-// exact.
+// "-2" behind, in seconds with at least three decimals and as many more
+// as the offset has (to the nanosecond), so that Parse reads back exactly
+// what was written: a jump and its heal, each a read-modify-write of the
+// file, then leave no remainder (a rounded offset left one behind).
 func Offset(d time.Duration) string {
-	s := strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
-	if d >= 0 {
-		s = "+" + s
+	sign := "+"
+	u := uint64(d)
+	if d < 0 {
+		sign, u = "-", uint64(-d)
 	}
-	return s
+	frac := strings.TrimRight(fmt.Sprintf("%09d", u%uint64(time.Second)), "0")
+	if len(frac) < 3 {
+		frac += strings.Repeat("0", 3-len(frac))
+	}
+	return fmt.Sprintf("%s%d.%s", sign, u/uint64(time.Second), frac)
+}
+
+// Parse reads an offset as Offset writes it (and as libfaketime reads a
+// plain number of seconds: "+1.5", "-2", "3"), exactly to the nanosecond.
+func Parse(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	neg := strings.HasPrefix(t, "-")
+	t = strings.TrimPrefix(strings.TrimPrefix(t, "-"), "+")
+	whole, frac, _ := strings.Cut(t, ".")
+	if whole == "" && frac == "" || len(frac) > 9 || strings.ContainsAny(whole+frac, "+-") {
+		return 0, fmt.Errorf("clock offset %q: want seconds such as +1.5 (at most nine decimals)", s)
+	}
+	secs, err := strconv.ParseUint(cmp.Or(whole, "0"), 10, 63)
+	if err != nil || secs >= uint64(math.MaxInt64/int64(time.Second)) {
+		return 0, fmt.Errorf("clock offset %q: want seconds such as +1.5", s)
+	}
+	ns := uint64(0)
+	if frac != "" {
+		if ns, err = strconv.ParseUint(frac+strings.Repeat("0", 9-len(frac)), 10, 64); err != nil {
+			return 0, fmt.Errorf("clock offset %q: want seconds such as +1.5", s)
+		}
+	}
+	d := time.Duration(secs)*time.Second + time.Duration(ns)
+	if neg {
+		d = -d
+	}
+	return d, nil
 }

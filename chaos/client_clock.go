@@ -61,10 +61,9 @@ func (f ClientClock) Available(t Target) error {
 }
 
 func (f ClientClock) Inject(ctx context.Context, t Target) (Heal, error) {
-	// The clock holds an offset only, so changes are read-modify-write of
-	// this injection's own delta: a heal subtracts what it added, whatever
-	// other injections did meanwhile.
-	shift := func(d time.Duration) { t.Clock.SetOffset(t.Clock.Offset() + d) }
+	// This injection's own delta, each move one step on the clock: a heal
+	// subtracts what it added, whatever other injections did meanwhile.
+	shift := t.Clock.Shift
 	if f.Rate == 0 {
 		shift(f.Offset.D())
 		return once(func(context.Context) error { shift(-f.Offset.D()); return nil }), nil

@@ -158,8 +158,8 @@ type Restarter interface {
 
 // Clock is a client's lease clock.
 type Clock interface {
-	SetOffset(time.Duration)
-	Offset() time.Duration
+	// Shift moves the clock by d from where it stands, in one step.
+	Shift(d time.Duration)
 }
 
 // ErrUnavailable wraps every Available refusal.

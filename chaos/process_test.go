@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -301,6 +302,47 @@ func TestClientClock(t *testing.T) {
 				t.Fatalf("after the heals offset %v, want the hour it had", got)
 			}
 		})
+	}
+}
+
+// Jumps injected and healed at the same moments, with a drift ticking
+// through them, all count: the clock ends where it was, to the nanosecond
+// (each move is one step on it, not a read and a write another can slip
+// between).
+func TestClientClockJumpsAtOnceLeaveNoRemainder(t *testing.T) {
+	clk := &clock.Skewable{}
+	clk.SetOffset(time.Hour)
+	target := Target{Kind: TargetClient, Name: "client 1", Clock: clk}
+	drift := inject(t, &ClientClock{Rate: 0.9}, target)
+	for round := range 20 {
+		heals, errs := make([]Heal, 16), make([]error, 16)
+		var wg sync.WaitGroup
+		at := make(chan struct{})
+		for i := range heals {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-at
+				heals[i], errs[i] = InjectAll(context.Background(), &ClientClock{Offset: Duration(time.Duration(i+1) * 1000003)}, []Target{target})
+			}()
+		}
+		close(at)
+		wg.Wait()
+		time.Sleep(driftTick) // the drift ticks between jumps and heals too
+		at = make(chan struct{})
+		for i, h := range heals {
+			wg.Add(1)
+			go func() { defer wg.Done(); <-at; errs[i] = errors.Join(errs[i], h(context.Background())) }()
+		}
+		close(at)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	heal(t, drift)
+	if got := clk.Offset(); got != time.Hour {
+		t.Fatalf("after every jump and the drift were healed the offset is %v from where it was", got-time.Hour)
 	}
 }
 

@@ -81,5 +81,9 @@ func (s *Skewable) Now() time.Time { return time.Now().Add(time.Duration(s.offse
 // SetOffset moves this clock by d relative to real time.
 func (s *Skewable) SetOffset(d time.Duration) { s.offset.Store(int64(d)) }
 
+// Shift moves this clock by d from where it stands, in one step: moves
+// made at once all count.
+func (s *Skewable) Shift(d time.Duration) { s.offset.Add(int64(d)) }
+
 // Offset reports the current offset.
 func (s *Skewable) Offset() time.Duration { return time.Duration(s.offset.Load()) }

@@ -72,9 +72,11 @@ type Process interface {
 	Unhang() error
 }
 
-// Clock is a client's lease clock as a fault moves it.
+// Clock is a client's lease clock as a fault moves it: by a delta, in one
+// step, so that faults moving it at once (two jumps due together, a
+// drift's tick and a jump) all count and each heal takes back its own.
 type Clock interface {
-	SetOffset(time.Duration)
+	Shift(time.Duration)
 	Offset() time.Duration
 }
 

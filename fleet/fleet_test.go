@@ -129,7 +129,7 @@ func TestKinds(t *testing.T) {
 			}
 			// A clock fault moves the slot's lease clock (a worker's is
 			// told over its pipe, and handed to its replacements).
-			slots[2].Clock.SetOffset(-time.Second)
+			slots[2].Clock.Shift(-time.Second)
 			if got := slots[2].Clock.Offset(); got != -time.Second {
 				t.Errorf("offset %v after a -1s clock fault", got)
 			}

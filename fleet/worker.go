@@ -58,6 +58,9 @@ type runResult struct {
 type workerSlot struct {
 	processSlot
 	clock int64 // ns; guarded by processSlot.mu
+	// shiftMu keeps the offsets told to the worker in the order they
+	// were made.
+	shiftMu sync.Mutex
 }
 
 // newWorkers starts every slot's first worker and returns once each has
@@ -451,14 +454,15 @@ func (p *clientProcess) awaitHalted(within time.Duration) {
 	}
 }
 
-// SetOffset moves the slot's lease clock, now and for its replacements.
-func (s *workerSlot) SetOffset(d time.Duration) {
+// Shift moves the slot's lease clock by d, now and for its replacements.
+func (s *workerSlot) Shift(d time.Duration) {
+	s.shiftMu.Lock()
+	defer s.shiftMu.Unlock()
 	s.mu.Lock()
-	s.clock = int64(d)
-	p := s.cur
+	s.clock += int64(d)
+	off, p := s.clock, s.cur
 	s.mu.Unlock()
 	if p != nil {
-		off := int64(d)
 		_ = p.send(toWorker{Clock: &off})
 	}
 }

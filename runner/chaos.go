@@ -297,7 +297,7 @@ func (plannedClient) Unhang() error { return nil }
 
 type plannedClock struct{ d time.Duration }
 
-func (c *plannedClock) SetOffset(d time.Duration) { c.d = d }
-func (c *plannedClock) Offset() time.Duration     { return c.d }
+func (c *plannedClock) Shift(d time.Duration) { c.d += d }
+func (c *plannedClock) Offset() time.Duration { return c.d }
 
 var placeholderLinks = make([]*tcpproxy.Proxy, 1)

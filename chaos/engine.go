@@ -30,9 +30,14 @@ func (f ResolverFunc) Resolve(ctx context.Context, sel Selector, rng *rand.Rand)
 }
 
 // Waiter blocks until an event-driven step's condition holds (or ctx ends).
-// The runner provides it from its live view of holders.
+// The runner provides it from its live view of holders. It returns how
+// long ago the condition came true by the history's clock (the grant, the
+// renewal, the release asked; never before Wait was called): the lab
+// learns of a client's event late, by more on a loaded machine, and a
+// step's `after` and `for` count from the event itself, so that the fault
+// ends at the same point of the client's work however late it was noticed.
 type Waiter interface {
-	Wait(ctx context.Context, w When) error
+	Wait(ctx context.Context, w When) (late time.Duration, err error)
 }
 
 // Recorder takes nemesis events, as the history holds them: the event's
@@ -149,17 +154,21 @@ func opensRun(p Planned) bool {
 // once the injection is in place or failed (and at the latest on return).
 func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected func()) {
 	defer injected()
+	var healAt time.Time // a when step's: its condition's moment plus after and for
 	if p.When != nil {
 		if !sleepUntil(ctx, start.Add(p.At)) {
 			return
 		}
-		if err := e.waiter.Wait(ctx, *p.When); err != nil {
+		late, err := e.waiter.Wait(ctx, *p.When)
+		if err != nil {
 			if ctx.Err() == nil {
 				e.fail(fmt.Errorf("step %d: wait for %s: %w", p.Step+1, p.When, err))
 			}
 			return
 		}
-		if !sleepUntil(ctx, time.Now().Add(time.Duration(p.When.After))) {
+		came := time.Now().Add(-max(late, 0)).Add(time.Duration(p.When.After))
+		healAt = came.Add(p.For)
+		if !sleepUntil(ctx, came) {
 			return
 		}
 	}
@@ -222,8 +231,12 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 		e.settle(p.Step)
 		return // healed by HealAll
 	}
+	lasts := p.For
+	if !healAt.IsZero() {
+		lasts = max(time.Until(healAt), 0)
+	}
 	select {
-	case <-time.After(p.For):
+	case <-time.After(lasts):
 		_ = e.healOne(ctx, inj)
 		e.settle(p.Step)
 	case <-ctx.Done():

@@ -237,12 +237,12 @@ func TestEngineCancelThenHealAll(t *testing.T) {
 // chanWaiter lets a trigger fire when its channel closes.
 type chanWaiter chan struct{}
 
-func (w chanWaiter) Wait(ctx context.Context, _ When) error {
+func (w chanWaiter) Wait(ctx context.Context, _ When) (time.Duration, error) {
 	select {
 	case <-w:
-		return nil
+		return 0, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 
@@ -302,6 +302,75 @@ func TestEngineTriggerAfter(t *testing.T) {
 	}
 	if s := steps[0].When.String(); s != "holding k0, after 150ms" {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// lateWaiter's condition came true late before Wait was called.
+type lateWaiter time.Duration
+
+func (w lateWaiter) Wait(context.Context, When) (time.Duration, error) { return time.Duration(w), nil }
+
+// timesProc notes when it was paused and resumed.
+type timesProc struct {
+	fakeProc
+	mu              sync.Mutex
+	paused, resumed time.Time
+}
+
+func (p *timesProc) Pause() error {
+	p.mu.Lock()
+	p.paused = time.Now()
+	p.mu.Unlock()
+	return p.fakeProc.Pause()
+}
+
+func (p *timesProc) Resume() error {
+	p.mu.Lock()
+	p.resumed = time.Now()
+	p.mu.Unlock()
+	return p.fakeProc.Resume()
+}
+
+// TestEngineTriggerCountsFromTheEvent: a when step's after and for count
+// from the moment its condition came true, not from when the lab learned
+// of it: told a second late, a step with after 1.2 s injects 0.2 s after
+// the wait returned, and one of for 1.5 s heals 0.5 s after its injection,
+// where counting from the wait would give 1.2 s and 1.5 s.
+func TestEngineTriggerCountsFromTheEvent(t *testing.T) {
+	const late = time.Second
+	for _, tt := range []struct {
+		name        string
+		after, for_ time.Duration
+		wantInject  time.Duration // after the wait returned
+		wantLasts   time.Duration
+	}{
+		{"for", 0, 1500 * time.Millisecond, 0, 500 * time.Millisecond},
+		{"after", 1200 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 100 * time.Millisecond},
+		{"for already over", 0, 300 * time.Millisecond, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &timesProc{}
+			lab := fakeLab{"holder": {Kind: TargetClient, Name: "client 5", Process: p}}
+			steps := plan(t, 5*time.Second, Step{Fault: &ClientPause{}, Target: Selector{Client: ClientHolder, Key: "k0"},
+				When: &When{Holding: "k0", After: Duration(tt.after)}, For: Duration(tt.for_)})
+			stalls := stall.NewWatch(t.Context())
+			waited := time.Now()
+			if err := NewEngine(lab, &memRecorder{}, lateWaiter(late)).Run(context.Background(), time.Now(), steps); err != nil {
+				t.Fatal(err)
+			}
+			p.mu.Lock()
+			inject, healed := p.paused.Sub(waited), p.resumed.Sub(waited)
+			p.mu.Unlock()
+			// Never sooner than the event's moment allows; later only by
+			// what the machine stood still.
+			slack := 300*time.Millisecond + stalls.Within(waited, time.Now())
+			if inject < tt.wantInject || inject > tt.wantInject+slack {
+				t.Errorf("injected %v after the wait returned, want %v", inject, tt.wantInject)
+			}
+			if want := tt.wantInject + tt.wantLasts; healed < want || healed > want+slack {
+				t.Errorf("healed %v after the wait returned, want %v (counted from the event, a second before the wait returned)", healed, want)
+			}
+		})
 	}
 }
 

@@ -274,7 +274,7 @@ func (r *caseRun) runWorkloadAndFaults(ctx context.Context) error {
 	if len(r.plan) > 0 {
 		res := &resolver{cl: env.servers, linkBase: env.linkBase, nodesOf: env.nodesOf, server: r.c.Approach.Server, keyPrefix: r.spec.KeyPrefix,
 			slots: r.clients.Slots(), holders: r.hold, ownLinks: r.ownLinks}
-		engine = chaos.NewEngine(res, r.nem, holdingWaiter{holders: r.hold, key: res.keyName})
+		engine = chaos.NewEngine(res, r.nem, holdingWaiter{holders: r.hold, key: res.keyName, now: env.mono.Nanos})
 	}
 	stopProgress := env.reportProgress(r.c, r.prog)
 	defer stopProgress()

@@ -165,30 +165,38 @@ func (n *nemesisRecorder) windows(origin, end int64) ([]report.Window, []report.
 }
 
 // holdingWaiter makes `when:` steps wait for a holder, its renewal or its
-// release.
+// release, and tells how long ago it came about (chaos.Waiter).
 type holdingWaiter struct {
 	holders *holders
 	key     func(string) string
-	begun   func() // told once the wait has taken its bearings (tests); nil: nobody
+	now     func() int64 // the history's clock (ns)
+	begun   func()       // told once the wait has taken its bearings (tests); nil: nobody
 }
 
-func (w holdingWaiter) Wait(ctx context.Context, when chaos.When) error {
+func (w holdingWaiter) Wait(ctx context.Context, when chaos.When) (time.Duration, error) {
 	h, key := w.holders, w.key(when.Key())
+	from := w.now()
+	var at int64 // when the condition came true, by the event that made it so
 	var ready func() bool
 	switch {
 	case when.Renewed != "":
 		ready = func() bool {
 			_, _, ok := h.holderSlot(key)
+			at = h.renewedAt[key]
 			return ok && h.renewed[key]
 		}
 	case when.Releasing != "":
 		h.mu.Lock()
 		asked := h.releases[key]
 		h.mu.Unlock()
-		ready = func() bool { return h.releases[key] > asked }
+		ready = func() bool {
+			at = h.releasedAt[key]
+			return h.releases[key] > asked
+		}
 	default:
 		ready = func() bool {
 			_, _, ok := h.holderSlot(key)
+			at = h.since[key]
 			return ok
 		}
 	}
@@ -196,9 +204,10 @@ func (w holdingWaiter) Wait(ctx context.Context, when chaos.When) error {
 		w.begun()
 	}
 	if !h.until(ctx, 24*time.Hour, ready) {
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
-	return nil
+	// A condition already true when the step fell due came about then.
+	return time.Duration(max(w.now()-max(at, from), 0)), nil
 }
 
 // compileFaults checks and compiles a case's fault steps.

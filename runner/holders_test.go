@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -404,7 +405,9 @@ func TestHoldersKeepAHolderThatGivesAReentryBack(t *testing.T) {
 }
 
 // `when:` steps wait for what they name: a holder, a holder that renewed
-// since its grant, the next release asked (not a re-entry's).
+// since its grant, the next release asked (not a re-entry's); and tell how
+// long ago it came about by the event's own time (a holder there before the
+// step fell due: from then).
 func TestWhenWaitsForItsCondition(t *testing.T) {
 	reentry := func(e history.Event) history.Event { e.Reentry = true; return e }
 	for _, tt := range []struct {
@@ -415,6 +418,7 @@ func TestWhenWaitsForItsCondition(t *testing.T) {
 		fires  bool
 	}{
 		{"holding", nil, []history.Event{ev(1, history.OK, history.Acquire, "k")}, chaos.When{Holding: "k"}, true},
+		{"held before it fell due", []history.Event{ev(1, history.OK, history.Acquire, "k")}, nil, chaos.When{Holding: "k"}, true},
 		{"renewed by its holder", []history.Event{ev(1, history.OK, history.Acquire, "k")},
 			[]history.Event{ev(1, history.OK, history.Extend, "k")}, chaos.When{Renewed: "k"}, true},
 		{"renewed before its grant does not count", []history.Event{ev(1, history.OK, history.Acquire, "k"), ev(1, history.OK, history.Extend, "k"),
@@ -432,24 +436,45 @@ func TestWhenWaitsForItsCondition(t *testing.T) {
 			h := newHolders()
 			h.bind(1, 0)
 			h.bind(2, 1)
-			n := int64(0)
+			// The history's clock: the step falls due at 100; what comes
+			// while it waits is seen at 100 + its place, and the wait
+			// ends at 500.
+			var clock atomic.Int64
+			n, base := int64(0), int64(0)
 			see := func(evs []history.Event) {
 				for _, e := range evs {
 					n++
-					e.T = n
+					e.T = base + n
 					h.see(e)
 				}
 			}
 			see(tt.before)
+			clock.Store(100)
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
-			done, begun := make(chan error, 1), make(chan struct{})
-			w := holdingWaiter{holders: h, key: func(k string) string { return k }, begun: func() { close(begun) }}
-			go func() { done <- w.Wait(ctx, tt.when) }()
+			type waited struct {
+				late time.Duration
+				err  error
+			}
+			done, begun := make(chan waited, 1), make(chan struct{})
+			w := holdingWaiter{holders: h, key: func(k string) string { return k }, now: clock.Load, begun: func() { close(begun) }}
+			go func() { late, err := w.Wait(ctx, tt.when); done <- waited{late, err} }()
 			<-begun
+			if len(tt.after) > 0 {
+				clock.Store(500)
+			}
+			base, n = 100, 0
 			see(tt.after)
-			if err := <-done; (err == nil) != tt.fires {
-				t.Fatalf("Wait(%s) = %v; want it to fire: %v", tt.when, err, tt.fires)
+			got := <-done
+			if (got.err == nil) != tt.fires {
+				t.Fatalf("Wait(%s) = %v; want it to fire: %v", tt.when, got.err, tt.fires)
+			}
+			want := time.Duration(0) // came about as it fell due
+			if len(tt.after) > 0 {
+				want = time.Duration(500 - (100 + int64(len(tt.after)))) // the last event seen decided it
+			}
+			if tt.fires && got.late != want {
+				t.Errorf("Wait(%s) told it came about %v ago, want %v", tt.when, got.late, want)
 			}
 		})
 	}

@@ -36,8 +36,11 @@ type holders struct {
 	// releasing).
 	renewed  map[string]bool
 	releases map[string]int
-	procOf   map[int]int             // proc -> slot
-	crashed  map[int]map[string]bool // proc -> the keys it held when its crash was recorded
+	// renewedAt and releasedAt: when the latest of each was seen (the
+	// event's time), for the moment a `when:` condition came true.
+	renewedAt, releasedAt map[string]int64
+	procOf                map[int]int             // proc -> slot
+	crashed               map[int]map[string]bool // proc -> the keys it held when its crash was recorded
 	// wrote: the key's holder has written to the protected store since
 	// its grant, its work on the resource done: only its release is left.
 	wrote map[string]bool
@@ -48,7 +51,8 @@ type holders struct {
 }
 
 func newHolders() *holders {
-	return &holders{byKey: map[string]int{}, since: map[string]int64{}, reentered: map[procKey]int{}, renewed: map[string]bool{}, releases: map[string]int{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
+	return &holders{byKey: map[string]int{}, since: map[string]int64{}, reentered: map[procKey]int{}, renewed: map[string]bool{}, releases: map[string]int{},
+		renewedAt: map[string]int64{}, releasedAt: map[string]int64{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
 		wrote: map[string]bool{}, waiting: map[int]string{}, wait: make(chan struct{})}
 }
 
@@ -179,6 +183,7 @@ func (h *holders) see(ev history.Event) {
 		h.wait = make(chan struct{})
 	case ev.F == history.Extend && ev.Type == history.OK && h.heldBy(ev.Key, ev.Proc):
 		h.renewed[ev.Key] = true
+		h.renewedAt[ev.Key] = ev.T
 		close(h.wait)
 		h.wait = make(chan struct{})
 	case ev.F == history.Write && ev.Type == history.OK:
@@ -190,6 +195,7 @@ func (h *holders) see(ev history.Event) {
 	case ev.F == history.Release && ev.Type == history.Invoke, ev.F == history.Lost:
 		if ev.F == history.Release && h.heldBy(ev.Key, ev.Proc) {
 			h.releases[ev.Key]++
+			h.releasedAt[ev.Key] = ev.T
 			close(h.wait)
 			h.wait = make(chan struct{})
 		}

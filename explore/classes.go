@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/history"
@@ -76,8 +77,11 @@ func sightings(v checker.Verdict, events []history.Event) []Sighting {
 			if bornExpired(v, x, grantAt) {
 				c, stated = verdict.DoubleGrantOutlived, verdict.DoubleGrant
 				proof += "; the second holder's own lease had run out before its grant reached it"
-			} else if inLease = grantedInLease(v, x, grantAt, clocked); inLease {
-				proof += "; granted while the first holder's lease, as it stood at its grant, had time left"
+			} else if left, ok := grantedInLease(v, x, grantAt, clocked); ok {
+				// How much was left tells a grant at the lease's very end
+				// (a clock off by milliseconds) from one well inside it.
+				inLease = true
+				proof += fmt.Sprintf("; granted while the first holder's lease, as it stood at its grant, had %s left", left)
 			}
 		}
 		if c.Unsafe() {
@@ -117,14 +121,17 @@ func bornExpired(v checker.Verdict, x checker.Violation, grantAt map[int64]histo
 
 // grantedInLease reports whether the double grant x names came while the
 // first holder's lease as recorded at its grant had time left, that grant
-// not among clocked.
-func grantedInLease(v checker.Verdict, x checker.Violation, grantAt map[int64]history.Event, clocked map[int64]bool) bool {
+// not among clocked, and how much.
+func grantedInLease(v checker.Verdict, x checker.Violation, grantAt map[int64]history.Event, clocked map[int64]bool) (time.Duration, bool) {
 	d, ok := doubleGrantOf(v, x)
 	if !ok {
-		return false
+		return 0, false
 	}
 	first, ok := grantAt[d.Held.StartIndex]
-	return ok && !clocked[first.Index] && first.ValidUntil != 0 && d.Second.Start < first.ValidUntil
+	if !ok || clocked[first.Index] || first.ValidUntil == 0 || d.Second.Start >= first.ValidUntil {
+		return 0, false
+	}
+	return time.Duration(first.ValidUntil - d.Second.Start).Round(10 * time.Microsecond), true
 }
 
 // clockedGrants are the grants (by index) whose acquire was under way while

@@ -149,5 +149,9 @@ func TestClockFaultExplainsOnlyAnOverlongBelief(t *testing.T) {
 		if len(ss) != 1 || ss[0].Class != verdict.DoubleGrantBothValid || ss[0].InLease != tc.inLease {
 			t.Errorf("%s: sightings %+v, want in lease %v", tc.name, ss, tc.inLease)
 		}
+		// How much of the first lease was left is in the proof.
+		if left := "had 500ms left"; len(ss) == 1 && tc.inLease != strings.Contains(ss[0].Proof, left) {
+			t.Errorf("%s: proof %q; want %q in it: %v", tc.name, ss[0].Proof, left, tc.inLease)
+		}
 	}
 }

@@ -224,21 +224,39 @@ expect:
 			if err != nil {
 				t.Fatal(err)
 			}
-			granted := map[int]int64{}
-			var releases, renewals int
+			// A belief may run out only where no heartbeat answered within
+			// the session before the release: on a starved machine the
+			// adapter's heartbeats come late (seen beside two busy loops and
+			// the suite: a curator-mutex hold with its last heartbeat sent
+			// 2.97 s before its release), and the session is then at risk
+			// for real. At least one hold must have been kept by them.
+			granted, sent, heard := map[int]int64{}, map[int]int64{}, map[int]int64{}
+			var releases, renewals, kept int
 			for _, ev := range evs {
 				switch {
 				case ev.F == history.Acquire && ev.Type == history.OK:
-					granted[ev.Proc] = ev.T
+					granted[ev.Proc], heard[ev.Proc] = ev.T, 0
+				case ev.F == history.Extend && ev.Type == history.Invoke:
+					sent[ev.Proc] = ev.T
 				case ev.F == history.Extend && ev.Type == history.OK:
 					renewals++
+					heard[ev.Proc] = sent[ev.Proc]
 				case ev.F == history.Release && ev.Type == history.Invoke:
 					releases++
-					if ev.ValidUntil <= ev.T {
-						t.Errorf("client %d let go %.3f s after its grant believing its lock gone %.3f s before: want its session's heartbeats to keep the belief",
-							ev.Proc, time.Duration(ev.T-granted[ev.Proc]).Seconds(), time.Duration(ev.T-ev.ValidUntil).Seconds())
+					starved := heard[ev.Proc] == 0 || ev.T-heard[ev.Proc] >= int64(2*time.Second)
+					switch {
+					case ev.ValidUntil > ev.T:
+						kept++
+					case !starved:
+						t.Errorf("client %d let go %.3f s after its grant believing its lock gone %.3f s before, its last heartbeat sent %.3f s before: want the heartbeats to keep the belief",
+							ev.Proc, time.Duration(ev.T-granted[ev.Proc]).Seconds(), time.Duration(ev.T-ev.ValidUntil).Seconds(), time.Duration(ev.T-heard[ev.Proc]).Seconds())
+					default:
+						t.Logf("client %d: no heartbeat answered in the last 2 s of its hold (the machine starved the adapter); its belief ran out", ev.Proc)
 					}
 				}
+			}
+			if kept == 0 {
+				t.Errorf("no hold's belief outlasted its 2 s session: want the heartbeats to keep at least one")
 			}
 			if releases < 2 || renewals < 2*releases {
 				t.Errorf("%d releases, %d heartbeats answered: want 2 releases or more, each after a few heartbeats", releases, renewals)

@@ -43,16 +43,7 @@ func TestReplicatedMariaDBFailoverLosesUnreplicatedRow(t *testing.T) {
 					t.Errorf("version %q, want mariadb 10.11 from the image %s", v, LocalImages()[impls.MySQL])
 				}
 			} else {
-				// Beside two busy loops and three test packages, a
-				// replica's mariadb-install-db was still running when the
-				// default 60 s ran out.
-				cfg := ForServers(tc.server)
-				cfg.StartTimeout = 3 * time.Minute
-				var err error
-				if c, err = StartLocal(context.Background(), cfg); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Close() })
+				c = startReplicatedLocal(t, tc.server)
 			}
 			failoverLosesUnreplicatedRow(t, c, tc.server)
 			if tc.mode == "docker" {
@@ -213,11 +204,7 @@ func waitRow(t *testing.T, db *sql.DB, k string, want bool) {
 func TestReplicatedMariaDBHealthCheck(t *testing.T) {
 	t.Parallel() // servers of its own; it mostly waits on them
 	ctx := context.Background()
-	c, err := StartLocal(ctx, ForServers(impls.MySQLReplicated))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := startReplicatedLocal(t, impls.MySQLReplicated)
 	primary, err := c.Leader(ctx, impls.MySQLReplicated)
 	if err != nil {
 		t.Fatal(err)
@@ -274,4 +261,21 @@ func TestReplicatedMariaDBHealthCheck(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startReplicatedLocal starts a replicated MariaDB pair of server on this
+// machine, closed with the test. Beside two busy loops and the suite a
+// replica's mariadb-install-db was still running when the default 60 s ran
+// out, and another time mysql-replicated-2 still refused connections 66 s
+// in.
+func startReplicatedLocal(t *testing.T, server impls.Server) *Cluster {
+	t.Helper()
+	cfg := ForServers(server)
+	cfg.StartTimeout = 3 * time.Minute
+	c, err := StartLocal(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

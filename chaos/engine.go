@@ -174,7 +174,13 @@ func (e *Engine) fire(ctx context.Context, start time.Time, p Planned, injected 
 	}
 	// Resolve before the invoke: finding the holder of a key may wait, and
 	// the invoke should mark when the fault is being applied, to what.
+	resolving := time.Now()
 	targets, err := e.resolve(ctx, p)
+	if !healAt.IsZero() {
+		// A target the step waited for (the key's next holder) takes the
+		// fault for its whole length from when it was found.
+		healAt = healAt.Add(time.Since(resolving))
+	}
 	e.mu.Lock()
 	if e.closed || ctx.Err() != nil {
 		e.mu.Unlock()

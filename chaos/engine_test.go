@@ -335,22 +335,26 @@ func (p *timesProc) Resume() error {
 // from the moment its condition came true, not from when the lab learned
 // of it: told a second late, a step with after 1.2 s injects 0.2 s after
 // the wait returned, and one of for 1.5 s heals 0.5 s after its injection,
-// where counting from the wait would give 1.2 s and 1.5 s.
+// where counting from the wait would give 1.2 s and 1.5 s. A target the
+// step waits for (the key's next holder, found 0.4 s later) takes the
+// fault for all of its for from then.
 func TestEngineTriggerCountsFromTheEvent(t *testing.T) {
 	const late = time.Second
 	for _, tt := range []struct {
 		name        string
 		after, for_ time.Duration
+		found       time.Duration // how long the target takes to find
 		wantInject  time.Duration // after the wait returned
 		wantLasts   time.Duration
 	}{
-		{"for", 0, 1500 * time.Millisecond, 0, 500 * time.Millisecond},
-		{"after", 1200 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 100 * time.Millisecond},
-		{"for already over", 0, 300 * time.Millisecond, 0, 0},
+		{"for", 0, 1500 * time.Millisecond, 0, 0, 500 * time.Millisecond},
+		{"after", 1200 * time.Millisecond, 100 * time.Millisecond, 0, 200 * time.Millisecond, 100 * time.Millisecond},
+		{"for already over", 0, 300 * time.Millisecond, 0, 0, 0},
+		{"a target found later", 0, 1500 * time.Millisecond, 400 * time.Millisecond, 400 * time.Millisecond, 500 * time.Millisecond},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &timesProc{}
-			lab := fakeLab{"holder": {Kind: TargetClient, Name: "client 5", Process: p}}
+			lab := slowLab{fakeLab{"holder": {Kind: TargetClient, Name: "client 5", Process: p}}, tt.found}
 			steps := plan(t, 5*time.Second, Step{Fault: &ClientPause{}, Target: Selector{Client: ClientHolder, Key: "k0"},
 				When: &When{Holding: "k0", After: Duration(tt.after)}, For: Duration(tt.for_)})
 			stalls := stall.NewWatch(t.Context())
@@ -372,6 +376,18 @@ func TestEngineTriggerCountsFromTheEvent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// slowLab takes a while to find its targets, as the key's next holder is
+// found only once it is granted.
+type slowLab struct {
+	fakeLab
+	wait time.Duration
+}
+
+func (l slowLab) Resolve(ctx context.Context, sel Selector, rng *rand.Rand) ([]Target, error) {
+	time.Sleep(l.wait)
+	return l.fakeLab.Resolve(ctx, sel, rng)
 }
 
 // slowProc takes a while to pause, like a server that must stop every

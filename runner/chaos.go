@@ -181,9 +181,10 @@ func (w holdingWaiter) Wait(ctx context.Context, when chaos.When) (time.Duration
 	switch {
 	case when.Renewed != "":
 		ready = func() bool {
-			_, _, ok := h.holderSlot(key)
-			at = h.renewedAt[key]
-			return ok && h.renewed[key]
+			_, _, held := h.holderSlot(key)
+			var renewed bool
+			at, renewed = h.renewed[key]
+			return held && renewed
 		}
 	case when.Releasing != "":
 		h.mu.Lock()

@@ -31,16 +31,15 @@ type holders struct {
 	// reentered: a holder's re-entries of a key granted and not yet given
 	// back, whose releases leave it the holder.
 	reentered map[procKey]int
-	// renewed: the key's holder has renewed its lease since its grant;
-	// releases counts the releases of each key asked (`when:` renewed and
-	// releasing).
-	renewed  map[string]bool
-	releases map[string]int
-	// renewedAt and releasedAt: when the latest of each was seen (the
-	// event's time), for the moment a `when:` condition came true.
-	renewedAt, releasedAt map[string]int64
-	procOf                map[int]int             // proc -> slot
-	crashed               map[int]map[string]bool // proc -> the keys it held when its crash was recorded
+	// renewed: when the key's holder last renewed its lease since its
+	// grant (absent: not since); releases counts the releases of each key
+	// asked, releasedAt is when the latest was (`when:` renewed and
+	// releasing, and the moment each came true).
+	renewed    map[string]int64
+	releases   map[string]int
+	releasedAt map[string]int64
+	procOf     map[int]int             // proc -> slot
+	crashed    map[int]map[string]bool // proc -> the keys it held when its crash was recorded
 	// wrote: the key's holder has written to the protected store since
 	// its grant, its work on the resource done: only its release is left.
 	wrote map[string]bool
@@ -51,8 +50,8 @@ type holders struct {
 }
 
 func newHolders() *holders {
-	return &holders{byKey: map[string]int{}, since: map[string]int64{}, reentered: map[procKey]int{}, renewed: map[string]bool{}, releases: map[string]int{},
-		renewedAt: map[string]int64{}, releasedAt: map[string]int64{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
+	return &holders{byKey: map[string]int{}, since: map[string]int64{}, reentered: map[procKey]int{}, renewed: map[string]int64{}, releases: map[string]int{},
+		releasedAt: map[string]int64{}, procOf: map[int]int{}, crashed: map[int]map[string]bool{},
 		wrote: map[string]bool{}, waiting: map[int]string{}, wait: make(chan struct{})}
 }
 
@@ -182,8 +181,7 @@ func (h *holders) see(ev history.Event) {
 		close(h.wait)
 		h.wait = make(chan struct{})
 	case ev.F == history.Extend && ev.Type == history.OK && h.heldBy(ev.Key, ev.Proc):
-		h.renewed[ev.Key] = true
-		h.renewedAt[ev.Key] = ev.T
+		h.renewed[ev.Key] = ev.T
 		close(h.wait)
 		h.wait = make(chan struct{})
 	case ev.F == history.Write && ev.Type == history.OK:

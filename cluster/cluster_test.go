@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -292,5 +293,50 @@ func TestPostgresUnderPrivateTempRootSaysWhy(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "cannot enter "+private) || !strings.Contains(err.Error(), "TMPDIR") {
 		t.Fatalf("error = %v, want it to name %s and TMPDIR", err, private)
+	}
+}
+
+// A server that exits during a restart's start-up is started once more; one
+// that exits again is an error naming both starts, not a hang.
+func TestRestartStartsAgainAServerThatExitsDuringStartUp(t *testing.T) {
+	ctx := context.Background()
+	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := c.NodesOf(impls.Redis)[0]
+	real := n.proc.argv
+	for _, tt := range []struct {
+		name     string
+		failures int // starts that exit at once before the server runs
+		wantErr  bool
+	}{
+		{"once", 1, false},
+		{"twice", 2, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			starts := filepath.Join(t.TempDir(), "starts")
+			// Each start appends a line; the first failures exit 1.
+			n.proc.argv = append([]string{"sh", "-c", fmt.Sprintf(`echo x >> %s; [ "$(wc -l < %s)" -gt %d ] || exit 1; exec "$@"`, starts, starts, tt.failures), "sh"}, real...)
+			defer func() { n.proc.argv = real }()
+			err := n.Restart(ctx)
+			b, _ := os.ReadFile(starts)
+			if got := strings.Count(string(b), "x"); got != min(tt.failures+1, 2) {
+				t.Errorf("started %d times, want %d", got, min(tt.failures+1, 2))
+			}
+			if tt.wantErr {
+				if err == nil || strings.Count(err.Error(), "exited during start-up") != 2 {
+					t.Fatalf("err = %v, want both starts' exits named", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := redisCommand(ctx, n.Addr(), "PING"); err != nil || out != "PONG" {
+				t.Fatalf("after restart: %q %v", out, err)
+			}
+		})
 	}
 }

@@ -76,14 +76,20 @@ func TestLocalFullCluster(t *testing.T) {
 	}
 }
 
-func TestNodePauseKillRestart(t *testing.T) {
-	ctx := context.Background()
-	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
+// oneRedis is a local Redis node, closed when t ends.
+func oneRedis(t *testing.T) *Node {
+	t.Helper()
+	c, err := StartLocal(context.Background(), LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	n := c.NodesOf(impls.Redis)[0]
+	t.Cleanup(func() { c.Close() })
+	return c.NodesOf(impls.Redis)[0]
+}
+
+func TestNodePauseKillRestart(t *testing.T) {
+	ctx := context.Background()
+	n := oneRedis(t)
 	if _, err := redisCommand(ctx, n.Addr(), "SET k v"); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +97,7 @@ func TestNodePauseKillRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = redisCommand(pctx, n.Addr(), "PING")
+	_, err := redisCommand(pctx, n.Addr(), "PING")
 	cancel()
 	if err == nil {
 		t.Fatal("paused server answered PING")
@@ -300,12 +306,7 @@ func TestPostgresUnderPrivateTempRootSaysWhy(t *testing.T) {
 // that exits again is an error naming both starts, not a hang.
 func TestRestartStartsAgainAServerThatExitsDuringStartUp(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartLocal(ctx, LocalConfig{Nodes: map[impls.Server]int{impls.Redis: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	n := c.NodesOf(impls.Redis)[0]
+	n := oneRedis(t)
 	real := n.proc.argv
 	for _, tt := range []struct {
 		name     string

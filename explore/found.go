@@ -95,6 +95,14 @@ func (f *Finding) scenario(r *Result) []byte {
 		}
 		line("This schedule showed it in %d of its %d runs here.", sh.Hits, sh.Tries)
 	}
+	if c := f.Shrunk; c != nil && c.WithoutFaults.Tries > 0 {
+		if c.WithoutFaults.Hits > 0 {
+			line("With no fault at all it showed too, in %d of %d runs beside it: the lock's own race under this machine's", c.WithoutFaults.Hits, c.WithoutFaults.Tries)
+			line("load. The faults here are not what makes it, and this file replays only under a load like it.")
+		} else {
+			line("With no fault at all it showed in none of %d runs beside it: the faults make it.", c.WithoutFaults.Tries)
+		}
+	}
 	line("locklab run on this file runs it again: exit 0 when it shows it again. The search ran its cases side by")
 	line("side: a race may need that load to be won (locklab run --runs 5 --parallel %d runs it so).", max(2, r.Parallel))
 	stated := f.Stated

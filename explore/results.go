@@ -74,7 +74,11 @@ type ShrinkSummary struct {
 	Undone    []string `json:"undone,omitempty"` // steps taken back: their schedule showed it in too few measuring runs
 	Hits      int      `json:"final_hits"`
 	Tries     int      `json:"final_tries"`
-	Stopped   string   `json:"stopped,omitempty"`
+	// The final schedule with no fault: shown in NoFaultHits of
+	// NoFaultTries runs (0 of 0: not run).
+	NoFaultHits  int    `json:"no_fault_hits"`
+	NoFaultTries int    `json:"no_fault_tries"`
+	Stopped      string `json:"stopped,omitempty"`
 }
 
 // SearchSummary is one approach's search in results.json.
@@ -105,7 +109,8 @@ func (r *Result) Summarize(steer bool) Summary {
 			Original: scheduleSummary(f.Original), Final: scheduleSummary(f.Schedule())}
 		if sh := f.Shrunk; sh != nil {
 			fs.FinalCase = sh.Last.Case
-			fs.Shrink = &ShrinkSummary{Confirmed: sh.Confirmed, Refuted: sh.Refuted, Runs: sh.Runs, Steps: sh.Steps, Undone: sh.Undone, Hits: sh.Hits, Tries: sh.Tries, Stopped: sh.Stopped}
+			fs.Shrink = &ShrinkSummary{Confirmed: sh.Confirmed, Refuted: sh.Refuted, Runs: sh.Runs, Steps: sh.Steps, Undone: sh.Undone, Hits: sh.Hits, Tries: sh.Tries, Stopped: sh.Stopped,
+				NoFaultHits: sh.WithoutFaults.Hits, NoFaultTries: sh.WithoutFaults.Tries}
 		}
 		s.Findings = append(s.Findings, fs)
 	}
@@ -199,7 +204,7 @@ h2{margin-top:1.5em;font-size:1.1em}code{font-size:12px}
 <p>{{$f.Proof}}{{if $f.Also}} (also: {{range $f.Also}}{{.}} {{end}}){{end}}</p>
 {{with timeline $.Files $f.Case}}<p><a href="{{timeline $.Pages $f.Case}}"><img src="{{.}}" alt="{{.}}"></a></p>{{end}}
 {{if $f.Shrink}}{{if $f.Shrink.Confirmed}}<p>Shrunk in {{$f.Shrink.Runs}} runs to <code>{{$f.Final.Text}}</code>, shown in {{$f.Shrink.Hits}} of its {{$f.Shrink.Tries}} runs{{if $f.Shrink.Stopped}} (stopped: {{$f.Shrink.Stopped}}){{end}}:</p>
-<ul>{{range $f.Shrink.Steps}}<li>{{.}}</li>{{end}}</ul>{{if $f.Shrink.Undone}}<p>Taken back, their schedule showing it in too few of its measuring runs:</p><ul>{{range $f.Shrink.Undone}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<ul>{{range $f.Shrink.Steps}}<li>{{.}}</li>{{end}}</ul>{{if $f.Shrink.Undone}}<p>Taken back, their schedule showing it in too few of its measuring runs:</p><ul>{{range $f.Shrink.Undone}}<li>{{.}}</li>{{end}}</ul>{{end}}{{if $f.Shrink.NoFaultHits}}<p>With no fault at all it showed too, in {{$f.Shrink.NoFaultHits}} of {{$f.Shrink.NoFaultTries}} runs: the lock's own race under this machine's load; the faults are not what makes it.</p>{{else if $f.Shrink.NoFaultTries}}<p>With no fault at all: shown in 0 of {{$f.Shrink.NoFaultTries}} runs.</p>{{end}}
 {{with timeline $.Files $f.FinalCase}}<p><a href="{{timeline $.Pages $f.FinalCase}}"><img src="{{.}}" alt="{{.}}"></a></p>{{end}}{{else if $f.Shrink.Refuted}}<p>Not confirmed: shown again in {{$f.Shrink.Hits}} of {{$f.Shrink.Tries}} runs.</p>{{else}}<p>Not shrunk: the search ended first.</p>{{end}}{{end}}
 {{end}}
 {{range .S.Approaches}}<h2>{{.Approach}}: {{.Runs}} exploring runs, transitions reached</h2>
@@ -273,6 +278,11 @@ func (r *Result) Print(w io.Writer) error {
 				sh.Runs, len(f.Original.Faults), len(s.Faults), f.Original.Duration, s.Duration, sh.Hits, sh.Tries, s.Summary())
 			for _, u := range sh.Undone {
 				fmt.Fprintf(ew, "        taken back: %s\n", u)
+			}
+			if c := sh.WithoutFaults; c.Hits > 0 {
+				fmt.Fprintf(ew, "        shown with no fault at all too, in %d of %d runs: the lock's own race under this machine's load; the faults are not what makes it\n", c.Hits, c.Tries)
+			} else if c.Tries > 0 {
+				fmt.Fprintf(ew, "        with no fault: shown in 0 of %d runs\n", c.Tries)
 			}
 		}
 		fmt.Fprintf(ew, "        %s\n", filepath.Join(r.Dir, f.File))

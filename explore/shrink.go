@@ -79,7 +79,51 @@ type Shrunk struct {
 	// showed the violation in no more than half of its measuring runs
 	// (More), each with those runs' count.
 	Undone []string
-	kept   []keptSchedule // the original and each kept candidate, in order
+	// WithoutFaults is the final schedule run with no fault at all, as
+	// many times as it was measured (Faultless): a violation that shows
+	// there too is the lock's own race under this machine's timing, and
+	// the faults are not what a file of them replays.
+	WithoutFaults Control
+	kept          []keptSchedule // the original and each kept candidate, in order
+}
+
+// Control is how often a schedule's control showed the violation.
+type Control struct {
+	Hits, Tries int
+}
+
+// Faultless runs out's final schedule with no fault at all, n times side
+// by side (while the measuring's budget lasts), into out.WithoutFaults.
+// Beside two busy loops the planted release bug showed with no fault (its
+// compare-and-delete answered 152 ms late, past its own 100 ms deadline),
+// and the shrink's file, one dropped reply kept on those runs, replayed 0
+// of 15 times once the load had eased.
+func (sh *Shrinker) Faultless(ctx context.Context, out *Shrunk, n int) error {
+	if !out.Confirmed || len(out.Schedule.Faults) == 0 {
+		return nil
+	}
+	s := out.Schedule.Clone()
+	s.Faults = nil
+	ss := make([]Schedule, n)
+	for k := range ss {
+		ss[k] = nth(s, k)
+	}
+	afford := sh.AffordMore
+	if afford == nil {
+		afford = sh.Afford
+	}
+	ts, err := sh.trials(ctx, ss, &out.Runs, afford)
+	for _, t := range ts {
+		out.WithoutFaults.Tries++
+		if t.Shown {
+			out.WithoutFaults.Hits++
+		}
+	}
+	var stop errStop
+	if errors.As(err, &stop) {
+		return nil
+	}
+	return err
 }
 
 // keptSchedule is a schedule the shrink kept, with its runs.

@@ -476,3 +476,49 @@ func shrunkOnLuckyRuns(t *testing.T, stop func() error) (*Shrinker, Shrunk) {
 	}
 	return sh, out
 }
+
+// The final schedule's control runs it with no fault, as many times as it
+// was measured, seeds as a file's --runs gives them: a violation that shows
+// there too is counted, one the faults make is not; a schedule with no
+// fault, or not confirmed, has no control.
+func TestFaultlessRunsTheFinalScheduleWithNoFault(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		raceShows func(seed uint64) bool // the violation with no fault
+		schedule  Schedule
+		confirmed bool
+		wantSeeds string
+		wantHits  int
+		wantTries int
+	}{
+		{"the faults make it", func(uint64) bool { return false }, big(), true, "[3 4 5 6 7]", 0, 5},
+		{"a race under load", func(seed uint64) bool { return seed%2 == 1 }, big(), true, "[3 4 5 6 7]", 3, 5},
+		{"no fault to take away", func(uint64) bool { return true }, Schedule{Seed: 3}, true, "[]", 0, 0},
+		{"not confirmed", func(uint64) bool { return true }, big(), false, "[]", 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			seeds := []uint64{}
+			sh := &Shrinker{Parallel: 2, Batch: func(_ context.Context, ss []Schedule) ([]Trial, error) {
+				out := make([]Trial, len(ss))
+				for i, s := range ss {
+					if len(s.Faults) != 0 {
+						t.Fatalf("a control run with %d faults", len(s.Faults))
+					}
+					seeds = append(seeds, s.Seed)
+					out[i] = Trial{Shown: needsClock(s) || tt.raceShows(s.Seed)}
+				}
+				return out, nil
+			}}
+			out := Shrunk{Schedule: tt.schedule, Confirmed: tt.confirmed, Hits: 5, Tries: 5}
+			if err := sh.Faultless(context.Background(), &out, 5); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(seeds) != tt.wantSeeds || out.WithoutFaults != (Control{tt.wantHits, tt.wantTries}) || out.Runs != tt.wantTries {
+				t.Fatalf("seeds %v, control %+v, %d runs; want seeds %s, %d of %d", seeds, out.WithoutFaults, out.Runs, tt.wantSeeds, tt.wantHits, tt.wantTries)
+			}
+			if len(out.Schedule.Faults) != len(tt.schedule.Faults) {
+				t.Fatal("the control changed the final schedule")
+			}
+		})
+	}
+}

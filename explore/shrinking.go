@@ -40,6 +40,9 @@ func (e *explorer) shrink(ctx context.Context, f *Finding) error {
 		// the shrink's share of the budget lasts.
 		err = sh.More(ctx, &out, reproRuns)
 	}
+	if err == nil {
+		err = sh.Faultless(ctx, &out, reproRuns)
+	}
 	f.Shrunk = &out
 	if out.Confirmed && (len(out.Steps) > 0 || f.Retries > 0) {
 		// Judged again on what is left (a known class may turn out new

@@ -192,7 +192,7 @@ func TestExploreFindsAStuckLockOnRedis(t *testing.T) {
 // how far it would have gone.
 func checkShrunkSize(t *testing.T, sh *explore.Shrunk, s explore.Schedule) {
 	t.Helper()
-	t.Logf("shrunk in %d runs: %s (shown in %d of %d)", sh.Runs, s.Summary(), sh.Hits, sh.Tries)
+	t.Logf("shrunk in %d runs: %s (shown in %d of %d; with no fault: %d of %d)", sh.Runs, s.Summary(), sh.Hits, sh.Tries, sh.WithoutFaults.Hits, sh.WithoutFaults.Tries)
 	n := len(s.Faults)
 	switch {
 	case n > 2 && sh.Stopped != "":
@@ -283,6 +283,14 @@ func replays(t *testing.T, reg *impls.Registry, sc *scenario.Scenario, file stri
 	// drop on the holder, measured 2 of 5 and replayed 0 of 15.
 	if 2*sh.Hits <= sh.Tries {
 		t.Logf("%s: shown in %d of %d of its shrink's runs: a rare race, not replayed", file, sh.Hits, sh.Tries)
+		return
+	}
+	// Shown with no fault as well, beside the file's measuring runs: the
+	// machine's load won the race (a release answered 152 ms late, past the
+	// lock's own 100 ms, beside two busy loops), and the faults the file
+	// keeps do not make it once the load eases (0 of 15).
+	if c := sh.WithoutFaults; c.Hits > 0 {
+		t.Logf("%s: shown with no fault too, in %d of %d runs: the lock's own race under this load, not replayed", file, c.Hits, c.Tries)
 		return
 	}
 	agreed, runs, decided := 0, 0, 0
